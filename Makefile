@@ -1,0 +1,71 @@
+# Reprise: the two commands a new user needs are `make run` and `make test`.
+# Everything heavy (the Python environment, Kafka's jars, the Kubernetes binaries) is cached
+# outside the repository under $(REPRISE_CACHE), so a fresh clone reuses it.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON_BOOT ?= python3
+REPRISE_CACHE ?= $(HOME)/.cache/reprise
+export REPRISE_CACHE
+ENV_KEY := $(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
+VENV := $(REPRISE_CACHE)/venv-$(ENV_KEY)
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help venv platform run test test-unit test-integration crds bench soak demo e2e-kind image constraints clean-platform
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON_BOOT) -m local_platform.prerequisites python
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+venv: $(STAMP) ## the Python environment (cached by the hash of pyproject.toml and constraints.txt)
+	@ln -sfn $(VENV) .venv
+
+platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kubectl and helm into the cache
+	@$(PY) -m local_platform build
+
+run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG
+	@$(PY) -m local_platform run-operator
+
+test: platform ## install everything the suite needs, then run it
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: venv ## only the fast unit tests (no platform)
+	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+crds: venv ## generate crds/ and the chart's CRDs from the typed models
+	@$(PY) -m reprise_operator.api.generate
+
+bench: platform ## the benchmarks, as ratios against baselines measured in the same run
+	@$(PY) -m benchmarks
+
+soak: platform ## long fault loops, run by hand
+	@$(PY) -m pytest tests/soak -p no:cacheprovider $(PYTEST_ARGS)
+
+demo: venv ## after `make run`: a Handover Reconsume on a few hundred thousand records, shown until Complete
+	@$(PY) -m examples.demo
+
+e2e-kind: ## on a host with Docker: the end-to-end suite on a kind cluster
+	@if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then \
+	  echo "e2e-kind skipped: no Docker engine on this host (kind needs one); run it where 'docker info' works"; exit 0; fi; \
+	  kind create cluster --name reprise --config local_platform/kind.yaml && \
+	  KUBECONFIG=$$(kind get kubeconfig-path --name reprise 2>/dev/null || echo $$HOME/.kube/config) $(PY) -m pytest tests/integration
+
+image: ## build the operator/worker image and the Spark image (needs a Docker engine)
+	docker build -t reprise:dev -f Dockerfile .
+	docker build -t reprise-spark:dev -f spark_app/Dockerfile .
+
+constraints: ## re-resolve constraints.txt from pyproject.toml
+	@$(PYTHON_BOOT) -m venv /tmp/reprise-constraints && /tmp/reprise-constraints/bin/pip install -q -e '.[test]' && \
+	  { echo "# Exact versions for a reproducible install"; /tmp/reprise-constraints/bin/pip freeze | grep -v -e '^-e' -e '^#'; } > constraints.txt
+
+clean-platform: venv ## stop a platform left running by `make run`
+	@$(PY) -m local_platform down

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of one
+# Kubernetes release from the Go module proxy into the cache, outside the repository.
+#
+# `go install k8s.io/kubernetes/cmd/...@vX` fails because k8s.io/kubernetes replaces its
+# staging modules with local paths; a wrapper module that requires it and replaces every
+# staging module with the matching published v0.x version builds the same binaries.
+set -euo pipefail
+version=${KUBE_VERSION:?KUBE_VERSION is required, e.g. v1.35.4}
+out=${1:?usage: kube.sh OUT_DIR}
+staging_version="v0.${version#v1.}"
+work="$out/wrapper"
+mkdir -p "$work" "$out/bin"
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+
+need=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+missing=0
+for b in "${need[@]}"; do [ -x "$out/bin/$b" ] || missing=1; done
+[ "$missing" = 0 ] && exit 0
+
+cd "$work"
+go mod download -json "k8s.io/kubernetes@$version" > download.json
+gomod=$(python3 -c 'import json,sys; print(json.load(open("download.json"))["GoMod"])')
+{
+  echo "module reprise.local/kube-wrapper"
+  echo
+  echo "go $(awk '/^go /{print $2; exit}' "$gomod")"
+  echo
+  echo "require k8s.io/kubernetes $version"
+  echo
+  echo "replace ("
+  grep -oE '^\s+k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk -v v="$staging_version" '{print "\t" $1 " => " $1 " " v}'
+  echo ")"
+} > go.mod
+cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubectl/pkg/cmd"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+go mod tidy -e >/dev/null 2>&1 || true
+go mod download
+major=1
+minor=$(echo "$version" | cut -d. -f2)
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/component-base/version.gitTreeState=clean"
+for b in "${need[@]}"; do
+  if [ ! -x "$out/bin/$b" ]; then
+    echo "building $b $version" >&2
+    go build -tags tools -trimpath -ldflags "$ldflags" -o "$out/bin/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+    mv "$out/bin/$b.tmp" "$out/bin/$b"
+  fi
+done

@@ -1,0 +1,140 @@
+"""Child processes of the platform: free ports, start with logs, wait until ready, stop by PID.
+
+Every process is started in its own session so that stopping it also stops anything it forked,
+and it is always stopped by its PID (never by name).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from .errors import PlatformError
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_is_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def require_port_free(port: int, what: str) -> None:
+    if port_is_open(port):
+        raise PlatformError(f"port {port} for {what} is already in use: stop what listens there or pick another port")
+
+
+@dataclass
+class ManagedProcess:
+    """One started process, its log file, and how to stop it."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    stop_signal: int = signal.SIGTERM
+    _log_file: object = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Signal the process group, wait, then SIGKILL it if it does not go."""
+        if self.alive():
+            _signal_group(self.pid, self.stop_signal)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.pid, signal.SIGKILL)
+                self.popen.wait(timeout=10)
+        else:
+            # The leader may have exited while children of its session live on.
+            _signal_group(self.pid, signal.SIGKILL)
+        if self._log_file is not None:
+            self._log_file.close()  # type: ignore[attr-defined]
+            self._log_file = None
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def start(
+    name: str,
+    argv: Sequence[str],
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ManagedProcess:
+    """Start `argv` in a new session, output to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_file = open(log_path, "ab")
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            cwd=str(cwd) if cwd else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        log_file.close()
+        raise PlatformError(f"cannot start {name}: {argv[0]} not found ({exc.strerror}); run `make platform` to build it") from None
+    return ManagedProcess(name=name, popen=popen, log_path=log_path, _log_file=log_file)
+
+
+def wait_until(
+    process: ManagedProcess,
+    ready: Callable[[], bool],
+    timeout: float,
+    what: str,
+    interval: float = 0.25,
+) -> None:
+    """Poll `ready()` until it is true; fail fast with the log tail if the process dies."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.alive():
+            raise PlatformError(
+                f"{process.name} exited with code {process.popen.returncode} before it was {what}; "
+                f"see {process.log_path}:\n{process.log_tail()}"
+            )
+        try:
+            if ready():
+                return
+        except Exception:  # readiness probes fail in many ways while a server starts
+            pass
+        time.sleep(interval)
+    raise PlatformError(f"{process.name} was not {what} within {timeout:.0f}s; see {process.log_path}:\n{process.log_tail()}")
