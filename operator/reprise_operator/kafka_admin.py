@@ -1,0 +1,242 @@
+"""The operator's only door to Kafka: one admin client per cluster, shared by every resource.
+
+Everything here blocks (confluent-kafka's futures), so the async handlers call it through
+`asyncio.to_thread`. Requests are batched per call: one `list_offsets` request covers every partition
+asked for, whatever the number of resources that asked, which keeps the admin load per poll cycle
+independent of the number of replays on a cluster.
+
+Connection settings come from `KafkaConnection` plus the librdkafka settings of the user's Secret; those
+values are credentials and are never logged, put in status, or used in a cache key as plain text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+TopicPartitionKey = tuple[str, int]
+
+#: Seconds any one admin request may take before it is treated as a temporary error.
+REQUEST_TIMEOUT_S = 15.0
+
+
+class KafkaUnavailable(RuntimeError):
+    """A temporary failure talking to Kafka: the caller backs off and retries."""
+
+
+@dataclass(frozen=True)
+class OffsetAtTime:
+    """What `offsets_for_times` found: the first offset at or after a time, and that record's timestamp."""
+
+    offset: int
+    timestamp_ms: int | None
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group's state (`Empty`, `Stable`, `Dead`, ...) and its members' client ids and hosts."""
+
+    group_id: str
+    state: str
+    members: tuple[str, ...]
+
+
+def connection_key(bootstrap_servers: str, client_config: Mapping[str, str]) -> str:
+    """A cache key for one cluster connection that does not reveal the settings it hashes."""
+    digest = hashlib.sha256(json.dumps(sorted(client_config.items())).encode()).hexdigest()[:16]
+    return f"{bootstrap_servers}#{digest}"
+
+
+def _result(future, what: str):
+    try:
+        return future.result(timeout=REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        error: KafkaError = exc.args[0] if exc.args else None
+        if error is not None and not error.retriable() and error.code() not in (
+            KafkaError._TIMED_OUT,
+            KafkaError._TRANSPORT,
+            KafkaError._ALL_BROKERS_DOWN,
+        ):
+            raise
+        raise KafkaUnavailable(f"{what}: {exc}") from None
+    except TimeoutError:
+        raise KafkaUnavailable(f"{what}: no answer within {REQUEST_TIMEOUT_S:.0f}s") from None
+
+
+class KafkaCluster:
+    """Admin operations on one Kafka cluster. Thread-safe: confluent-kafka's AdminClient is."""
+
+    def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None):
+        config = dict(client_config or {})
+        config["bootstrap.servers"] = bootstrap_servers
+        config.setdefault("client.id", "reprise-operator")
+        self.bootstrap_servers = bootstrap_servers
+        self._admin = AdminClient(config)
+        #: How many requests this client has sent; the benchmark reads it per poll cycle.
+        self.requests_sent = 0
+        self._lock = threading.Lock()
+
+    def _count(self, n: int = 1) -> None:
+        with self._lock:
+            self.requests_sent += n
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Partition numbers of each existing topic; a missing topic is absent from the answer."""
+        self._count()
+        try:
+            metadata = self._admin.list_topics(timeout=REQUEST_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"listing topics: {exc}") from None
+        found: dict[str, list[int]] = {}
+        for topic in topics:
+            meta = metadata.topics.get(topic)
+            if meta is not None and meta.error is None:
+                found[topic] = sorted(meta.partitions)
+        return found
+
+    def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> bool:
+        """Create the topic unless it exists; True when this call created it."""
+        self._count()
+        futures = self._admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=-1, config=dict(config or {}))],
+            request_timeout=REQUEST_TIMEOUT_S,
+        )
+        try:
+            _result(futures[name], f"creating topic {name}")
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise
+        return True
+
+    def delete_topic(self, name: str) -> None:
+        """Delete the topic; an absent topic is not an error."""
+        self._count()
+        futures = self._admin.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)
+        try:
+            _result(futures[name], f"deleting topic {name}")
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return
+            raise
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    def _list_offsets(self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str) -> dict[TopicPartitionKey, OffsetAtTime]:
+        if not specs:
+            return {}
+        self._count()
+        request = {TopicPartition(t, p): spec for (t, p), spec in specs.items()}
+        futures = self._admin.list_offsets(request, request_timeout=REQUEST_TIMEOUT_S)
+        answer: dict[TopicPartitionKey, OffsetAtTime] = {}
+        for tp, future in futures.items():
+            info = _result(future, what)
+            ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
+            answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
+        return answer
+
+    def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """The offset the next record of each partition will get (the high watermark)."""
+        specs = {key: OffsetSpec.latest() for key in partitions}
+        return {k: v.offset for k, v in self._list_offsets(specs, "listing end offsets").items()}
+
+    def start_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """The log-start offset of each partition: records below it were deleted by retention."""
+        specs = {key: OffsetSpec.earliest() for key in partitions}
+        return {k: v.offset for k, v in self._list_offsets(specs, "listing log-start offsets").items()}
+
+    def offsets_for_time(self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int) -> dict[TopicPartitionKey, OffsetAtTime | None]:
+        """The earliest offset whose timestamp is >= `timestamp_ms`; None where no record is that new.
+
+        Kafka answers -1 ("no offset") when no record is that new: callers treat that partition's
+        start as its end offset (REFERENCE.md section 1).
+        """
+        specs = {key: OffsetSpec.for_timestamp(timestamp_ms) for key in partitions}
+        found = self._list_offsets(specs, "looking up offsets by time")
+        return {k: (v if v.offset >= 0 else None) for k, v in found.items()}
+
+    # -- consumer groups ----------------------------------------------------------------------
+
+    def committed_offsets(self, group: str) -> dict[TopicPartitionKey, int]:
+        """The group's committed offsets; partitions it never committed are absent."""
+        self._count()
+        futures = self._admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=REQUEST_TIMEOUT_S
+        )
+        result = _result(futures[group], f"listing offsets of group {group}")
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in (result.topic_partitions or [])
+            if tp.offset is not None and tp.offset >= 0
+        }
+
+    def describe_group(self, group: str) -> GroupDescription:
+        self._count()
+        futures = self._admin.describe_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
+        desc = _result(futures[group], f"describing group {group}")
+        state = getattr(desc.state, "name", str(desc.state))
+        members = tuple(f"{m.client_id}@{m.host}" for m in (desc.members or []))
+        return GroupDescription(group, _state_name(state), members)
+
+    def alter_offsets(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """Set the group's committed offsets; Kafka refuses unless the group is Empty or Dead."""
+        self._count()
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        futures = self._admin.alter_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
+        result = _result(futures[group], f"altering offsets of group {group}")
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+
+    def delete_group(self, group: str) -> None:
+        """Delete the group and its committed offsets; an absent group is not an error."""
+        self._count()
+        futures = self._admin.delete_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
+        try:
+            _result(futures[group], f"deleting group {group}")
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() in (KafkaError.GROUP_ID_NOT_FOUND,):
+                return
+            raise
+
+
+def _state_name(state: str) -> str:
+    """`ConsumerGroupState.EMPTY` -> `Empty`, the spelling Kafka's tools and docs use."""
+    mapping = {
+        "EMPTY": "Empty",
+        "STABLE": "Stable",
+        "DEAD": "Dead",
+        "PREPARING_REBALANCING": "PreparingRebalance",
+        "COMPLETING_REBALANCING": "CompletingRebalance",
+        "UNKNOWN": "Unknown",
+    }
+    return mapping.get(state.upper(), state)
+
+
+class KafkaClusters:
+    """The registry of admin clients: one per cluster connection, created on first use."""
+
+    def __init__(self) -> None:
+        self._clusters: dict[str, KafkaCluster] = {}
+        self._lock = threading.Lock()
+
+    def get(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None) -> KafkaCluster:
+        key = connection_key(bootstrap_servers, client_config or {})
+        with self._lock:
+            cluster = self._clusters.get(key)
+            if cluster is None:
+                cluster = KafkaCluster(bootstrap_servers, client_config)
+                self._clusters[key] = cluster
+            return cluster
+
+    def all(self) -> list[KafkaCluster]:
+        with self._lock:
+            return list(self._clusters.values())

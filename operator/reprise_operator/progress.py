@@ -1,0 +1,173 @@
+"""Replay progress: per-partition position and lag, totals, percent, ETA, and when a replay is drained.
+
+Pure. The follow loop feeds it what Kafka and the handover topic said (`PartitionView`) and keeps a short
+window of (time, remaining) samples per replay; the ETA interpolates that window, the way
+kafka-lag-exporter turns offset lag into time lag (REFERENCE.md section 4).
+
+"Drained" is not only "lag is zero": with transactional producers the last offset of a partition is a
+commit marker that no consumer ever commits past, so `end - committed` can stay at 1 forever. A
+partition whose consumer reported reaching the end of the partition also counts as drained.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Iterable, Literal
+
+PartitionState = Literal["Pending", "Replaying", "CaughtUp", "HandedOver", "Drained"]
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """What is known of one partition of a running replay at one instant."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    #: The replay group's position (next offset it will process); None before it committed anything.
+    position: int | None
+    #: Where the replay must stop: the handover offset H, or the live group's offset in Parallel mode.
+    target: int | None = None
+    #: The live side acknowledged the handover of this partition.
+    handed_over: bool = False
+    #: The replay consumer reported it reached the end of the partition (no newer record).
+    at_end: bool = False
+    handover_offset: int | None = None
+
+    @property
+    def goal(self) -> int:
+        """The offset this partition's replay is done at."""
+        return self.target if self.target is not None else self.end
+
+    @property
+    def lag(self) -> int:
+        position = self.start if self.position is None else self.position
+        return max(0, self.goal - position)
+
+    @property
+    def processed(self) -> int:
+        position = self.start if self.position is None else self.position
+        return max(0, min(position, self.goal) - self.start)
+
+    @property
+    def total(self) -> int:
+        return max(0, self.goal - self.start)
+
+    @property
+    def state(self) -> PartitionState:
+        if self.handed_over:
+            return "HandedOver"
+        if self.position is None and self.start < self.goal:
+            return "Pending"
+        if self.lag == 0 or self.at_end:
+            return "CaughtUp" if self.target is not None else "Drained"
+        return "Replaying"
+
+    @property
+    def done(self) -> bool:
+        return self.handed_over or self.lag == 0 or self.at_end
+
+
+@dataclass
+class EtaWindow:
+    """Recent (time, remaining records) samples of one replay."""
+
+    horizon: timedelta = timedelta(minutes=5)
+    samples: deque[tuple[datetime, int]] = field(default_factory=lambda: deque(maxlen=120))
+
+    def add(self, at: datetime, remaining: int) -> None:
+        if self.samples and self.samples[-1][1] == remaining and remaining == 0:
+            return
+        self.samples.append((at, remaining))
+        while self.samples and at - self.samples[0][0] > self.horizon:
+            self.samples.popleft()
+
+    def eta_seconds(self) -> int | None:
+        """Seconds until `remaining` reaches zero at the recent rate; None while the rate is unknown."""
+        if len(self.samples) < 2:
+            return None
+        (t0, r0), (t1, r1) = self.samples[0], self.samples[-1]
+        if r1 == 0:
+            return 0
+        elapsed = (t1 - t0).total_seconds()
+        drop = r0 - r1
+        if elapsed <= 0 or drop <= 0:
+            return None
+        return int(round(r1 / (drop / elapsed)))
+
+
+@dataclass(frozen=True)
+class Progress:
+    partitions: tuple[PartitionView, ...]
+    eta_seconds: int | None
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag for p in self.partitions)
+
+    @property
+    def processed(self) -> int:
+        return sum(p.processed for p in self.partitions)
+
+    @property
+    def total(self) -> int:
+        return sum(p.total for p in self.partitions)
+
+    @property
+    def percent(self) -> int:
+        if self.total == 0:
+            return 100
+        return min(100, int(self.processed * 100 / self.total))
+
+    @property
+    def all_done(self) -> bool:
+        return all(p.done for p in self.partitions)
+
+
+def summarize(views: Iterable[PartitionView], window: EtaWindow, now: datetime) -> Progress:
+    parts = tuple(sorted(views, key=lambda v: (v.topic, v.partition)))
+    progress = Progress(parts, None)
+    window.add(now, progress.lag)
+    return Progress(parts, window.eta_seconds())
+
+
+def progress_status(progress: Progress, updated_at: str) -> dict:
+    """`status.progress` as the API stores it. `updated_at` is only set when something else changed."""
+    return {
+        "partitions": [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                **({"position": p.position} if p.position is not None else {}),
+                **({"handoverOffset": p.handover_offset} if p.handover_offset is not None else {}),
+                "lag": p.lag,
+                "state": p.state,
+            }
+            for p in progress.partitions
+        ],
+        "totalRecords": progress.total,
+        "processedRecords": progress.processed,
+        "percent": progress.percent,
+        "lag": progress.lag,
+        **({"etaSeconds": progress.eta_seconds} if progress.eta_seconds is not None else {}),
+        "updatedAt": updated_at,
+    }
+
+
+@dataclass
+class DrainClock:
+    """Holds "drained" for `completion.drainedFor` before a replay may complete."""
+
+    since: datetime | None = None
+
+    def observe(self, drained: bool, now: datetime, hold: timedelta) -> bool:
+        """True once drained has held continuously for `hold`."""
+        if not drained:
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+        return now - self.since >= hold

@@ -1,0 +1,51 @@
+"""Progress, ETA and drained: what the follow loop reports and when it may complete."""
+
+from datetime import datetime, timedelta, timezone
+
+from reprise_operator.progress import DrainClock, EtaWindow, PartitionView, progress_status, summarize
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def test_lag_counts_to_the_handover_target_not_the_moving_end():
+    view = PartitionView("users", 0, start=100, end=10_000, position=400, target=500, handover_offset=500)
+    assert (view.lag, view.processed, view.total, view.state) == (100, 300, 400, "Replaying")
+
+
+def test_transaction_marker_does_not_block_drained():
+    # end - committed stays 1 because the last offset is a commit marker; the consumer saw partition EOF.
+    view = PartitionView("users", 0, start=0, end=101, position=100, at_end=True)
+    assert view.lag == 1 and view.done and view.state == "Drained"
+
+
+def test_handed_over_partition_is_done_whatever_the_lag():
+    view = PartitionView("users", 0, start=0, end=50, position=10, target=60, handed_over=True)
+    assert view.done and view.state == "HandedOver"
+
+
+def test_eta_from_recent_rate():
+    window = EtaWindow()
+    views = lambda pos: [PartitionView("t", 0, 0, 1000, pos)]
+    summarize(views(0), window, T0)
+    progress = summarize(views(100), window, T0 + timedelta(seconds=10))
+    # 100 records in 10 s, 900 to go: 90 s.
+    assert progress.eta_seconds == 90
+    assert progress.percent == 10
+    status = progress_status(progress, "2026-01-01T00:00:10Z")
+    assert status["lag"] == 900 and status["etaSeconds"] == 90 and status["partitions"][0]["state"] == "Replaying"
+
+
+def test_eta_unknown_without_movement():
+    window = EtaWindow()
+    summarize([PartitionView("t", 0, 0, 10, 5)], window, T0)
+    assert summarize([PartitionView("t", 0, 0, 10, 5)], window, T0 + timedelta(seconds=5)).eta_seconds is None
+
+
+def test_drain_clock_needs_the_full_hold_without_interruption():
+    clock = DrainClock()
+    hold = timedelta(seconds=30)
+    assert not clock.observe(True, T0, hold)
+    assert not clock.observe(True, T0 + timedelta(seconds=29), hold)
+    assert not clock.observe(False, T0 + timedelta(seconds=31), hold)
+    assert not clock.observe(True, T0 + timedelta(seconds=40), hold)
+    assert clock.observe(True, T0 + timedelta(seconds=70), hold)
