@@ -1,0 +1,185 @@
+"""The operator's only door to the Kubernetes API (besides Kopf's own watching).
+
+Objects go in and come out as plain dicts in the API's own camelCase shape, the same shape the pure
+builders produce, so nothing converts between models and client classes. The kubernetes client blocks;
+async callers use the `a*` wrappers, which run the call in a thread.
+
+Creates are idempotent: a child that already exists (the operator restarted between creating it and
+recording it) is read back instead of failing, so a restart never makes a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from functools import partial
+from typing import Any, Callable, TypeVar
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from .constants import GROUP, VERSION
+
+T = TypeVar("T")
+
+
+class KubeUnavailable(RuntimeError):
+    """A temporary API failure (timeouts, 5xx, conflicts): back off and retry."""
+
+
+class NotOwned(RuntimeError):
+    """A child name is taken by an object this resource does not own: a person must resolve it."""
+
+
+def load_client_config() -> client.ApiClient:
+    """In a pod, the service account; elsewhere, `$KUBECONFIG` or `~/.kube/config`."""
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+def _json(response: Any) -> dict:
+    return json.loads(response.data)
+
+
+def _temporary(exc: ApiException) -> bool:
+    return exc.status in (409, 429) or exc.status >= 500
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient):
+        self.api_client = api_client
+        self.apps = client.AppsV1Api(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(partial(fn, *args, **kwargs))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[..., Any], *args: Any) -> dict | None:
+        try:
+            return _json(fn(*args, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            if _temporary(exc):
+                raise KubeUnavailable(f"reading: {exc.status} {exc.reason}") from None
+            raise
+
+    def get_deployment(self, namespace: str, name: str) -> dict | None:
+        return self._read(self.apps.read_namespaced_deployment, name, namespace)
+
+    def get_job(self, namespace: str, name: str) -> dict | None:
+        return self._read(self.batch.read_namespaced_job, name, namespace)
+
+    def get_configmap(self, namespace: str, name: str) -> dict | None:
+        return self._read(self.core.read_namespaced_config_map, name, namespace)
+
+    def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict | None:
+        return self._read(self.custom.get_namespaced_custom_object, group, version, namespace, plural, name)
+
+    def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A Secret's values, decoded. The caller must never log, store or emit them."""
+        secret = self._read(self.core.read_namespaced_secret, name, namespace)
+        if secret is None:
+            return None
+        data = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+        data.update(secret.get("stringData") or {})
+        return data
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict]:
+        try:
+            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))["items"]
+        except ApiException as exc:
+            raise KubeUnavailable(f"listing pods: {exc.status} {exc.reason}") from None
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_owned(self, obj: dict, owner_uid: str | None = None) -> dict:
+        """Create `obj`; when it exists already and is ours, return it; when it is not ours, NotOwned."""
+        kind = obj["kind"]
+        namespace = obj["metadata"].get("namespace")
+        name = obj["metadata"]["name"]
+        create, read = self._verbs(obj)
+        try:
+            return _json(create(namespace, obj, _preload_content=False))
+        except ApiException as exc:
+            if exc.status != 409:
+                if _temporary(exc):
+                    raise KubeUnavailable(f"creating {kind} {name}: {exc.status} {exc.reason}") from None
+                raise
+        existing = _json(read(name, namespace, _preload_content=False))
+        owners = {ref.get("uid") for ref in existing["metadata"].get("ownerReferences") or []}
+        if owner_uid is not None and owner_uid not in owners:
+            raise NotOwned(f"{kind} {namespace}/{name} exists and is not owned by this resource: rename or delete it")
+        return existing
+
+    def _verbs(self, obj: dict) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        kind, api_version = obj["kind"], obj["apiVersion"]
+        if kind == "Deployment":
+            return self.apps.create_namespaced_deployment, self.apps.read_namespaced_deployment
+        if kind == "Job":
+            return self.batch.create_namespaced_job, self.batch.read_namespaced_job
+        if kind == "ConfigMap":
+            return self.core.create_namespaced_config_map, self.core.read_namespaced_config_map
+        group, version = api_version.split("/")
+        plural = kind.lower() + "s"
+        return (
+            lambda ns, body, **kw: self.custom.create_namespaced_custom_object(group, version, ns, plural, body, **kw),
+            lambda name, ns, **kw: self.custom.get_namespaced_custom_object(group, version, ns, plural, name, **kw),
+        )
+
+    def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+        try:
+            self.apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": replicas}})
+        except ApiException as exc:
+            if _temporary(exc):
+                raise KubeUnavailable(f"scaling Deployment {name}: {exc.status} {exc.reason}") from None
+            raise
+
+    def _delete(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Delete in the foreground; False when it was already gone."""
+        try:
+            fn(*args, body=client.V1DeleteOptions(propagation_policy="Foreground"))
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if _temporary(exc):
+                raise KubeUnavailable(f"deleting: {exc.status} {exc.reason}") from None
+            raise
+
+    def delete_deployment(self, namespace: str, name: str) -> bool:
+        return self._delete(self.apps.delete_namespaced_deployment, name, namespace)
+
+    def delete_job(self, namespace: str, name: str) -> bool:
+        return self._delete(self.batch.delete_namespaced_job, name, namespace)
+
+    def delete_configmap(self, namespace: str, name: str) -> bool:
+        return self._delete(self.core.delete_namespaced_config_map, name, namespace)
+
+    def delete_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> bool:
+        return self._delete(self.custom.delete_namespaced_custom_object, group, version, namespace, plural, name)
+
+    def delete_replay(self, plural: str, namespace: str, name: str) -> bool:
+        """Delete one of Reprise's own resources (the finished-resource TTL)."""
+        return self.delete_custom(GROUP, VERSION, plural, namespace, name)
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: dict) -> dict:
+        """Merge-patch `status` of one of Reprise's resources through the status subresource."""
+        try:
+            return self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, {"status": status}
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return {}
+            if _temporary(exc):
+                raise KubeUnavailable(f"patching status of {plural}/{name}: {exc.status} {exc.reason}") from None
+            raise

@@ -1,0 +1,217 @@
+"""Pure builders of the workloads Reprise runs: standby replay-consumer Deployments and run-once Jobs.
+
+Each `*_manifest` function returns a plain dict, ready for `kube.Kube.create_owned`; nothing here talks
+to the API, so every rule below is unit-tested as data:
+
+- A replay Deployment clones the live service's pod template (so its handler code, image, service
+  account and own settings come along) but never its labels: a Service selecting the live pods must not
+  send traffic to the replay pods.
+- The replay settings are injected as environment; Kafka credentials only as a Secret volume, so they
+  never appear in the pod spec, the resource's status or Events.
+- Every container gets the `restricted` Pod Security settings unless it already says otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from .constants import LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY
+
+#: Where the user's librdkafka settings Secret is mounted; the worker reads one setting per file.
+KAFKA_CONFIG_DIR = "/etc/reprise/kafka"
+KAFKA_CONFIG_VOLUME = "reprise-kafka-config"
+WORKER_COMMAND = ["python", "-m", "replay_worker"]
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The resource that owns a child: deleting it garbage-collects the child."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    def reference(self) -> dict:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def restricted_security(container: dict) -> dict:
+    """Fill in what the `restricted` Pod Security Standard requires, keeping what the user set."""
+    security = dict(container.get("securityContext") or {})
+    security.setdefault("allowPrivilegeEscalation", False)
+    security.setdefault("runAsNonRoot", True)
+    capabilities = dict(security.get("capabilities") or {})
+    capabilities.setdefault("drop", ["ALL"])
+    security["capabilities"] = capabilities
+    security.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    return {**container, "securityContext": security}
+
+
+def restricted_pod(pod_spec: dict) -> dict:
+    spec = dict(pod_spec)
+    pod_security = dict(spec.get("securityContext") or {})
+    pod_security.setdefault("runAsNonRoot", True)
+    pod_security.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    spec["securityContext"] = pod_security
+    spec["containers"] = [restricted_security(c) for c in spec.get("containers") or []]
+    if spec.get("initContainers"):
+        spec["initContainers"] = [restricted_security(c) for c in spec["initContainers"]]
+    return spec
+
+
+def merge_env(*layers: Iterable[dict]) -> list[dict]:
+    """Env lists merged by name, later layers winning, order of first appearance kept."""
+    merged: dict[str, dict] = {}
+    for layer in layers:
+        for item in layer:
+            merged[item["name"]] = item
+    return list(merged.values())
+
+
+def env_list(values: Mapping[str, str]) -> list[dict]:
+    return [{"name": k, "value": v} for k, v in values.items()]
+
+
+def _with_kafka_secret(spec: dict, container: dict, secret_name: str | None) -> tuple[dict, dict]:
+    if not secret_name:
+        return spec, container
+    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != KAFKA_CONFIG_VOLUME]
+    volumes.append({"name": KAFKA_CONFIG_VOLUME, "secret": {"secretName": secret_name, "defaultMode": 0o440}})
+    mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != KAFKA_CONFIG_VOLUME]
+    mounts.append({"name": KAFKA_CONFIG_VOLUME, "mountPath": KAFKA_CONFIG_DIR, "readOnly": True})
+    return {**spec, "volumes": volumes}, {**container, "volumeMounts": mounts}
+
+
+def pick_container(containers: list[dict], name: str | None) -> int:
+    """The index of the container that becomes the replay worker: the named one, else the first."""
+    if not containers:
+        raise ValueError("the pod template has no containers")
+    if name is None:
+        return 0
+    for index, container in enumerate(containers):
+        if container.get("name") == name:
+            return index
+    names = ", ".join(c.get("name", "?") for c in containers)
+    raise ValueError(f"spec.consumer.container {name!r} is not in the pod template (it has: {names})")
+
+
+def replay_deployment_manifest(
+    *,
+    owner: Owner,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    pod_template: dict,
+    replicas: int,
+    worker_env: Mapping[str, str],
+    user_env: Iterable[dict] = (),
+    kafka_secret: str | None = None,
+    metrics_port: int = 9400,
+    container_name: str | None = None,
+    command: list[str] | None = None,
+) -> dict:
+    """The standby replay-consumer Deployment, a clone of `pod_template` running the replay worker."""
+    template = copy.deepcopy(pod_template)
+    spec = dict(template.get("spec") or {})
+    containers = [dict(c) for c in spec.get("containers") or []]
+    index = pick_container(containers, container_name)
+    worker = containers[index]
+    worker["command"] = list(command or WORKER_COMMAND)
+    worker["args"] = []
+    worker["env"] = merge_env(worker.get("env") or [], env_list(worker_env), user_env)
+    worker["ports"] = [{"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"}]
+    # The live service's probes check the live service's endpoints; the worker serves its own.
+    for probe in ("readinessProbe", "startupProbe"):
+        worker.pop(probe, None)
+    worker["livenessProbe"] = {
+        "httpGet": {"path": "/healthz", "port": "metrics"},
+        "periodSeconds": 10,
+        "failureThreshold": 6,
+    }
+    spec, worker = _with_kafka_secret(spec, worker, kafka_secret)
+    containers[index] = worker
+    spec["containers"] = containers
+    spec = restricted_pod(spec)
+    selector = {k: labels[k] for k in (LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY) if k in labels}
+    metadata = dict(template.get("metadata") or {})
+    metadata["labels"] = dict(labels)
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    metadata["annotations"] = annotations
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "ownerReferences": [owner.reference()],
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": metadata, "spec": spec},
+        },
+    }
+
+
+def worker_job_manifest(
+    *,
+    owner: Owner,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    image: str,
+    args: list[str],
+    worker_env: Mapping[str, str],
+    kafka_secret: str | None = None,
+    backoff_limit: int = 3,
+) -> dict:
+    """A run-to-completion Job of Reprise's own worker image (Backfill's `topic` source)."""
+    container = {
+        "name": "worker",
+        "image": image,
+        "command": list(WORKER_COMMAND),
+        "args": list(args),
+        "env": env_list(worker_env),
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+    }
+    spec: dict = {"restartPolicy": "Never", "containers": [container]}
+    spec, container = _with_kafka_secret(spec, container, kafka_secret)
+    spec["containers"] = [container]
+    return job_manifest(owner=owner, name=name, namespace=namespace, labels=labels, pod_spec=spec, backoff_limit=backoff_limit)
+
+
+def job_manifest(
+    *,
+    owner: Owner,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    pod_spec: dict,
+    backoff_limit: int = 3,
+    pod_metadata: dict | None = None,
+) -> dict:
+    metadata = dict(pod_metadata or {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    spec = restricted_pod({**pod_spec, "restartPolicy": pod_spec.get("restartPolicy", "Never")})
+    if spec["restartPolicy"] == "Always":
+        spec["restartPolicy"] = "Never"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "ownerReferences": [owner.reference()]},
+        "spec": {
+            "backoffLimit": backoff_limit,
+            "template": {"metadata": metadata, "spec": spec},
+        },
+    }
