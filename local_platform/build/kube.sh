@@ -45,11 +45,19 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
-go mod tidy -e >/dev/null 2>&1 || true
+# tools.go imports main packages only to pin them in the module graph; tidy -e reports that and
+# goes on, and its other complaints show up again, clearer, in go build below.
+go mod tidy -e 2>&1 | grep -v 'is a program, not an importable package' >&2 || true
 go mod download
 major=1
 minor=$(echo "$version" | cut -d. -f2)
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/component-base/version.gitTreeState=clean"
+# Without these the binaries report v0.0.0 and kubectl warns about version skew (kubernetes#79384).
+released=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["Time"])' "$(python3 -c 'import json; print(json.load(open("download.json"))["Info"])')")
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit=release-$version -X $pkg.buildDate=$released"
+done
 for b in "${need[@]}"; do
   if [ ! -x "$out/bin/$b" ]; then
     echo "building $b $version" >&2
@@ -57,3 +65,4 @@ for b in "${need[@]}"; do
     mv "$out/bin/$b.tmp" "$out/bin/$b"
   fi
 done
+"$out/bin/kube-apiserver" --version >&2
