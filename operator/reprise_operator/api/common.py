@@ -1,0 +1,938 @@
+"""The pieces the three kinds share: the model base, name and duration types, Kafka connection, start,
+filter, consumer, approval, completion, cleanup, conditions, and the status parts every kind reports.
+
+These pydantic models are the single source of truth of the API: `generate.py` turns them into the CRDs,
+and the operator parses `spec` with them and builds `status` with them. Python attributes are snake_case,
+the YAML is camelCase. Every field carries a description, because that text is what `kubectl explain`
+shows the user.
+
+Cross-field rules live twice, on purpose: as CEL (`x-kubernetes-validations`) so the API server rejects a
+bad manifest at admission, and as a model validator so a bad object fails in Python too. The CEL text is
+the authority; the Python mirror only keeps the operator and the tests honest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Optional
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+GROUP = "reprise.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+#: `kubectl get replays` lists every kind in this category.
+CATEGORY = "replays"
+
+
+# ---------------------------------------------------------------------------------------------------
+# CEL rules
+
+
+def rule(
+    expression: str,
+    message: str,
+    *,
+    field_path: str | None = None,
+    reason: str | None = None,
+) -> dict[str, str]:
+    """One `x-kubernetes-validations` entry. The message must name the field it is about.
+
+    `field_path` (a path relative to the object the rule sits on, such as `.consumer`) makes the API
+    server report the error at that field instead of at the object; `reason` is one of FieldValueInvalid,
+    FieldValueForbidden, FieldValueRequired, FieldValueDuplicate.
+    """
+    entry = {"rule": expression, "message": message}
+    if field_path is not None:
+        entry["fieldPath"] = field_path
+    if reason is not None:
+        entry["reason"] = reason
+    return entry
+
+
+def validations(*rules: dict[str, str]) -> dict[str, Any]:
+    """`json_schema_extra` that attaches CEL rules to a field or a model."""
+    return {"x-kubernetes-validations": list(rules)}
+
+
+def immutable(path: str) -> dict[str, Any]:
+    """`json_schema_extra` for a replay-defining field: once created, it cannot change.
+
+    A transition rule only runs when the old object had the field, so adding or removing an optional
+    immutable field is guarded separately, by `presence_immutable` on the parent.
+    """
+    return validations(
+        rule("self == oldSelf", f"{path} is immutable: create a new resource to replay something else")
+    )
+
+
+def presence_immutable(parent: str, *names: str) -> list[dict[str, str]]:
+    """Transition rules on `parent` that forbid adding or removing the optional immutable `names`."""
+    return [
+        rule(
+            f"has(self.{name}) == has(oldSelf.{name})",
+            f"{parent}.{name} is immutable: it cannot be added or removed after creation",
+            field_path=f".{name}",
+        )
+        for name in names
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Model bases
+
+
+class ApiModel(BaseModel):
+    """Base of every spec model: camelCase in YAML, snake_case in Python, unknown fields refused.
+
+    The API server prunes fields the schema does not know, so `extra="forbid"` never refuses what the
+    server accepted; it catches typos in examples and in objects the operator builds.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_enum_values=False,
+        validate_default=False,
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """The camelCase, JSON-ready dict the API server expects (None fields left out)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class StatusModel(ApiModel):
+    """Base of the status models: tolerant of fields it does not know (a newer operator may add some)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Constrained scalar types (each gives both the Python check and the OpenAPI pattern/bounds)
+
+#: RFC 1123 subdomain: the names of Deployments, ConfigMaps, Secrets.
+DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+#: RFC 1123 label: what a resource name must be to also fit in a label value.
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+KAFKA_TOPIC = r"^[a-zA-Z0-9._-]+$"
+#: Kafka accepts almost any group id; Reprise asks for printable ASCII without spaces, which every
+#: tool can quote and every log line can show.
+KAFKA_GROUP = r"^[!-~]+$"
+#: Go's `time.ParseDuration` units, without signs (a negative wait means nothing here).
+DURATION = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)$"
+CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
+ENV_VAR_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+NO_WHITESPACE = r"^\S+$"
+
+def _check_topic(value: str) -> str:
+    if value in (".", ".."):
+        raise ValueError("a Kafka topic name must not be '.' or '..'")
+    return value
+
+
+ResourceName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS1123_SUBDOMAIN)]
+TopicName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=249,
+        pattern=KAFKA_TOPIC,
+        json_schema_extra=validations(
+            rule("self != '.' && self != '..'", "a Kafka topic name must not be '.' or '..'")
+        ),
+    ),
+    AfterValidator(_check_topic),
+]
+GroupId = Annotated[str, Field(min_length=1, max_length=255, pattern=KAFKA_GROUP)]
+Partition = Annotated[int, Field(ge=0, le=1_000_000)]
+Offset = Annotated[int, Field(ge=0)]
+#: An object whose fields the schema does not describe (a pod template, Kopf's bookkeeping).
+FreeformObject = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Durations: Go-style strings on the wire (`720h`, `1h30m`, `30s`), `timedelta` in Python
+
+_UNIT_SECONDS = {
+    "ns": Decimal("1e-9"),
+    "us": Decimal("1e-6"),
+    "ms": Decimal("1e-3"),
+    "s": Decimal(1),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+}
+_DURATION_RE = re.compile(DURATION)
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
+
+
+def parse_duration(value: str | timedelta) -> timedelta:
+    """A Go-style duration (`720h`, `1h30m`, `1.5s`, `250ms`, `0`) as a timedelta.
+
+    >>> parse_duration("1h30m")
+    datetime.timedelta(seconds=5400)
+    """
+    if isinstance(value, timedelta):
+        if value < timedelta(0):
+            raise ValueError("a duration must not be negative")
+        return value
+    if not isinstance(value, str) or not _DURATION_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a duration: use a number with a unit, such as 30s, 15m, 720h or 1h30m "
+            "(units ns, us, ms, s, m, h)"
+        )
+    seconds = sum(
+        (Decimal(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(value)),
+        Decimal(0),
+    )
+    return timedelta(microseconds=int((seconds * 1_000_000).to_integral_value()))
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest Go-style text of a duration: `1h30m`, `720h`, `45s`, `1.5s`, `250ms`, `0s`."""
+    micros = round(value.total_seconds() * 1_000_000)
+    if micros < 0:
+        raise ValueError("a duration must not be negative")
+    if micros == 0:
+        return "0s"
+    if micros < 1_000_000:
+        if micros % 1000 == 0:
+            return f"{micros // 1000}ms"
+        return f"{micros}us"
+    hours, rest = divmod(micros, 3_600_000_000)
+    minutes, rest = divmod(rest, 60_000_000)
+    seconds, fraction = divmod(rest, 1_000_000)
+    text = ""
+    if hours:
+        text += f"{hours}h"
+    if minutes:
+        text += f"{minutes}m"
+    if seconds or fraction:
+        text += f"{seconds}" + (f".{fraction:06d}".rstrip("0") if fraction else "") + "s"
+    return text
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "maxLength": 32, "pattern": DURATION}),
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# References
+
+
+class LocalObjectReference(ApiModel):
+    """A reference to an object in the same namespace as the resource."""
+
+    name: ResourceName = Field(description="Name of the object, in the resource's own namespace.")
+
+
+class SecretReference(ApiModel):
+    """A Secret in the resource's namespace."""
+
+    name: ResourceName = Field(description="Name of the Secret, in the resource's own namespace.")
+
+
+class ConfigMapKeyReference(ApiModel):
+    """One key of a ConfigMap in the resource's namespace."""
+
+    name: ResourceName = Field(description="Name of the ConfigMap, in the resource's own namespace.")
+    key: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=CONFIGMAP_KEY,
+        description="Key within the ConfigMap's data whose value is used.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Kafka connection
+
+
+class KafkaConfigFrom(ApiModel):
+    """Where the Kafka client settings come from. Credentials are only ever read from a Secret."""
+
+    secret_ref: SecretReference = Field(
+        description=(
+            "A Secret whose keys are librdkafka client properties, for example security.protocol, "
+            "sasl.mechanism, sasl.username, sasl.password, ssl.ca.pem. Reprise mounts it into the pods it "
+            "runs and reads it for its own admin client; its values never appear in a spec, a status or "
+            "an Event."
+        )
+    )
+
+
+class KafkaConnection(ApiModel):
+    """How Reprise and the pods it runs reach the Kafka cluster."""
+
+    bootstrap_servers: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=r"^[^,\s]+:[0-9]{1,5}(,[^,\s]+:[0-9]{1,5})*$",
+        description=(
+            "Comma-separated host:port list of the cluster's bootstrap brokers, for example "
+            "kafka-bootstrap.kafka:9092. Immutable: a replay runs against one cluster."
+        ),
+        json_schema_extra=immutable("spec.kafka.bootstrapServers"),
+    )
+    config_from: Optional[KafkaConfigFrom] = Field(
+        default=None,
+        description=(
+            "Client settings (security protocol, SASL, TLS) from a Secret. There is deliberately no field "
+            "for inline credentials."
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Where a replay starts
+
+
+class PartitionOffset(ApiModel):
+    """An offset in one partition of one topic."""
+
+    topic: TopicName = Field(description="Kafka topic name.")
+    partition: Partition = Field(description="Partition number, from 0.")
+    offset: Offset = Field(description="Offset within the partition.")
+
+
+_START_COUNT = (
+    "(has(self.timestamp) ? 1 : 0) + (has(self.duration) ? 1 : 0)"
+    " + ((has(self.earliest) && self.earliest) ? 1 : 0) + (has(self.offsets) ? 1 : 0) == 1"
+)
+
+
+class Start(ApiModel):
+    """Where the replay starts: exactly one of timestamp, duration, earliest, offsets."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            rule(
+                _START_COUNT,
+                "spec.start: set exactly one of timestamp, duration, earliest (true) or offsets",
+            )
+        )
+    )
+
+    timestamp: Optional[AwareDatetime] = Field(
+        default=None,
+        description=(
+            "Start at the first record whose timestamp is at or after this RFC 3339 time, per partition. "
+            "A partition with no record that new starts at its end."
+        ),
+    )
+    duration: Optional[Duration] = Field(
+        default=None,
+        description=(
+            "Start this long before the moment the plan is computed, as a Go duration such as 720h, "
+            "36h or 1h30m."
+        ),
+    )
+    earliest: Optional[bool] = Field(
+        default=None,
+        description="true: start at the oldest record Kafka still holds in each partition.",
+    )
+    offsets: Optional[list[PartitionOffset]] = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description=(
+            "Explicit start offsets per topic and partition; partitions not listed start at their end. "
+            "Each topic must be one the resource replays."
+        ),
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic", "partition"],
+        },
+    )
+    allow_clamp: bool = Field(
+        default=False,
+        description=(
+            "What to do when the start lies before a partition's log start offset (retention already "
+            "deleted those records). false (default): the plan fails with a RetentionExceeded reason that "
+            "points at LakeReplay for the missing history. true: start at the log start offset instead "
+            "and mark the partition Clamped in status.plan."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Start":
+        if self.mode is None:
+            raise ValueError("spec.start: set exactly one of timestamp, duration, earliest (true) or offsets")
+        return self
+
+    @property
+    def mode(self) -> Optional[str]:
+        """Which start mode is set: "timestamp", "duration", "earliest" or "offsets" (None if not one)."""
+        chosen = [
+            name
+            for name, is_set in (
+                ("timestamp", self.timestamp is not None),
+                ("duration", self.duration is not None),
+                ("earliest", bool(self.earliest)),
+                ("offsets", self.offsets is not None),
+            )
+            if is_set
+        ]
+        return chosen[0] if len(chosen) == 1 else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Which records a replay processes
+
+HeaderValues = Annotated[list[Annotated[str, Field(max_length=1024)]], Field(min_length=1, max_length=64)]
+RecordKey = Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class JsonFieldMatch(ApiModel):
+    """A match on one field of a JSON record value."""
+
+    path: str = Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$",
+        description="Dotted path of the field in the record's JSON value, for example payload.type.",
+    )
+    values: list[Annotated[str, Field(max_length=1024)]] = Field(
+        min_length=1,
+        max_length=64,
+        description=(
+            "Allowed values, compared with the field's value as text (numbers and booleans in their "
+            "JSON spelling). A record whose value is not JSON, or lacks the field, does not match."
+        ),
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+
+
+class Filter(ApiModel):
+    """Which records the replay consumers process; the rest are skipped (and still count as consumed).
+
+    Every criterion given must match (they are ANDed); within one criterion any listed value matches.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            rule(
+                "has(self.headers) || has(self.keys) || has(self.jsonFields)",
+                "spec.filter: set at least one of headers, keys or jsonFields",
+            )
+        )
+    )
+
+    headers: Optional[dict[str, HeaderValues]] = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        description=(
+            "Header name to allowed values: a record matches when, for every header named here, its "
+            "value (as UTF-8) is one of the values listed, for example event-type: [UserCreated]."
+        ),
+    )
+    keys: Optional[list[RecordKey]] = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="Record keys (as UTF-8) to process; records with any other key are skipped.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+    json_fields: Optional[list[JsonFieldMatch]] = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        description="Matches on fields of the JSON record value; all must match.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"]},
+    )
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "Filter":
+        if self.headers is None and self.keys is None and self.json_fields is None:
+            raise ValueError("spec.filter: set at least one of headers, keys or jsonFields")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------------
+# The pods Reprise runs
+
+Quantity = Annotated[
+    str | int,
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "x-kubernetes-int-or-string": True,
+            "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+        }
+    ),
+]
+
+
+class ResourceRequirements(ApiModel):
+    """CPU and memory for each replay-consumer pod, as in a container's resources."""
+
+    requests: Optional[dict[str, Quantity]] = Field(
+        default=None,
+        max_length=8,
+        description="Minimum resources, for example cpu: 500m, memory: 512Mi.",
+    )
+    limits: Optional[dict[str, Quantity]] = Field(
+        default=None, max_length=8, description="Maximum resources, for example memory: 1Gi."
+    )
+
+
+class EnvVar(ApiModel):
+    """One environment variable with a literal value."""
+
+    name: str = Field(min_length=1, max_length=256, pattern=ENV_VAR_NAME, description="Variable name.")
+    value: str = Field(default="", max_length=32768, description="Variable value.")
+
+
+class Consumer(ApiModel):
+    """The standby replay consumers: a Deployment Reprise creates, owns and deletes when done.
+
+    Its pods are a clone of the live service's pod template (deploymentRef) or the template given, with
+    the replay settings injected as environment (replay group, start, filter, role, handover topic).
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            rule(
+                "has(self.deploymentRef) != has(self.template)",
+                "consumer: set exactly one of deploymentRef or template",
+            )
+        )
+    )
+
+    deployment_ref: Optional[LocalObjectReference] = Field(
+        default=None,
+        description=(
+            "The live service's Deployment, in the same namespace: the replay consumers clone its pod "
+            "template (so they run the same image with the same handlers). Reprise never changes it."
+        ),
+    )
+    template: Optional[FreeformObject] = Field(
+        default=None,
+        description=(
+            "A pod template (a core/v1 PodTemplateSpec: metadata and spec) for the replay consumers, "
+            "when they should not be a clone of a live Deployment."
+        ),
+    )
+    container: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=63,
+        pattern=DNS1123_LABEL,
+        description="The container of the pod template that becomes the replay consumer; default: the first.",
+    )
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        le=1000,
+        description=(
+            "Number of replay-consumer pods. More than the replayed topics' partition count leaves pods "
+            "idle. Use spec.suspend to stop them."
+        ),
+    )
+    env: Optional[list[EnvVar]] = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "Extra environment for the replay consumers, for example the handler to call "
+            "(REPRISE_HANDLER). Overrides variables of the same name from the template. Use Secrets in "
+            "the template, never here, for credentials."
+        ),
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    resources: Optional[ResourceRequirements] = Field(
+        default=None,
+        description="Resources of the replay-consumer container; default: those of the template.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Consumer":
+        if (self.deployment_ref is None) == (self.template is None):
+            raise ValueError("consumer: set exactly one of deploymentRef or template")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------------
+# Lifecycle
+
+
+class Approval(str, Enum):
+    """Whether the replay starts by itself once planned."""
+
+    AUTOMATIC = "Automatic"
+    MANUAL = "Manual"
+
+
+APPROVAL_DESCRIPTION = (
+    "Automatic (default): run as soon as the plan is computed. Manual: stop at phase PlanReady with the "
+    "plan in status until someone approves it with the annotation reprise.io/approve=true "
+    "(kubectl annotate <kind> <name> reprise.io/approve=true). Can be changed at any time."
+)
+SUSPEND_DESCRIPTION = (
+    "true: stop the pods Reprise runs (scale them to zero) and keep all state; false resumes from the "
+    "committed offsets. Can be changed at any time."
+)
+
+
+class Completion(ApiModel):
+    """When a replay counts as finished."""
+
+    drained_for: Duration = Field(
+        default=timedelta(seconds=30),
+        description=(
+            "How long the replay group must stay drained (lag zero, or every consumer at the end of its "
+            "partition) before the replay completes, as a Go duration such as 30s or 5m. Default 30s."
+        ),
+        json_schema_extra={"default": "30s"},
+    )
+
+
+TTL_DESCRIPTION = (
+    "Delete the resource itself this many seconds after it finished (Complete or Failed); unset keeps it "
+    "until someone deletes it."
+)
+
+
+class Cleanup(ApiModel):
+    """What happens after the work is finished."""
+
+    ttl_seconds_after_finished: Optional[int] = Field(
+        default=None, ge=0, le=31_536_000, description=TTL_DESCRIPTION
+    )
+
+
+class ReplayCleanup(Cleanup):
+    """What Reprise removes after a replay finished. The standby Deployment and handover records always go."""
+
+    delete_replay_group: bool = Field(
+        default=True,
+        description=(
+            "Delete the temporary replay consumer group (and its committed offsets) from Kafka when done. "
+            "false keeps it for inspection."
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Status parts
+
+
+class Phase(str, Enum):
+    """Where a resource is in its life. Conditions carry the detail; the phase is the summary."""
+
+    PENDING = "Pending"
+    PLANNING = "Planning"
+    PLAN_READY = "PlanReady"
+    RUNNING = "Running"
+    SUSPENDED = "Suspended"
+    DRAINING = "Draining"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+PHASE_DESCRIPTION = (
+    "Summary of where the resource is: Pending (accepted, not yet looked at), Planning (computing the "
+    "plan), PlanReady (plan computed, waiting for approval), Running (doing the work), Suspended "
+    "(spec.suspend is true), Draining (the work is done and Reprise waits for consumers to catch up), "
+    "Complete, Failed. Decide with conditions, not with the phase."
+)
+
+
+class ConditionType(str, Enum):
+    """The condition types Reprise sets. A resource is in state X when condition X is True and its
+    observedGeneration equals metadata.generation (so `kubectl wait --for=condition=Complete` works)."""
+
+    #: The plan is computed and shown in status.plan.
+    PLAN_READY = "PlanReady"
+    #: The plan is approved (always True with approval Automatic).
+    APPROVED = "Approved"
+    #: The work is under way: consumers, Jobs or the Spark application are running.
+    RUNNING = "Running"
+    #: spec.suspend is true and Reprise's pods are scaled to zero.
+    SUSPENDED = "Suspended"
+    #: Backfill and LakeReplay: every record was written to its target topic.
+    PRODUCED = "Produced"
+    #: Lag held at zero (or consumers at partition end) for completion.drainedFor; for Backfill, every
+    #: downstream group committed past what was produced.
+    DRAINED = "Drained"
+    #: Finished and torn down.
+    COMPLETE = "Complete"
+    #: Finished without success; reason and message say why.
+    FAILED = "Failed"
+    #: Something that should move has not moved for a while (a partition, a downstream group).
+    STALLED = "Stalled"
+
+
+class ConditionStatus(str, Enum):
+    """The status of a condition."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(StatusModel):
+    """One observation of the resource's state, following the Kubernetes condition conventions."""
+
+    type: str = Field(
+        min_length=1,
+        max_length=316,
+        pattern=(
+            r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+            r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+        ),
+        description=(
+            "Condition type: PlanReady, Approved, Running, Suspended, Produced, Drained, Complete, "
+            "Failed or Stalled."
+        ),
+    )
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        description="One CamelCase word a program can match on, for example RetentionExceeded.",
+    )
+    message: str = Field(default="", max_length=32768, description="Human-readable detail.")
+    last_transition_time: AwareDatetime = Field(
+        description="When status last changed (not when the condition was last written)."
+    )
+    observed_generation: Optional[int] = Field(
+        default=None,
+        ge=0,
+        description="The metadata.generation this condition was computed from.",
+    )
+
+
+class RetentionRisk(str, Enum):
+    """How a partition's start relates to what Kafka still retains."""
+
+    SAFE = "Safe"
+    AT_RISK = "AtRisk"
+    CLAMPED = "Clamped"
+    LOST = "Lost"
+
+
+RETENTION_RISK_DESCRIPTION = (
+    "Safe: the start is well within retention. AtRisk: retention may delete the start before the "
+    "consumers reach it at the expected rate. Clamped: the start was older than the log start offset and "
+    "start.allowClamp moved it forward (records in between are not replayed). Lost: the start is older "
+    "than the log start offset and clamping is not allowed (the plan fails)."
+)
+
+
+class PartitionPlan(StatusModel):
+    """The planned range of one partition."""
+
+    topic: str = Field(description="Kafka topic name.")
+    partition: int = Field(ge=0, description="Partition number.")
+    start_offset: int = Field(ge=0, description="First offset to process (inclusive).")
+    end_offset: int = Field(
+        ge=0, description="The partition's end offset when the plan was computed (exclusive)."
+    )
+    records: int = Field(ge=0, description="end offset minus start offset.")
+    oldest_timestamp: Optional[AwareDatetime] = Field(
+        default=None, description="Timestamp of the record at the start offset, when there is one."
+    )
+    retention_risk: RetentionRisk = Field(
+        default=RetentionRisk.SAFE, description=RETENTION_RISK_DESCRIPTION
+    )
+
+
+class Plan(StatusModel):
+    """What the replay will do, computed before anything moves."""
+
+    partitions: list[PartitionPlan] = Field(
+        default_factory=list, description="The planned range of every partition."
+    )
+    partition_count: int = Field(default=0, ge=0, description="Number of partitions in the plan.")
+    total_records: int = Field(default=0, ge=0, description="Sum of records over all partitions.")
+    oldest_timestamp: Optional[AwareDatetime] = Field(
+        default=None, description="The oldest start timestamp over all partitions."
+    )
+    retention_risk: RetentionRisk = Field(
+        default=RetentionRisk.SAFE,
+        description="The worst retention risk over all partitions. " + RETENTION_RISK_DESCRIPTION,
+    )
+    computed_at: Optional[AwareDatetime] = Field(default=None, description="When the plan was computed.")
+
+
+class PartitionState(str, Enum):
+    """Where one partition is in the replay."""
+
+    PENDING = "Pending"
+    REPLAYING = "Replaying"
+    CAUGHT_UP = "CaughtUp"
+    HANDED_OVER = "HandedOver"
+    DRAINED = "Drained"
+
+
+class PartitionProgress(StatusModel):
+    """How far one partition is."""
+
+    topic: str = Field(description="Kafka topic name.")
+    partition: int = Field(ge=0, description="Partition number.")
+    position: Optional[int] = Field(
+        default=None, ge=0, description="The replay group's committed offset (next record to process)."
+    )
+    end_offset: Optional[int] = Field(default=None, ge=0, description="The partition's end offset now.")
+    handover_offset: Optional[int] = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Handover mode: the offset from which the live group processes this partition again; the "
+            "replay group processed everything before it."
+        ),
+    )
+    lag: Optional[int] = Field(default=None, ge=0, description="Records still to consume.")
+    state: PartitionState = Field(
+        default=PartitionState.PENDING,
+        description=(
+            "Pending (not started), Replaying, CaughtUp (Parallel: the replay group reached the live "
+            "group), HandedOver (Handover: the boundary is recorded and the live group took over), "
+            "Drained (nothing left to consume)."
+        ),
+    )
+
+
+class Progress(StatusModel):
+    """How far the work is, refreshed while it runs."""
+
+    partitions: list[PartitionProgress] = Field(
+        default_factory=list, description="Progress of every partition."
+    )
+    total_records: Optional[int] = Field(default=None, ge=0, description="Records planned in total.")
+    processed: Optional[int] = Field(default=None, ge=0, description="Records consumed so far.")
+    percent: Optional[int] = Field(
+        default=None, ge=0, le=100, description="processed as a whole percentage of totalRecords."
+    )
+    lag: Optional[int] = Field(default=None, ge=0, description="Records still to consume, all partitions.")
+    eta_seconds: Optional[int] = Field(
+        default=None, ge=0, description="Estimated seconds until drained, from the recent consumption rate."
+    )
+    eta: Optional[str] = Field(
+        default=None,
+        max_length=32,
+        description="etaSeconds as a Go duration (for example 12m30s), for kubectl get.",
+    )
+    updated_at: Optional[AwareDatetime] = Field(default=None, description="When progress was last measured.")
+
+
+class ResourceStatus(StatusModel):
+    """The status fields every kind has."""
+
+    phase: Phase = Field(default=Phase.PENDING, description=PHASE_DESCRIPTION)
+    observed_generation: Optional[int] = Field(
+        default=None, ge=0, description="The metadata.generation the operator last acted on."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description=(
+            "Current conditions, at most one per type: PlanReady, Approved, Running, Suspended, Produced, "
+            "Drained, Complete, Failed, Stalled."
+        ),
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    started_at: Optional[AwareDatetime] = Field(default=None, description="When the work started running.")
+    completed_at: Optional[AwareDatetime] = Field(
+        default=None, description="When the resource reached Complete or Failed."
+    )
+    kopf: Optional[FreeformObject] = Field(
+        default=None,
+        description="Reserved for the Kopf framework's bookkeeping of handler progress; not for users.",
+    )
+
+    def condition(self, type_: str | ConditionType) -> Optional[Condition]:
+        """The condition of that type, if set."""
+        wanted = type_.value if isinstance(type_, ConditionType) else type_
+        return next((c for c in self.conditions if c.type == wanted), None)
+
+    def is_true(self, type_: str | ConditionType, generation: Optional[int] = None) -> bool:
+        """Condition `type_` is True (and, when `generation` is given, computed from that generation)."""
+        found = self.condition(type_)
+        if found is None or found.status is not ConditionStatus.TRUE:
+            return False
+        return generation is None or found.observed_generation == generation
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the generator needs to know about a kind
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One column of `kubectl get`."""
+
+    name: str
+    json_path: str
+    type: str
+    description: str
+    priority: int = 0
+
+    def dump(self) -> dict[str, Any]:
+        column: dict[str, Any] = {
+            "name": self.name,
+            "type": self.type,
+            "description": self.description,
+            "jsonPath": self.json_path,
+        }
+        if self.priority:
+            column["priority"] = self.priority
+        return column
+
+
+AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", "Time since the resource was created.")
+PHASE_COLUMN = PrinterColumn("Phase", ".status.phase", "string", "Where the resource is in its life.")
+
+
+@dataclass(frozen=True)
+class KindDefinition:
+    """A custom resource kind: its names, models and kubectl presentation."""
+
+    kind: str
+    plural: str
+    singular: str
+    short_names: tuple[str, ...]
+    description: str
+    spec: type[ApiModel]
+    status: type[StatusModel]
+    printer_columns: tuple[PrinterColumn, ...]
+    #: CEL rules on the whole object (the only place metadata.name can be checked).
+    root_rules: tuple[dict[str, str], ...] = field(default=())
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{GROUP}"
+
+
+def name_rules(kind: str) -> tuple[dict[str, str], ...]:
+    """metadata.name must also fit in a label value: Reprise labels every child with it."""
+    return (
+        rule(
+            "self.metadata.name.size() <= 63 && self.metadata.name.matches('" + DNS1123_LABEL + "')",
+            f"metadata.name: a {kind} name must be a DNS-1123 label (lowercase letters, digits and '-', "
+            "at most 63 characters), because Reprise puts it in the labels of everything it creates",
+        ),
+    )

@@ -1,0 +1,498 @@
+"""The LakeReplay kind: history that has left Kafka, read from the data lake by Spark (seed 001's "ETL
+bridge").
+
+A Spark application reads the time range from the lake, evolves each record to the latest schema, and
+writes the records, in per-key order, to a temporary backfill topic; a drain consumer (a clone of the
+service, as for Reconsume) consumes that topic. With `then.reconsume`, the replay continues on the live
+Kafka topics from the offsets matching the lake's end time and hands over to the live group, so one
+resource covers the whole journey from the lake, through Kafka, to live.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import AwareDatetime, ConfigDict, Field, model_validator
+
+from .common import (
+    AGE_COLUMN,
+    API_VERSION,
+    APPROVAL_DESCRIPTION,
+    PHASE_COLUMN,
+    SUSPEND_DESCRIPTION,
+    ApiModel,
+    Approval,
+    Completion,
+    ConfigMapKeyReference,
+    Consumer,
+    Duration,
+    Filter,
+    GroupId,
+    KafkaConnection,
+    KindDefinition,
+    LocalObjectReference,
+    Phase,
+    PHASE_DESCRIPTION,
+    Plan,
+    PrinterColumn,
+    Progress,
+    ReplayCleanup,
+    ResourceStatus,
+    SecretReference,
+    StatusModel,
+    TopicName,
+    immutable,
+    name_rules,
+    presence_immutable,
+    rule,
+    validations,
+)
+from .reconsume import MODE_DESCRIPTION, TOPICS_DESCRIPTION, ReconsumeMode, check_mode, mode_rules
+
+
+class LakeFormat(str, Enum):
+    """The table format of the lake data."""
+
+    PARQUET = "parquet"
+    JSON = "json"
+    DELTA = "delta"
+    ICEBERG = "iceberg"
+
+
+ConfValue = Annotated[str, Field(max_length=4096)]
+ColumnName = dict(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+class LakeSchema(ApiModel):
+    """The latest schema records are evolved to, and how older records map onto it."""
+
+    config_map_ref: ConfigMapKeyReference = Field(
+        description=(
+            "A ConfigMap key holding the latest schema as JSON: an Avro record schema or a Spark StructType. "
+            "Records written under older schemas are evolved to it: missing fields get defaults, renamed "
+            "fields are mapped, types are widened."
+        )
+    )
+    renames: Optional[dict[str, Annotated[str, Field(max_length=256)]]] = Field(
+        default=None,
+        max_length=64,
+        description="Old field name to its name in the latest schema, for fields that were renamed.",
+    )
+    defaults: Optional[dict[str, ConfValue]] = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "Field of the latest schema to the value (as JSON text, for example \"0\" or \"\\\"en\\\"\") "
+            "it gets in records written before it existed; overrides the schema's own default."
+        ),
+    )
+
+
+class LakeSource(ApiModel):
+    """Where the history is in the lake, and which part of it to replay."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            rule(
+                "!has(self.from) || self.from < self.to",
+                "spec.source.from must be before spec.source.to",
+                field_path=".from",
+            )
+        )
+    )
+
+    uri: str = Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$",
+        description="Hadoop URI of the table, for example s3a://lake/events/users/ (file:// in tests).",
+    )
+    format: LakeFormat = Field(
+        default=LakeFormat.PARQUET,
+        description="parquet (default), json, delta or iceberg (delta and iceberg need their Spark packages in the image).",
+    )
+    timestamp_column: str = Field(
+        **ColumnName,
+        description="The column with each record's event time: it bounds the range and orders records per key.",
+    )
+    key_column: str = Field(
+        **ColumnName, description="The column that becomes the Kafka record key (per-key order is kept)."
+    )
+    partition_column: Optional[str] = Field(
+        default=None,
+        **ColumnName,
+        description=(
+            "A date column the table is partitioned by (for example day): Reprise prunes partitions to the "
+            "from..to range through it, so only the needed files are read."
+        ),
+    )
+    from_: Optional[AwareDatetime] = Field(
+        default=None,
+        alias="from",
+        description="Replay records with event time at or after this RFC 3339 time; unset: from the oldest.",
+    )
+    to: AwareDatetime = Field(
+        description=(
+            "Replay records with event time before this RFC 3339 time. With then.reconsume, the live topics "
+            "continue from the offsets matching this time."
+        )
+    )
+    filter: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="A Spark SQL boolean expression records must satisfy, for example event_type IN ('UserCreated').",
+    )
+    schema_: Optional[LakeSchema] = Field(
+        default=None,
+        alias="schema",
+        description="The latest schema to evolve records to; unset: records are written as read.",
+    )
+
+    @model_validator(mode="after")
+    def _range(self) -> "LakeSource":
+        if self.from_ is not None and not self.from_ < self.to:
+            raise ValueError("spec.source.from must be before spec.source.to")
+        return self
+
+
+class BackfillTopic(ApiModel):
+    """The temporary topic the Spark application writes to and the drain consumer reads."""
+
+    name: Optional[TopicName] = Field(
+        default=None,
+        description="Topic name; default <namespace>.<name>.reprise-backfill. Created and deleted by Reprise.",
+    )
+    partitions: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description=(
+            "Partition count; default: that of the first of then.reconsume.topics, else 12. Keep it equal "
+            "to the live topic's so keys land on the same partition numbers."
+        ),
+    )
+    replication_factor: Optional[int] = Field(
+        default=None, ge=1, le=32, description="Replication factor; default: the broker's default."
+    )
+    retention: Optional[Duration] = Field(
+        default=None,
+        description="retention.ms of the topic as a Go duration; default 168h (it only lives for the replay).",
+    )
+
+
+MEMORY = dict(max_length=16, pattern=r"^[0-9]+([kmgtKMGT][bB]?)?$")
+
+
+class SparkDriver(ApiModel):
+    """The Spark driver pod."""
+
+    cores: int = Field(default=1, ge=1, le=64, description="CPU cores.")
+    memory: str = Field(default="1g", **MEMORY, description="Memory in Spark notation, for example 512m or 2g.")
+    service_account: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description="Service account of the driver (it creates the executor pods); default: the operator's setting.",
+    )
+
+
+class SparkExecutor(ApiModel):
+    """The Spark executor pods."""
+
+    instances: int = Field(default=2, ge=1, le=1000, description="Number of executors.")
+    cores: int = Field(default=1, ge=1, le=64, description="CPU cores per executor.")
+    memory: str = Field(default="2g", **MEMORY, description="Memory per executor in Spark notation, for example 4g.")
+
+
+_CONF_KEY_RULE = rule(
+    "self.all(k, !k.lowerAscii().matches('(password|secret|token|credential|access[.]key)'))",
+    "spark configuration must not hold credentials inline (a key names a password, secret, token, "
+    "credential or access key): put them in a Secret listed in spark.envFrom",
+)
+
+
+class SparkEnvFrom(ApiModel):
+    """A Secret exported as environment variables."""
+
+    secret_ref: SecretReference = Field(description="The Secret, in the resource's own namespace.")
+
+
+class SparkSpec(ApiModel):
+    """The Spark application (Kubeflow Spark Operator v1beta2 SparkApplication) Reprise runs."""
+
+    image: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        pattern=r"^\S+$",
+        description="Container image with Spark and Reprise's spark_app; default: the operator's setting.",
+    )
+    spark_version: Optional[str] = Field(
+        default=None,
+        max_length=32,
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Spark version of the image, for example 4.1.1; default: the operator's setting.",
+    )
+    driver: SparkDriver = Field(
+        default_factory=SparkDriver, description="The driver pod.", json_schema_extra={"default": {}}
+    )
+    executor: SparkExecutor = Field(
+        default_factory=SparkExecutor, description="The executor pods.", json_schema_extra={"default": {}}
+    )
+    max_records_per_second: Optional[int] = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="Upper bound on the records written to the backfill topic per second; unset: unlimited.",
+    )
+    spark_conf: Optional[dict[str, ConfValue]] = Field(
+        default=None,
+        max_length=64,
+        description="Extra Spark configuration (spark.* keys). No credentials: use envFrom.",
+        json_schema_extra=validations(_CONF_KEY_RULE),
+    )
+    hadoop_conf: Optional[dict[str, ConfValue]] = Field(
+        default=None,
+        max_length=64,
+        description="Extra Hadoop configuration, for example fs.s3a.endpoint. No credentials: use envFrom.",
+        json_schema_extra=validations(_CONF_KEY_RULE),
+    )
+    env_from: Optional[list[SparkEnvFrom]] = Field(
+        default=None,
+        max_length=8,
+        description=(
+            "Secrets whose keys become environment variables of the driver and executors, for example "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3a."
+        ),
+    )
+
+
+class ThenReconsume(ApiModel):
+    """The Reconsume that continues on the live topics where the lake ends (its start is spec.source.to)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(*mode_rules("spec.then.reconsume", consumer_required=False))
+    )
+
+    topics: list[TopicName] = Field(
+        min_length=1, max_length=100, description=TOPICS_DESCRIPTION, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+    consumer_group: GroupId = Field(description="The live service's consumer group.")
+    mode: ReconsumeMode = Field(default=ReconsumeMode.HANDOVER, description=MODE_DESCRIPTION.replace(
+        "Parallel and Handover need consumer.", "Default Handover."))
+    filter: Optional[Filter] = Field(
+        default=None, description="Which records the replay consumers process on the live topics. Unset: all."
+    )
+    consumer: Optional[Consumer] = Field(
+        default=None,
+        description="The replay consumers on the live topics (Parallel, Handover); default: spec.consumer.",
+    )
+    live_deployment: Optional[LocalObjectReference] = Field(
+        default=None, description="Rewind only: the Deployment that runs the live group."
+    )
+    replay_group: Optional[GroupId] = Field(
+        default=None, description="Parallel and Handover: the temporary group on the live topics; default derived."
+    )
+    completion: Completion = Field(
+        default_factory=Completion,
+        description="When the continuation counts as finished.",
+        json_schema_extra={"default": {}},
+    )
+
+    @model_validator(mode="after")
+    def _rules(self) -> "ThenReconsume":
+        check_mode(
+            "spec.then.reconsume", self.mode, self.consumer, self.live_deployment, self.filter,
+            self.replay_group, consumer_required=False,
+        )
+        return self
+
+
+class Then(ApiModel):
+    """What follows the lake replay."""
+
+    reconsume: ThenReconsume = Field(
+        description="Continue on the live Kafka topics from the lake's end time, as a Reconsume does."
+    )
+
+
+class LakeReplayCleanup(ReplayCleanup):
+    """What Reprise removes after the LakeReplay finished."""
+
+    delete_backfill_topic: bool = Field(
+        default=True, description="Delete the backfill topic when done. false keeps it for inspection."
+    )
+
+
+class LakeReplaySpec(ApiModel):
+    """Which history to read from the lake, how to write it to Kafka, and who consumes it."""
+
+    model_config = ConfigDict(json_schema_extra=validations(*presence_immutable("spec", "then")))
+
+    kafka: KafkaConnection = Field(description="The Kafka cluster of the backfill topic (and the live topics).")
+    source: LakeSource = Field(
+        description="Where the history is in the lake and which range to replay. Immutable.",
+        json_schema_extra=immutable("spec.source"),
+    )
+    backfill_topic: BackfillTopic = Field(
+        default_factory=BackfillTopic,
+        description="The temporary topic between Spark and the drain consumer. Immutable.",
+        json_schema_extra={"default": {}, **immutable("spec.backfillTopic")},
+    )
+    spark: SparkSpec = Field(
+        default_factory=SparkSpec,
+        description="The Spark application; changes apply when it is (re)submitted.",
+        json_schema_extra={"default": {}},
+    )
+    consumer: Consumer = Field(
+        description="The drain consumers of the backfill topic: a clone of the service, as for Reconsume."
+    )
+    consumer_group: GroupId = Field(
+        description="The consumer group the drain consumers use on the backfill topic. Immutable.",
+        json_schema_extra=immutable("spec.consumerGroup"),
+    )
+    then: Optional[Then] = Field(
+        default=None,
+        description="Continue on the live topics after the lake (the lake-to-Kafka seam). Immutable.",
+        json_schema_extra=immutable("spec.then"),
+    )
+    approval: Approval = Field(default=Approval.AUTOMATIC, description=APPROVAL_DESCRIPTION)
+    suspend: bool = Field(default=False, description=SUSPEND_DESCRIPTION)
+    completion: Completion = Field(
+        default_factory=Completion,
+        description="When draining the backfill topic counts as finished.",
+        json_schema_extra={"default": {}},
+    )
+    cleanup: LakeReplayCleanup = Field(
+        default_factory=LakeReplayCleanup,
+        description="What Reprise removes after the LakeReplay finished.",
+        json_schema_extra={"default": {}},
+    )
+
+
+class SparkStatus(StatusModel):
+    """The Spark application, as its controller reports it."""
+
+    application_name: Optional[str] = Field(default=None, description="Name of the SparkApplication.")
+    state: Optional[str] = Field(
+        default=None,
+        max_length=64,
+        description=(
+            "status.applicationState.state of the SparkApplication: SUBMITTED, RUNNING, COMPLETED, FAILED, "
+            "SUBMISSION_FAILED, PENDING_RERUN, ... (empty before it is submitted)."
+        ),
+    )
+    attempts: Optional[int] = Field(default=None, ge=0, description="Submission attempts so far.")
+    records_written: Optional[int] = Field(
+        default=None, ge=0, description="Records written to the backfill topic (its end offsets summed)."
+    )
+    updated_at: Optional[AwareDatetime] = Field(default=None, description="When the state was last read.")
+
+
+class ContinuationOffset(StatusModel):
+    """Where the continuation starts in one live partition."""
+
+    topic: str = Field(description="Kafka topic name.")
+    partition: int = Field(ge=0, description="Partition number.")
+    offset: int = Field(ge=0, description="The first offset with a timestamp at or after spec.source.to.")
+
+
+class ContinuationStatus(StatusModel):
+    """then.reconsume: the replay on the live topics after the lake."""
+
+    reconsume: Optional[str] = Field(
+        default=None, description="The Reconsume Reprise created for the continuation, if it runs as one."
+    )
+    phase: Optional[Phase] = Field(default=None, description="The continuation's phase. " + PHASE_DESCRIPTION)
+    start_offsets: list[ContinuationOffset] = Field(
+        default_factory=list, description="The offsets matching spec.source.to on the live topics."
+    )
+
+
+class LakeReplayChildren(StatusModel):
+    """What Reprise made for this LakeReplay."""
+
+    backfill_topic: Optional[str] = Field(default=None, description="The temporary backfill topic.")
+    spark_application: Optional[str] = Field(default=None, description="The SparkApplication.")
+    deployment: Optional[str] = Field(default=None, description="The drain consumer Deployment.")
+    replay_group: Optional[str] = Field(
+        default=None, description="The drain group on the backfill topic (spec.consumerGroup)."
+    )
+    reconsume: Optional[str] = Field(default=None, description="The Reconsume of then.reconsume, if created.")
+    config_maps: list[str] = Field(default_factory=list, description="ConfigMaps Reprise created.")
+
+
+class LakeReplayStatus(ResourceStatus):
+    """What the operator observed and did. Written by Reprise only."""
+
+    children: LakeReplayChildren = Field(
+        default_factory=LakeReplayChildren, description="What Reprise made for this LakeReplay."
+    )
+    plan: Optional[Plan] = Field(
+        default=None,
+        description="With then.reconsume: the continuation's planned range on the live topics, per partition.",
+    )
+    progress: Optional[Progress] = Field(
+        default=None, description="How far the drain consumer is on the backfill topic, per partition."
+    )
+    spark: Optional[SparkStatus] = Field(default=None, description="The Spark application's state.")
+    continuation: Optional[ContinuationStatus] = Field(default=None, description="then.reconsume's progress.")
+
+
+class LakeReplay(ApiModel):
+    """A whole LakeReplay object, for reading manifests and watch events."""
+
+    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
+    kind: Literal["LakeReplay"] = Field(default="LakeReplay", description="Kind.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
+    spec: LakeReplaySpec = Field(description="Desired lake replay.")
+    status: Optional[LakeReplayStatus] = Field(default=None, description="Observed state.")
+
+
+LAKE_REPLAY = KindDefinition(
+    kind="LakeReplay",
+    plural="lakereplays",
+    singular="lakereplay",
+    short_names=("lr",),
+    description=(
+        "LakeReplay replays history that has left Kafka: a Spark application reads a time range from the "
+        "data lake into a temporary backfill topic, a clone of the service drains it, and then.reconsume "
+        "optionally continues on the live topics and hands over to the live group."
+    ),
+    spec=LakeReplaySpec,
+    status=LakeReplayStatus,
+    printer_columns=(
+        PHASE_COLUMN,
+        PrinterColumn("Spark", ".status.spark.state", "string", "The Spark application's state."),
+        PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to drain from the backfill topic."),
+        AGE_COLUMN,
+        PrinterColumn("Backfill-Topic", ".status.children.backfillTopic", "string", "The temporary topic.", priority=1),
+        PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained.", priority=1),
+    ),
+    root_rules=name_rules("LakeReplay"),
+)
+
+__all__ = [
+    "LAKE_REPLAY",
+    "BackfillTopic",
+    "ContinuationOffset",
+    "ContinuationStatus",
+    "LakeFormat",
+    "LakeReplay",
+    "LakeReplayChildren",
+    "LakeReplayCleanup",
+    "LakeReplaySpec",
+    "LakeReplayStatus",
+    "LakeSchema",
+    "LakeSource",
+    "SparkDriver",
+    "SparkEnvFrom",
+    "SparkExecutor",
+    "SparkSpec",
+    "SparkStatus",
+    "Then",
+    "ThenReconsume",
+]

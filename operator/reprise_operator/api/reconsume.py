@@ -1,0 +1,347 @@
+"""The Reconsume kind: a consumer-side replay of retained Kafka history for one service.
+
+Its three modes are seed 000's three approaches to reconsuming:
+- Rewind: the live group itself is rewound (the live Deployment is scaled to zero, its offsets are moved
+  to the start, and it is scaled back). Reprise runs no consumers of its own, so `consumer` is refused and
+  `liveDeployment` names the Deployment to stop. A snapshot of the old offsets is kept for rollback.
+- Parallel: a temporary replay group reprocesses history next to the live group until it catches up.
+- Handover: the replay group processes history and each partition is handed back to the live group at an
+  exact offset, so every record is processed once.
+Parallel and Handover need `consumer`, the standby replay-consumer Deployment Reprise runs.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal, Optional
+
+from pydantic import AwareDatetime, ConfigDict, Field, model_validator
+
+from .common import (
+    AGE_COLUMN,
+    APPROVAL_DESCRIPTION,
+    PHASE_COLUMN,
+    SUSPEND_DESCRIPTION,
+    API_VERSION,
+    ApiModel,
+    Approval,
+    Completion,
+    Consumer,
+    Filter,
+    GroupId,
+    KafkaConnection,
+    KindDefinition,
+    LocalObjectReference,
+    Plan,
+    PrinterColumn,
+    Progress,
+    ReplayCleanup,
+    ResourceStatus,
+    Start,
+    StatusModel,
+    TopicName,
+    immutable,
+    name_rules,
+    presence_immutable,
+    rule,
+    validations,
+)
+
+
+class ReconsumeMode(str, Enum):
+    """How the history is replayed (seed 000's approaches 1, 2 and 3)."""
+
+    REWIND = "Rewind"
+    PARALLEL = "Parallel"
+    HANDOVER = "Handover"
+
+
+MODE_DESCRIPTION = (
+    "Rewind: move the live group's offsets back to the start and let the live service reprocess "
+    "everything (needs liveDeployment, refuses consumer). Parallel: a temporary replay group reprocesses "
+    "history next to the live group until it catches up; records after the start are processed by both. "
+    "Handover: the replay group processes history and hands each partition back to the live group at an "
+    "exact offset, so each record is processed once (the live service must embed Reprise's handover "
+    "guard). Parallel and Handover need consumer. Immutable."
+)
+TOPICS_DESCRIPTION = "The topics to replay, as the live group consumes them. Immutable."
+
+_TOPICS_FIELD: dict[str, Any] = dict(
+    min_length=1,
+    max_length=100,
+    description=TOPICS_DESCRIPTION,
+    json_schema_extra={
+        "x-kubernetes-list-type": "set",
+        **validations(
+            rule("self == oldSelf", "spec.topics is immutable: create a new resource to replay something else")
+        ),
+    },
+)
+
+
+def mode_rules(parent: str, *, consumer_required: bool) -> list[dict[str, str]]:
+    """The rules tying the mode to consumer, liveDeployment, filter and replayGroup.
+
+    `consumer_required` is False for LakeReplay's then.reconsume, which may inherit the LakeReplay's
+    consumer.
+    """
+    rules = [
+        rule(
+            "self.mode != 'Rewind' || !has(self.consumer)",
+            f"{parent}.consumer: not allowed with mode Rewind, which replays the live group in place and "
+            f"runs no replay consumers; name the live Deployment in {parent}.liveDeployment",
+            field_path=".consumer",
+            reason="FieldValueForbidden",
+        ),
+        rule(
+            "self.mode != 'Rewind' || has(self.liveDeployment)",
+            f"{parent}.liveDeployment: required with mode Rewind (the Deployment that runs the live group, "
+            "which Reprise scales to zero while it moves the offsets)",
+            field_path=".liveDeployment",
+            reason="FieldValueRequired",
+        ),
+        rule(
+            "self.mode == 'Rewind' || !has(self.liveDeployment)",
+            f"{parent}.liveDeployment: only used with mode Rewind; Parallel and Handover leave the live "
+            "Deployment running",
+            field_path=".liveDeployment",
+            reason="FieldValueForbidden",
+        ),
+        rule(
+            "self.mode != 'Rewind' || !has(self.filter)",
+            f"{parent}.filter: not allowed with mode Rewind, where the live consumers read every record",
+            field_path=".filter",
+            reason="FieldValueForbidden",
+        ),
+        rule(
+            "self.mode != 'Rewind' || !has(self.replayGroup)",
+            f"{parent}.replayGroup: not allowed with mode Rewind, which uses the live group",
+            field_path=".replayGroup",
+            reason="FieldValueForbidden",
+        ),
+    ]
+    if consumer_required:
+        rules.append(
+            rule(
+                "self.mode == 'Rewind' || has(self.consumer)",
+                f"{parent}.consumer: required with modes Parallel and Handover (the standby replay "
+                "consumers Reprise runs)",
+                field_path=".consumer",
+                reason="FieldValueRequired",
+            )
+        )
+    return rules
+
+
+def check_mode(parent: str, mode: ReconsumeMode, consumer: Any, live_deployment: Any, filter_: Any,
+               replay_group: Any, *, consumer_required: bool) -> None:
+    """The Python mirror of `mode_rules`."""
+    if mode is ReconsumeMode.REWIND:
+        if consumer is not None:
+            raise ValueError(f"{parent}.consumer: not allowed with mode Rewind")
+        if live_deployment is None:
+            raise ValueError(f"{parent}.liveDeployment: required with mode Rewind")
+        if filter_ is not None:
+            raise ValueError(f"{parent}.filter: not allowed with mode Rewind")
+        if replay_group is not None:
+            raise ValueError(f"{parent}.replayGroup: not allowed with mode Rewind")
+    else:
+        if live_deployment is not None:
+            raise ValueError(f"{parent}.liveDeployment: only used with mode Rewind")
+        if consumer_required and consumer is None:
+            raise ValueError(f"{parent}.consumer: required with modes Parallel and Handover")
+
+
+_OFFSETS_IN_TOPICS = rule(
+    "!has(self.start.offsets) || self.start.offsets.all(o, o.topic in self.topics)",
+    "spec.start.offsets: every topic must be one of spec.topics",
+    field_path=".start.offsets",
+)
+
+_REPLAY_GROUP_NOT_LIVE = rule(
+    "!has(self.replayGroup) || self.replayGroup != self.consumerGroup",
+    "spec.replayGroup: must not be the live group spec.consumerGroup",
+    field_path=".replayGroup",
+)
+
+
+class ReconsumeSpec(ApiModel):
+    """What to replay, how, and with which consumers."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            *mode_rules("spec", consumer_required=True),
+            _OFFSETS_IN_TOPICS,
+            _REPLAY_GROUP_NOT_LIVE,
+            *presence_immutable("spec", "filter", "replayGroup", "liveDeployment"),
+        )
+    )
+
+    kafka: KafkaConnection = Field(description="The Kafka cluster that holds the topics.")
+    topics: list[TopicName] = Field(**_TOPICS_FIELD)
+    consumer_group: GroupId = Field(
+        description=(
+            "The live service's consumer group. Rewind moves its offsets; Parallel and Handover read its "
+            "position and never change it. Immutable."
+        ),
+        json_schema_extra=immutable("spec.consumerGroup"),
+    )
+    mode: ReconsumeMode = Field(description=MODE_DESCRIPTION, json_schema_extra=immutable("spec.mode"))
+    start: Start = Field(
+        description="Where the replay starts, per partition. Immutable.",
+        json_schema_extra=immutable("spec.start"),
+    )
+    filter: Optional[Filter] = Field(
+        default=None,
+        description=(
+            "Which records the replay consumers process (Parallel and Handover); the others are skipped. "
+            "Unset: all. Immutable."
+        ),
+        json_schema_extra=immutable("spec.filter"),
+    )
+    consumer: Optional[Consumer] = Field(
+        default=None,
+        description=(
+            "The standby replay consumers (Parallel and Handover): a Deployment Reprise creates from the "
+            "live Deployment's pod template or the template given, and deletes when done."
+        ),
+    )
+    live_deployment: Optional[LocalObjectReference] = Field(
+        default=None,
+        description=(
+            "Rewind only: the Deployment whose pods form the live consumer group. Reprise scales it to "
+            "zero, waits until the group is Empty, moves the offsets, and scales it back to its replica "
+            "count. Immutable."
+        ),
+        json_schema_extra=immutable("spec.liveDeployment"),
+    )
+    replay_group: Optional[GroupId] = Field(
+        default=None,
+        description=(
+            "Parallel and Handover: the temporary consumer group of the replay consumers. Default: "
+            "reprise-<namespace>-<name>. It must not be the live group. Immutable."
+        ),
+        json_schema_extra=immutable("spec.replayGroup"),
+    )
+    approval: Approval = Field(default=Approval.AUTOMATIC, description=APPROVAL_DESCRIPTION)
+    completion: Completion = Field(
+        default_factory=Completion,
+        description="When the replay counts as finished.",
+        json_schema_extra={"default": {}},
+    )
+    cleanup: ReplayCleanup = Field(
+        default_factory=ReplayCleanup,
+        description="What Reprise removes after the replay finished.",
+        json_schema_extra={"default": {}},
+    )
+    suspend: bool = Field(default=False, description=SUSPEND_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _rules(self) -> "ReconsumeSpec":
+        check_mode(
+            "spec", self.mode, self.consumer, self.live_deployment, self.filter, self.replay_group,
+            consumer_required=True,
+        )
+        if self.start.offsets and any(o.topic not in self.topics for o in self.start.offsets):
+            raise ValueError("spec.start.offsets: every topic must be one of spec.topics")
+        if self.replay_group is not None and self.replay_group == self.consumer_group:
+            raise ValueError("spec.replayGroup: must not be the live group spec.consumerGroup")
+        return self
+
+
+class SnapshotOffset(StatusModel):
+    """A committed offset of one partition."""
+
+    topic: str = Field(description="Kafka topic name.")
+    partition: int = Field(ge=0, description="Partition number.")
+    offset: int = Field(ge=0, description="The committed offset.")
+
+
+class RollbackSnapshot(StatusModel):
+    """Rewind: the live group's offsets before Reprise moved them, to undo the rewind by hand."""
+
+    config_map: Optional[str] = Field(
+        default=None,
+        description=(
+            "The ConfigMap holding the same offsets as a kafka-consumer-groups --reset-offsets --from-file "
+            "CSV; it is kept after the resource is deleted."
+        ),
+    )
+    taken_at: Optional[AwareDatetime] = Field(default=None, description="When the snapshot was taken.")
+    deployment_replicas: Optional[int] = Field(
+        default=None, ge=0, description="The live Deployment's replica count before it was scaled to zero."
+    )
+    offsets: list[SnapshotOffset] = Field(
+        default_factory=list, description="The live group's committed offset per partition before the rewind."
+    )
+
+
+class ReconsumeChildren(StatusModel):
+    """What Reprise made for this replay (and deletes when done)."""
+
+    deployment: Optional[str] = Field(default=None, description="The standby replay-consumer Deployment.")
+    replay_group: Optional[str] = Field(default=None, description="The temporary consumer group in Kafka.")
+    handover_topic: Optional[str] = Field(
+        default=None, description="Handover: the compacted topic holding the per-partition handover records."
+    )
+    config_maps: list[str] = Field(default_factory=list, description="ConfigMaps Reprise created.")
+
+
+class ReconsumeStatus(ResourceStatus):
+    """What the operator observed and did. Written by Reprise only."""
+
+    children: ReconsumeChildren = Field(
+        default_factory=ReconsumeChildren, description="What Reprise made for this replay."
+    )
+    plan: Optional[Plan] = Field(default=None, description="The computed plan, per partition.")
+    progress: Optional[Progress] = Field(default=None, description="How far the replay is, per partition.")
+    rollback: Optional[RollbackSnapshot] = Field(
+        default=None, description="Rewind: the live group's offsets before the rewind."
+    )
+
+
+class Reconsume(ApiModel):
+    """A whole Reconsume object, for reading manifests and watch events."""
+
+    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
+    kind: Literal["Reconsume"] = Field(default="Reconsume", description="Kind.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
+    spec: ReconsumeSpec = Field(description="Desired replay.")
+    status: Optional[ReconsumeStatus] = Field(default=None, description="Observed state.")
+
+
+RECONSUME = KindDefinition(
+    kind="Reconsume",
+    plural="reconsumes",
+    singular="reconsume",
+    short_names=("rcs",),
+    description=(
+        "Reconsume replays a service's retained Kafka history, consumer-side: by rewinding the live group "
+        "(Rewind), by a temporary replay group next to it (Parallel), or by a replay group that hands each "
+        "partition back to the live group at an exact offset (Handover)."
+    ),
+    spec=ReconsumeSpec,
+    status=ReconsumeStatus,
+    printer_columns=(
+        PHASE_COLUMN,
+        PrinterColumn("Mode", ".spec.mode", "string", "Rewind, Parallel or Handover."),
+        PrinterColumn("Progress", ".status.progress.percent", "integer", "Percent of planned records consumed."),
+        PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to consume."),
+        PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained."),
+        AGE_COLUMN,
+        PrinterColumn("Group", ".spec.consumerGroup", "string", "The live consumer group.", priority=1),
+        PrinterColumn("Started", ".status.startedAt", "date", "When the replay started.", priority=1),
+    ),
+    root_rules=name_rules("Reconsume"),
+)
+
+__all__ = [
+    "RECONSUME",
+    "Reconsume",
+    "ReconsumeChildren",
+    "ReconsumeMode",
+    "ReconsumeSpec",
+    "ReconsumeStatus",
+    "RollbackSnapshot",
+    "SnapshotOffset",
+]
