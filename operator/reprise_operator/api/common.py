@@ -70,15 +70,22 @@ def validations(*rules: dict[str, str]) -> dict[str, Any]:
     return {"x-kubernetes-validations": list(rules)}
 
 
+#: Marks a field immutable in its schema; `openapi.py` turns it into a `self == oldSelf` rule appended to the
+#: field's other rules (a second `x-kubernetes-validations` in json_schema_extra would replace the first).
+IMMUTABLE_KEY = "x-reprise-immutable"
+
+
 def immutable(path: str) -> dict[str, Any]:
     """`json_schema_extra` for a replay-defining field: once created, it cannot change.
 
     A transition rule only runs when the old object had the field, so adding or removing an optional
     immutable field is guarded separately, by `presence_immutable` on the parent.
     """
-    return validations(
-        rule("self == oldSelf", f"{path} is immutable: create a new resource to replay something else")
-    )
+    return {IMMUTABLE_KEY: path}
+
+
+def immutable_rule(path: str) -> dict[str, str]:
+    return rule("self == oldSelf", f"{path} is immutable: create a new resource to replay something else")
 
 
 def presence_immutable(parent: str, *names: str) -> list[dict[str, str]]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .common import IMMUTABLE_KEY, immutable_rule
+
 #: Keys of JSON Schema that have no place in a CRD schema and carry nothing the API server would check.
 _DROPPED = {"title", "examples", "propertyNames", "$schema"}
 #: Keys we never expect from our models; reaching one means the model needs a different type.
@@ -75,6 +77,8 @@ def _convert(node: dict[str, Any], definitions: dict[str, Any], where: str) -> d
             raise SchemaError(f"{where}: a union is only allowed as int-or-string")
         node["anyOf"] = [_convert(alt, definitions, where) for alt in non_null]
 
+    if IMMUTABLE_KEY in node:
+        node[_VALIDATIONS] = list(node.get(_VALIDATIONS, [])) + [immutable_rule(node.pop(IMMUTABLE_KEY))]
     if "const" in node:
         node["enum"] = [node.pop("const")]
     if node.get("default", "absent") is None:

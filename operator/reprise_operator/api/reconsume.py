@@ -72,9 +72,7 @@ _TOPICS_FIELD: dict[str, Any] = dict(
     description=TOPICS_DESCRIPTION,
     json_schema_extra={
         "x-kubernetes-list-type": "set",
-        **validations(
-            rule("self == oldSelf", "spec.topics is immutable: create a new resource to replay something else")
-        ),
+        **immutable("spec.topics"),
     },
 )
 

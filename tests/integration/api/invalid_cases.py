@@ -1,0 +1,249 @@
+"""The table of invalid manifests: each is a valid example with one change that the API server must refuse
+at admission, and the substrings its error message must contain (the offending field's path first).
+
+Shared by the integration test (the real API server refuses each one) and a unit test (the pydantic
+models refuse the same ones, so the Python mirror of the CEL rules cannot drift unnoticed).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+class _Delete:
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+#: A change that removes the field.
+DELETE = _Delete()
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """One invalid manifest: `base` example with `changes` applied; the error must contain `expect`."""
+
+    id: str
+    base: str
+    changes: dict[str, Any]
+    expect: tuple[str, ...]
+    #: False when only the API server can tell (metadata rules, unknown fields under kubectl's strict
+    #: field validation, rules the models leave to CEL).
+    python: bool = True
+    notes: str = field(default="", compare=False)
+
+    def manifest(self) -> dict[str, Any]:
+        document = load_example(self.base)
+        for path, value in self.changes.items():
+            set_path(document, path, value)
+        return document
+
+
+def load_example(name: str) -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLES / name).read_text())
+
+
+def set_path(document: dict[str, Any], path: str, value: Any) -> None:
+    """Set (or, with DELETE, remove) a dotted path; integer parts index lists."""
+    parts = path.split(".")
+    node: Any = document
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = copy.deepcopy(value)
+    elif value is DELETE:
+        node.pop(last, None)
+    else:
+        node[last] = copy.deepcopy(value)
+
+
+HANDOVER = "reconsume-handover.yaml"
+PARALLEL = "reconsume-parallel.yaml"
+REWIND = "reconsume-rewind.yaml"
+BF_TOPIC = "backfill-topic.yaml"
+BF_JOB = "backfill-job.yaml"
+BF_DEBEZIUM = "backfill-debezium.yaml"
+LAKE = "lakereplay.yaml"
+LAKE_THEN = "lakereplay-then-reconsume.yaml"
+
+INVALID: tuple[Invalid, ...] = (
+    # --- Reconsume: start
+    Invalid("start-two-modes", HANDOVER, {"spec.start": {"timestamp": "2026-09-01T00:00:00Z", "duration": "24h"}},
+            ("spec.start", "exactly one of timestamp, duration, earliest")),
+    Invalid("start-empty", HANDOVER, {"spec.start": {"allowClamp": True}},
+            ("spec.start", "exactly one of timestamp, duration, earliest")),
+    Invalid("start-earliest-false", HANDOVER, {"spec.start": {"earliest": False}},
+            ("spec.start", "exactly one of timestamp, duration, earliest")),
+    Invalid("start-duration-words", HANDOVER, {"spec.start": {"duration": "1 week"}},
+            ("spec.start.duration", "should match")),
+    Invalid("start-timestamp-not-rfc3339", HANDOVER, {"spec.start": {"timestamp": "yesterday"}},
+            ("spec.start.timestamp", "date-time")),
+    Invalid("start-offsets-unknown-topic", HANDOVER,
+            {"spec.start": {"offsets": [{"topic": "orders", "partition": 0, "offset": 10}]}},
+            ("spec.start.offsets", "every topic must be one of spec.topics")),
+    Invalid("start-offsets-negative-partition", HANDOVER,
+            {"spec.start": {"offsets": [{"topic": "users", "partition": -1, "offset": 10}]}},
+            ("spec.start.offsets[0].partition", "greater than or equal to 0")),
+    Invalid("start-offsets-duplicate", HANDOVER,
+            {"spec.start": {"offsets": [{"topic": "users", "partition": 0, "offset": 1},
+                                        {"topic": "users", "partition": 0, "offset": 2}]}},
+            ("spec.start.offsets[1]", "Duplicate value")),
+    # --- Reconsume: mode and consumers
+    Invalid("rewind-with-consumer", REWIND, {"spec.consumer": {"deploymentRef": {"name": "search-indexer"}}},
+            ("spec.consumer", "not allowed with mode Rewind")),
+    Invalid("rewind-without-live-deployment", REWIND, {"spec.liveDeployment": DELETE},
+            ("spec.liveDeployment", "required with mode Rewind")),
+    Invalid("rewind-with-filter", REWIND, {"spec.filter": {"keys": ["p-1"]}},
+            ("spec.filter", "not allowed with mode Rewind")),
+    Invalid("rewind-with-replay-group", REWIND, {"spec.replayGroup": "search-indexer-replay"},
+            ("spec.replayGroup", "not allowed with mode Rewind")),
+    Invalid("parallel-without-consumer", PARALLEL, {"spec.consumer": DELETE},
+            ("spec.consumer", "required with modes Parallel and Handover")),
+    Invalid("handover-with-live-deployment", HANDOVER, {"spec.liveDeployment": {"name": "accounts-consumer"}},
+            ("spec.liveDeployment", "only used with mode Rewind")),
+    Invalid("mode-unknown", HANDOVER, {"spec.mode": "Replay"},
+            ("spec.mode", "Unsupported value", "Handover")),
+    Invalid("replay-group-is-live-group", HANDOVER, {"spec.replayGroup": "accounts-service"},
+            ("spec.replayGroup", "must not be the live group")),
+    Invalid("consumer-both-sources", HANDOVER,
+            {"spec.consumer.template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+            ("spec.consumer", "exactly one of deploymentRef or template")),
+    Invalid("consumer-no-source", HANDOVER, {"spec.consumer.deploymentRef": DELETE},
+            ("spec.consumer", "exactly one of deploymentRef or template")),
+    Invalid("consumer-replicas-zero", HANDOVER, {"spec.consumer.replicas": 0},
+            ("spec.consumer.replicas", "greater than or equal to 1")),
+    Invalid("consumer-replicas-huge", HANDOVER, {"spec.consumer.replicas": 5000},
+            ("spec.consumer.replicas", "less than or equal to 1000")),
+    Invalid("consumer-deployment-not-dns", HANDOVER, {"spec.consumer.deploymentRef.name": "Accounts_Consumer"},
+            ("spec.consumer.deploymentRef.name", "should match")),
+    Invalid("consumer-env-bad-name", HANDOVER, {"spec.consumer.env": [{"name": "1 BAD", "value": "x"}]},
+            ("spec.consumer.env[0].name", "should match")),
+    Invalid("consumer-env-duplicate", HANDOVER,
+            {"spec.consumer.env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
+            ("spec.consumer.env[1]", "Duplicate value")),
+    # --- Reconsume: names
+    Invalid("topics-empty", HANDOVER, {"spec.topics": []}, ("spec.topics", "at least 1 items")),
+    Invalid("topic-with-space", HANDOVER, {"spec.topics": ["user events"]}, ("spec.topics[0]", "should match")),
+    Invalid("topic-dot-dot", HANDOVER, {"spec.topics": [".."]}, ("spec.topics[0]", "must not be '.' or '..'")),
+    Invalid("topic-too-long", HANDOVER, {"spec.topics": ["t" * 250]}, ("spec.topics[0]", "249")),
+    Invalid("topics-duplicate", HANDOVER, {"spec.topics": ["users", "users"]}, ("spec.topics[1]", "Duplicate value")),
+    Invalid("group-with-space", HANDOVER, {"spec.consumerGroup": "accounts service"},
+            ("spec.consumerGroup", "should match")),
+    Invalid("group-too-long", HANDOVER, {"spec.consumerGroup": "g" * 256}, ("spec.consumerGroup", "255")),
+    Invalid("group-missing", HANDOVER, {"spec.consumerGroup": DELETE}, ("spec.consumerGroup", "Required value")),
+    Invalid("name-not-dns-label", HANDOVER, {"metadata.name": "accounts.add.locale"},
+            ("metadata.name", "DNS-1123 label"), python=False),
+    Invalid("name-too-long", HANDOVER, {"metadata.name": "a" * 64},
+            ("metadata.name", "at most 63 characters"), python=False),
+    # --- Reconsume: Kafka, filter, lifecycle
+    Invalid("kafka-inline-password", HANDOVER, {"spec.kafka.saslPassword": "hunter2"},
+            ('unknown field "spec.kafka.saslPassword"',)),
+    Invalid("kafka-bootstrap-without-port", HANDOVER, {"spec.kafka.bootstrapServers": "kafka-bootstrap"},
+            ("spec.kafka.bootstrapServers", "should match")),
+    Invalid("kafka-secret-not-dns", HANDOVER, {"spec.kafka.configFrom.secretRef.name": "My Secret"},
+            ("spec.kafka.configFrom.secretRef.name", "should match")),
+    Invalid("filter-empty", HANDOVER, {"spec.filter": {}},
+            ("spec.filter", "at least one of headers, keys or jsonFields")),
+    Invalid("filter-json-path-bad", PARALLEL, {"spec.filter.jsonFields": [{"path": "$..type[0]", "values": ["x"]}]},
+            ("spec.filter.jsonFields[0].path", "should match")),
+    Invalid("drained-for-words", HANDOVER, {"spec.completion.drainedFor": "soon"},
+            ("spec.completion.drainedFor", "should match")),
+    Invalid("approval-unknown", HANDOVER, {"spec.approval": "Auto"},
+            ("spec.approval", "Unsupported value", "Manual")),
+    Invalid("ttl-negative", HANDOVER, {"spec.cleanup.ttlSecondsAfterFinished": -1},
+            ("spec.cleanup.ttlSecondsAfterFinished", "greater than or equal to 0")),
+    Invalid("spec-missing", HANDOVER, {"spec": DELETE}, ("spec", "Required value")),
+    # --- Backfill
+    Invalid("backfill-keys-and-keys-from", BF_TOPIC,
+            {"spec.keysFrom": {"configMapRef": {"name": "ids", "key": "keys.txt"}}},
+            ("spec.keys, spec.keysFrom", "exactly one of keys or keysFrom")),
+    Invalid("backfill-no-keys", BF_TOPIC, {"spec.keys": DELETE},
+            ("spec.keys, spec.keysFrom", "exactly one of keys or keysFrom")),
+    Invalid("backfill-two-sources", BF_TOPIC,
+            {"spec.source.debezium": {"signalTopic": "s", "topicPrefix": "p", "dataCollection": "public.t",
+                                      "keyColumn": "id"}},
+            ("spec.source", "exactly one of topic, job or debezium")),
+    Invalid("backfill-no-source", BF_TOPIC, {"spec.source": {}},
+            ("spec.source", "exactly one of topic, job or debezium")),
+    Invalid("backfill-keys-duplicate", BF_TOPIC, {"spec.keys": ["u-1", "u-1"]}, ("spec.keys[1]", "Duplicate value")),
+    Invalid("backfill-groups-duplicate", BF_TOPIC, {"spec.downstreamGroups": ["billing", "billing"]},
+            ("spec.downstreamGroups[1]", "Duplicate value")),
+    Invalid("backfill-stalled-after-words", BF_TOPIC, {"spec.barrier.stalledAfter": "5 minutes"},
+            ("spec.barrier.stalledAfter", "should match")),
+    Invalid("backfill-debezium-key-column-sql", BF_DEBEZIUM, {"spec.source.debezium.keyColumn": "id; DROP TABLE x"},
+            ("spec.source.debezium.keyColumn", "should match")),
+    Invalid("backfill-keys-from-bad-key", BF_JOB, {"spec.keysFrom.configMapRef.key": "keys/all.txt"},
+            ("spec.keysFrom.configMapRef.key", "should match")),
+    Invalid("backfill-job-backoff-huge", BF_JOB, {"spec.source.job.backoffLimit": 50},
+            ("spec.source.job.backoffLimit", "less than or equal to 10")),
+    Invalid("backfill-topic-dot", BF_TOPIC, {"spec.topic": "."}, ("spec.topic", "must not be '.' or '..'")),
+    # --- LakeReplay
+    Invalid("lake-from-after-to", LAKE, {"spec.source.from": "2025-08-01T00:00:00Z"},
+            ("spec.source.from", "must be before spec.source.to")),
+    Invalid("lake-from-equals-to", LAKE, {"spec.source.from": "2025-07-01T00:00:00Z"},
+            ("spec.source.from", "must be before spec.source.to")),
+    Invalid("lake-to-missing", LAKE, {"spec.source.to": DELETE}, ("spec.source.to", "Required value")),
+    Invalid("lake-format-unknown", LAKE, {"spec.source.format": "csv"},
+            ("spec.source.format", "Unsupported value", "parquet")),
+    Invalid("lake-uri-no-scheme", LAKE, {"spec.source.uri": "/data/lake/users"}, ("spec.source.uri", "should match")),
+    Invalid("lake-backfill-partitions-zero", LAKE, {"spec.backfillTopic.partitions": 0},
+            ("spec.backfillTopic.partitions", "greater than or equal to 1")),
+    Invalid("lake-executors-zero", LAKE, {"spec.spark.executor.instances": 0},
+            ("spec.spark.executor.instances", "greater than or equal to 1")),
+    Invalid("lake-driver-memory-words", LAKE, {"spec.spark.driver.memory": "lots"},
+            ("spec.spark.driver.memory", "should match")),
+    Invalid("lake-inline-s3-secret", LAKE, {"spec.spark.hadoopConf": {"fs.s3a.secret.key": "abc"}},
+            ("spec.spark.hadoopConf", "must not hold credentials"), python=False),
+    Invalid("lake-consumer-missing", LAKE, {"spec.consumer": DELETE}, ("spec.consumer", "Required value")),
+    Invalid("lake-then-rewind-without-live-deployment", LAKE_THEN, {"spec.then.reconsume.mode": "Rewind",
+                                                                    "spec.then.reconsume.filter": DELETE},
+            ("spec.then.reconsume.liveDeployment", "required with mode Rewind")),
+    Invalid("lake-then-rewind-with-consumer", LAKE_THEN,
+            {"spec.then.reconsume.mode": "Rewind", "spec.then.reconsume.filter": DELETE,
+             "spec.then.reconsume.liveDeployment": {"name": "accounts-consumer"},
+             "spec.then.reconsume.consumer": {"deploymentRef": {"name": "accounts-consumer"}}},
+            ("spec.then.reconsume.consumer", "not allowed with mode Rewind")),
+)
+
+
+@dataclass(frozen=True)
+class Update:
+    """A change to an existing object: refused (immutable) or accepted (mutable)."""
+
+    id: str
+    base: str
+    changes: dict[str, Any]
+    expect: tuple[str, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.expect)
+
+
+UPDATES: tuple[Update, ...] = (
+    Update("topics", HANDOVER, {"spec.topics": ["users", "orders"]}, ("spec.topics", "immutable")),
+    Update("mode", HANDOVER, {"spec.mode": "Parallel"}, ("spec.mode", "immutable")),
+    Update("start", HANDOVER, {"spec.start": {"timestamp": "2026-08-01T00:00:00Z"}}, ("spec.start", "immutable")),
+    Update("consumer-group", HANDOVER, {"spec.consumerGroup": "other"}, ("spec.consumerGroup", "immutable")),
+    Update("filter-changed", HANDOVER, {"spec.filter": {"keys": ["u-1"]}}, ("spec.filter", "immutable")),
+    Update("filter-removed", HANDOVER, {"spec.filter": DELETE}, ("spec.filter", "cannot be added or removed")),
+    Update("bootstrap", HANDOVER, {"spec.kafka.bootstrapServers": "other:9092"},
+           ("spec.kafka.bootstrapServers", "immutable")),
+    Update("backfill-keys", BF_TOPIC, {"spec.keys": ["u-1"]}, ("spec.keys", "immutable")),
+    Update("backfill-source", BF_TOPIC, {"spec.source": {"topic": {"name": "other"}}}, ("spec.source", "immutable")),
+    Update("lake-source", LAKE, {"spec.source.to": "2025-06-01T00:00:00Z"}, ("spec.source", "immutable")),
+    Update("suspend", HANDOVER, {"spec.suspend": True}),
+    Update("approval", HANDOVER, {"spec.approval": "Manual"}),
+    Update("cleanup", HANDOVER, {"spec.cleanup": {"deleteReplayGroup": False}}),
+    Update("replicas", HANDOVER, {"spec.consumer.replicas": 5}),
+    Update("backfill-groups", BF_TOPIC, {"spec.downstreamGroups": ["billing"]}),
+    Update("lake-suspend", LAKE, {"spec.suspend": True}),
+)
