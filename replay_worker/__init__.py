@@ -1,0 +1,14 @@
+"""Reprise's replay worker, and the handover guard a live service embeds.
+
+What runs in the standby replay-consumer Deployments (role `replay`) and in Backfill Jobs (role
+`backfill`), started as `python -m replay_worker`. The layout keeps decisions pure and I/O thin:
+
+- pure: `settings` (the one typed settings object, also the operator's contract), `start_position`,
+  `filters`, `throttle`, `handover` (the protocol: records, state, decisions), the record mapping in
+  `delivery`;
+- I/O around confluent-kafka: `kafka_clients`, `bootstrap`, `handover_topic` (the operator-facing reader
+  and publisher), `delivery`, `consumer` (the replay loop), `guard` (the live side), `backfill`, `metrics`,
+  `logging`, `__main__`.
+
+The handover protocol is specified in `HANDOVER.md` beside this file.
+"""

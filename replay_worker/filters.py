@@ -1,0 +1,258 @@
+"""Which records a replay acts on: header values, a key set, and JSON field matches. Pure.
+
+The filter runs before anything is deserialised, cheapest test first: headers and keys compare bytes; a JSON
+condition first looks for the expected value's bytes in the raw value (a record that does not contain
+`"paid"` cannot have `status == "paid"`) and parses only when the bytes are there. That shortcut is only
+taken when the value holds no backslash, because JSON may spell a character as `\\u0070`.
+
+Every condition must hold (AND); inside one condition any listed value will do (OR). An empty filter matches
+everything. The live side's guard evaluates the same filter (published in the handover topic), so the
+records the replay covers and the records the guard skips are the same set; see HANDOVER.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+class FilterSpecError(ValueError):
+    """A filter spec that cannot be understood."""
+
+
+class Undecodable(ValueError):
+    """The record's value is not the JSON a JSON condition needs: a poison record."""
+
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class JsonMatch:
+    """One JSON condition: the field at `path` (dotted; digits index lists) equals one of `values`, or exists."""
+
+    path: tuple[str, ...]
+    values: tuple[Any, ...] = ()
+    exists: bool | None = None
+
+    def to_obj(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"path": ".".join(self.path)}
+        if self.exists is not None:
+            body["exists"] = self.exists
+        elif len(self.values) == 1:
+            body["equals"] = self.values[0]
+        else:
+            body["in"] = list(self.values)
+        return body
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """The filter as configured: `{"headers": {...}, "keys": [...], "keysFile": "...", "json": [...]}`."""
+
+    headers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    keys: tuple[str, ...] | None = None
+    keys_file: str | None = None
+    json_matches: tuple[JsonMatch, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.headers and self.keys is None and self.keys_file is None and not self.json_matches
+
+    @classmethod
+    def parse(cls, obj: Any, what: str = "filter") -> "FilterSpec":
+        if obj is None or obj == "":
+            return cls()
+        if isinstance(obj, str):
+            try:
+                obj = json.loads(obj)
+            except json.JSONDecodeError as exc:
+                raise FilterSpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})") from None
+        if not isinstance(obj, Mapping):
+            raise FilterSpecError(f"{what}: expected a JSON object with headers, keys, keysFile or json")
+        unknown = set(obj) - {"headers", "keys", "keysFile", "json"}
+        if unknown:
+            raise FilterSpecError(f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json")
+        headers: list[tuple[str, tuple[str, ...]]] = []
+        raw_headers = obj.get("headers") or {}
+        if not isinstance(raw_headers, Mapping):
+            raise FilterSpecError(f"{what}.headers: expected {{\"name\": [\"value\", ...]}}")
+        for name, values in raw_headers.items():
+            values = [values] if isinstance(values, str) else values
+            if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+                raise FilterSpecError(f"{what}.headers.{name}: expected a string or a non-empty list of strings")
+            headers.append((str(name), tuple(values)))
+        keys = obj.get("keys")
+        if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
+            raise FilterSpecError(f"{what}.keys: expected a list of strings")
+        keys_file = obj.get("keysFile")
+        if keys_file is not None and not isinstance(keys_file, str):
+            raise FilterSpecError(f"{what}.keysFile: expected a path")
+        matches: list[JsonMatch] = []
+        raw_json = obj.get("json") or []
+        if isinstance(raw_json, Mapping):
+            raw_json = [raw_json]
+        if not isinstance(raw_json, list):
+            raise FilterSpecError(f"{what}.json: expected a list of {{path, equals|in|exists}}")
+        for index, cond in enumerate(raw_json):
+            where = f"{what}.json[{index}]"
+            if not isinstance(cond, Mapping) or not isinstance(cond.get("path"), str) or not cond["path"]:
+                raise FilterSpecError(f"{where}: expected {{\"path\": \"a.b\", \"equals\": value}} (or in / exists)")
+            ops = [op for op in ("equals", "in", "exists") if op in cond]
+            if len(ops) != 1:
+                raise FilterSpecError(f"{where}: give exactly one of equals, in, exists")
+            path = tuple(cond["path"].split("."))
+            if ops[0] == "equals":
+                matches.append(JsonMatch(path, (cond["equals"],)))
+            elif ops[0] == "in":
+                if not isinstance(cond["in"], list) or not cond["in"]:
+                    raise FilterSpecError(f"{where}.in: expected a non-empty list")
+                matches.append(JsonMatch(path, tuple(cond["in"])))
+            else:
+                matches.append(JsonMatch(path, exists=bool(cond["exists"])))
+        return cls(tuple(headers), tuple(keys) if keys is not None else None, keys_file, tuple(matches))
+
+    def to_obj(self, inline_keys: bool = False) -> dict[str, Any]:
+        """The JSON form; `inline_keys` reads `keysFile` into `keys` (what the handover topic publishes,
+        because the guard cannot read a file mounted into the replay pods)."""
+        body: dict[str, Any] = {}
+        if self.headers:
+            body["headers"] = {name: list(values) for name, values in self.headers}
+        if inline_keys and (self.keys is not None or self.keys_file):
+            body["keys"] = sorted(self.all_keys())
+        else:
+            if self.keys is not None:
+                body["keys"] = list(self.keys)
+            if self.keys_file:
+                body["keysFile"] = self.keys_file
+        if self.json_matches:
+            body["json"] = [m.to_obj() for m in self.json_matches]
+        return body
+
+    def to_json(self, inline_keys: bool = False) -> str:
+        return json.dumps(self.to_obj(inline_keys), separators=(",", ":"), sort_keys=True)
+
+    def all_keys(self) -> set[str]:
+        """The key set: `keys` plus the lines of `keysFile` (blank lines ignored)."""
+        keys = set(self.keys or ())
+        if self.keys_file:
+            try:
+                text = Path(self.keys_file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise FilterSpecError(f"filter.keysFile {self.keys_file}: cannot read it ({exc.strerror})") from None
+            keys.update(line.strip() for line in text.splitlines() if line.strip())
+        return keys
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: `true` is not `1`, but `1` is `1.0`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _lookup(document: Any, path: tuple[str, ...]) -> Any:
+    node = document
+    for step in path:
+        if isinstance(node, dict):
+            node = node.get(step, _MISSING)
+        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+            node = node[int(step)]
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
+
+
+def _needle(value: Any) -> bytes | None:
+    """The bytes a JSON string value must appear as, when that is certain (no character JSON would escape)."""
+    if not isinstance(value, str):
+        return None
+    if any(c in value for c in '"\\') or any(ord(c) < 0x20 for c in value):
+        return None
+    return b'"' + value.encode("utf-8") + b'"'
+
+
+@dataclass(frozen=True)
+class _CompiledJson:
+    path: tuple[str, ...]
+    values: tuple[Any, ...]
+    exists: bool | None
+    #: Byte strings of which at least one must occur in the raw value; None when no shortcut is safe.
+    needles: tuple[bytes, ...] | None
+
+
+@dataclass
+class RecordFilter:
+    """A compiled `FilterSpec`: `matches(key, headers, value)`."""
+
+    headers: dict[str, frozenset[bytes]] = field(default_factory=dict)
+    keys: frozenset[bytes] | None = None
+    json_conditions: tuple[_CompiledJson, ...] = ()
+
+    @classmethod
+    def compile(cls, spec: FilterSpec) -> "RecordFilter":
+        headers = {name: frozenset(v.encode("utf-8") for v in values) for name, values in spec.headers}
+        keys = None
+        if spec.keys is not None or spec.keys_file:
+            keys = frozenset(k.encode("utf-8") for k in spec.all_keys())
+        compiled = []
+        for m in spec.json_matches:
+            needles: tuple[bytes, ...] | None = None
+            if m.exists is None:
+                found = [_needle(v) for v in m.values]
+                if all(n is not None for n in found):
+                    needles = tuple(n for n in found if n is not None)
+            compiled.append(_CompiledJson(m.path, m.values, m.exists, needles))
+        return cls(headers, keys, tuple(compiled))
+
+    @property
+    def matches_everything(self) -> bool:
+        return not self.headers and self.keys is None and not self.json_conditions
+
+    def matches(self, key: bytes | None, headers: Headers, value: bytes | None) -> bool:
+        """True when the record is one the replay acts on; `Undecodable` when a JSON condition cannot be
+        evaluated because the value is not JSON."""
+        if self.keys is not None and (key is None or key not in self.keys):
+            return False
+        if self.headers:
+            if not headers:
+                return False
+            for name, accepted in self.headers.items():
+                if not any(h_name == name and h_value in accepted for h_name, h_value in headers):
+                    return False
+        if not self.json_conditions:
+            return True
+        if value is None:
+            # A tombstone has no fields: a JSON condition cannot hold (not a poison record).
+            return all(c.exists is False for c in self.json_conditions)
+        if b"\\" not in value:
+            for cond in self.json_conditions:
+                if cond.needles is not None and not any(n in value for n in cond.needles):
+                    return False
+        try:
+            document = json.loads(value)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise Undecodable(f"value is not JSON: {exc}") from None
+        for cond in self.json_conditions:
+            found = _lookup(document, cond.path)
+            if cond.exists is not None:
+                if (found is not _MISSING) != cond.exists:
+                    return False
+            elif found is _MISSING or not any(_json_equal(found, v) for v in cond.values):
+                return False
+        return True
+
+
+def compile_filter(spec: FilterSpec | Mapping[str, Any] | str | None) -> RecordFilter:
+    if not isinstance(spec, FilterSpec):
+        spec = FilterSpec.parse(spec)
+    return RecordFilter.compile(spec)
+

@@ -1,0 +1,97 @@
+"""librdkafka settings for every client the worker and the guard make, from one place.
+
+Connection settings come from the bootstrap servers plus a folder of files, one librdkafka setting per file
+(file name = key, content = value), mounted from the user's Secret. Those values are credentials: they are
+read here, handed to librdkafka, and never logged, put in metrics or in the handover topic. Only the
+names of the keys may be logged.
+
+The worker's own settings go on top, because its correctness depends on them (manual offset storing and
+commits, cooperative rebalancing, idempotent producers): a Secret cannot switch them off.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+_client_log = logging.getLogger("replay_worker.librdkafka")
+
+
+class KafkaConfigError(ValueError):
+    """The Kafka config folder cannot be read; the message names the folder or file, never a value."""
+
+
+def load_config_dir(path: str | Path | None) -> dict[str, str]:
+    """The settings in `path`: every regular file whose name does not start with a dot.
+
+    Kubernetes mounts a Secret as files plus `..data` links; those dot-names are skipped. One trailing
+    newline is removed, since editors and `kubectl create secret --from-file` often leave one.
+    """
+    if path is None:
+        return {}
+    folder = Path(path)
+    if not folder.is_dir():
+        raise KafkaConfigError(f"REPRISE_KAFKA_CONFIG_DIR {folder} is not a directory")
+    values: dict[str, str] = {}
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or not entry.is_file():
+            continue
+        try:
+            text = entry.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KafkaConfigError(f"cannot read Kafka setting file {entry}: {type(exc).__name__}") from None
+        values[entry.name] = text[:-1] if text.endswith("\n") else text
+    return values
+
+
+def connection(bootstrap_servers: str, extra: Mapping[str, str] | None = None, client_id: str = "reprise-worker") -> dict[str, Any]:
+    """Settings every client shares: where Kafka is and how to authenticate (from the config folder)."""
+    config: dict[str, Any] = {"client.id": client_id, **dict(extra or {}), "bootstrap.servers": bootstrap_servers}
+    config["logger"] = _client_log
+    return config
+
+
+def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) -> dict[str, Any]:
+    """A group member that stores and commits only what it processed, and rebalances cooperatively."""
+    config = dict(base)
+    config.update({
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        # Partitions without a committed offset are outside the replay's plan (see consumer.py); they are
+        # never read, so the reset policy only decides where librdkafka parks them.
+        "auto.offset.reset": "latest",
+    })
+    config.update(overrides)
+    return config
+
+
+def reader_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
+    """A consumer used with `assign()` only (no group): bounded reads and the handover-topic tail."""
+    config = dict(base)
+    config.update({
+        "group.id": "reprise-reader-unused",  # required by librdkafka, never joined: assign() only
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+    })
+    config.update(overrides)
+    return config
+
+
+def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
+    """An idempotent producer: retries never duplicate or reorder records within a partition."""
+    config = dict(base)
+    config.update({"enable.idempotence": True, "acks": "all"})
+    config.update(overrides)
+    return config
+
+
+def admin_config(base: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(base)

@@ -1,0 +1,400 @@
+"""`WorkerSettings`: the one typed settings object of the worker, from environment variables and CLI flags.
+
+It is also the contract with the operator: the operator builds a `WorkerSettings` and puts `to_env()` into
+the replay Deployment's (or Backfill Job's) environment, and the worker reads it back with `from_env()`.
+Every field has one environment variable `REPRISE_*` and one flag `--*`; a flag wins over the variable.
+Errors name both, and say what is accepted.
+
+Kafka credentials are never settings: they are files in `REPRISE_KAFKA_CONFIG_DIR` (see `kafka_clients`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from .filters import FilterSpec, FilterSpecError
+from .handover import MODES
+from .start_position import EndSpec, SpecError, StartSpec
+
+Role = Literal["replay", "backfill"]
+ROLES: tuple[str, ...] = ("replay", "backfill")
+PoisonPolicy = Literal["skip", "dead-letter"]
+POISON_POLICIES: tuple[str, ...] = ("skip", "dead-letter")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or wrong; the message names the variable and the flag."""
+
+
+def _default_member() -> str:
+    # In Kubernetes the pod name; it names the replica in logs, in the handover topic and in the
+    # transactional id of an exactly-once forward, so a restarted container fences its predecessor.
+    return os.environ.get("HOSTNAME") or socket.gethostname()
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Everything one worker process needs. Field docs give the variable, the default and why."""
+
+    bootstrap_servers: str
+    """`REPRISE_BOOTSTRAP_SERVERS`: Kafka's bootstrap servers, `host:port[,host:port]`. Required."""
+    replay_id: str
+    """`REPRISE_REPLAY_ID`: names this replay in the handover topic (the operator's is namespace/name/uid). Required."""
+    topics: tuple[str, ...]
+    """`REPRISE_TOPICS`: the source topics, comma-separated. Required."""
+    role: str = "replay"
+    """`REPRISE_ROLE`: `replay` (standby replay consumer in a group) or `backfill` (a Job that re-produces the
+    latest record of each key in `filter.keys` to the forward topic, then exits)."""
+    mode: str = "Drain"
+    """`REPRISE_MODE`: `Parallel`, `Handover` or `Drain` (no live group: replay until the end bound or the
+    partition's end). See HANDOVER.md."""
+    replay_group: str | None = None
+    """`REPRISE_REPLAY_GROUP`: the temporary consumer group of the replay. Required for role `replay`."""
+    live_group: str | None = None
+    """`REPRISE_LIVE_GROUP`: the live service's consumer group. Required for `Parallel` and `Handover`."""
+    start: StartSpec = field(default_factory=lambda: StartSpec("earliest"))
+    """`REPRISE_START`: JSON, one of `{"earliest":true}`, `{"timestamp":"2024-05-01T00:00:00Z"}` (or epoch ms),
+    `{"duration":"2h"}` (back from the moment the replay starts), `{"offsets":{"topic":{"0":123}}}`.
+    Resolved once, recorded as the replay group's committed offsets. Default earliest."""
+    allow_clamp: bool = False
+    """`REPRISE_ALLOW_CLAMP`: start at the log-start offset when the asked-for start was deleted by retention,
+    instead of failing. Default false: missing history is an error."""
+    end: EndSpec | None = None
+    """`REPRISE_END`: optional JSON bound, `{"snapshot":true}` (end offsets at the start), `{"timestamp":...}`
+    or `{"offsets":{...}}`. Not with Handover (the live side takes over, so there is no end)."""
+    filter: FilterSpec = field(default_factory=FilterSpec)
+    """`REPRISE_FILTER`: JSON `{"headers":{"name":["v"]},"keys":["k"],"keysFile":"/path","json":[{"path":"a.b",
+    "equals":"x"}]}`; all conditions must hold. Default: every record."""
+    handler: str | None = None
+    """`REPRISE_HANDLER`: `package.module:function`, called with a list of confluent_kafka Messages per batch."""
+    forward_topic: str | None = None
+    """`REPRISE_FORWARD_TOPIC`: produce each matching record to this topic instead (key, headers, timestamp and
+    partition kept). Exactly one of handler and forward topic."""
+    forward_transactional: bool = False
+    """`REPRISE_FORWARD_TRANSACTIONAL`: forward exactly-once (records and offsets in one transaction per batch)."""
+    handover_topic: str = "reprise.handover"
+    """`REPRISE_HANDOVER_TOPIC`: the compacted handover topic (one partition). Default `reprise.handover`."""
+    dlq_topic: str | None = None
+    """`REPRISE_DLQ_TOPIC`: dead-letter topic for poison records (undecodable, or the handler raises)."""
+    poison_policy: str = "skip"
+    """`REPRISE_POISON_POLICY`: `dead-letter` (needs a DLQ topic; the default when one is set) or `skip`
+    (count and go on). Never a crash loop."""
+    handler_retries: int = 2
+    """`REPRISE_HANDLER_RETRIES`: retries of a record whose handler raised before it counts as poison."""
+    batch_size: int = 1000
+    """`REPRISE_BATCH_SIZE`: records per batch: the unit of handler calls, commits and the duplicate window."""
+    max_records_per_second: float = 0.0
+    """`REPRISE_MAX_RECORDS_PER_SECOND`: throttle; 0 = unlimited."""
+    max_bytes_per_second: float = 0.0
+    """`REPRISE_MAX_BYTES_PER_SECOND`: throttle on key+value bytes; 0 = unlimited."""
+    metrics_port: int = 9400
+    """`REPRISE_METRICS_PORT`: Prometheus `/metrics` and liveness `/healthz`; 0 turns the endpoint off."""
+    kafka_config_dir: str | None = None
+    """`REPRISE_KAFKA_CONFIG_DIR`: folder of librdkafka settings, one per file (file name = key), mounted
+    from the user's Secret. Values are never logged."""
+    member_name: str = field(default_factory=_default_member)
+    """`REPRISE_MEMBER_NAME`: this replica's name (default: `$HOSTNAME`, the pod name)."""
+    exit_when_done: bool = False
+    """`REPRISE_EXIT_WHEN_DONE`: exit 0 once every partition of the replay is finished. Default false: a
+    Deployment's worker idles until the operator tears it down (an exit would only be restarted)."""
+    check_interval: float = 1.0
+    """`REPRISE_CHECK_INTERVAL`: seconds between reads of the live group's offsets and other slow checks."""
+    result_file: str | None = None
+    """`REPRISE_RESULT_FILE`: role backfill writes its JSON result here too (e.g. /dev/termination-log)."""
+    log_level: str = "INFO"
+    """`REPRISE_LOG_LEVEL`: DEBUG, INFO, WARNING or ERROR."""
+
+    # -- validation of combinations (single values are checked while parsing)
+
+    def __post_init__(self) -> None:
+        def need(condition: bool, message: str) -> None:
+            if not condition:
+                raise SettingsError(message)
+
+        need(bool(self.bootstrap_servers), "REPRISE_BOOTSTRAP_SERVERS (--bootstrap-servers) is required")
+        need(bool(self.replay_id), "REPRISE_REPLAY_ID (--replay-id) is required")
+        need(bool(self.topics), "REPRISE_TOPICS (--topics) is required: the source topics, comma-separated")
+        need(self.role in ROLES, f"REPRISE_ROLE (--role) {self.role!r} is not one of {', '.join(ROLES)}")
+        need(self.mode in MODES, f"REPRISE_MODE (--mode) {self.mode!r} is not one of {', '.join(MODES)}")
+        need(self.poison_policy in POISON_POLICIES,
+             f"REPRISE_POISON_POLICY (--poison-policy) {self.poison_policy!r} is not one of {', '.join(POISON_POLICIES)}")
+        need(self.batch_size >= 1, "REPRISE_BATCH_SIZE (--batch-size) must be at least 1")
+        need(self.handler_retries >= 0, "REPRISE_HANDLER_RETRIES (--handler-retries) must be >= 0")
+        need(0 <= self.metrics_port <= 65535, "REPRISE_METRICS_PORT (--metrics-port) must be 0..65535")
+        need(self.check_interval > 0, "REPRISE_CHECK_INTERVAL (--check-interval) must be > 0")
+        need(self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
+             "REPRISE_LOG_LEVEL (--log-level) must be DEBUG, INFO, WARNING or ERROR")
+        need(not (self.poison_policy == "dead-letter" and not self.dlq_topic),
+             "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC (--dlq-topic)")
+        need(not (self.forward_transactional and not self.forward_topic),
+             "REPRISE_FORWARD_TRANSACTIONAL needs REPRISE_FORWARD_TOPIC (--forward-topic)")
+        if self.role == "replay":
+            need(bool(self.replay_group), "REPRISE_REPLAY_GROUP (--replay-group) is required for role replay")
+            need(bool(self.handler) != bool(self.forward_topic),
+                 "give exactly one of REPRISE_HANDLER (--handler) and REPRISE_FORWARD_TOPIC (--forward-topic)")
+            if self.mode in ("Parallel", "Handover"):
+                need(bool(self.live_group), f"REPRISE_LIVE_GROUP (--live-group) is required in mode {self.mode}")
+                need(self.live_group != self.replay_group,
+                     "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own")
+            if self.mode == "Handover":
+                need(self.end is None, "REPRISE_END (--end) cannot be used with mode Handover: the live group takes "
+                                       "over at the handover offset, so the replay has no end of its own")
+            if self.handler:
+                module, _, function = self.handler.partition(":")
+                need(bool(module) and bool(function),
+                     f"REPRISE_HANDLER (--handler) {self.handler!r} must look like package.module:function")
+            if self.forward_topic:
+                need(self.forward_topic not in self.topics,
+                     "REPRISE_FORWARD_TOPIC must not be one of REPRISE_TOPICS: the replay would read its own output")
+        else:
+            need(bool(self.forward_topic), "role backfill needs REPRISE_FORWARD_TOPIC (--forward-topic): the target topic")
+            need(self.filter.keys is not None or self.filter.keys_file is not None,
+                 "role backfill needs the keys to re-emit: REPRISE_FILTER with keys or keysFile")
+
+    # -- the contract with the operator
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "WorkerSettings":
+        """Settings from `REPRISE_*` variables (the process environment by default)."""
+        return cls.from_sources(env if env is not None else os.environ, {})
+
+    def to_env(self) -> dict[str, str]:
+        """The `REPRISE_*` variables that reproduce these settings with `from_env` (defaults left out)."""
+        result: dict[str, str] = {}
+        defaults = _defaults()
+        for f in fields(self):
+            spec = _FIELDS[f.name]
+            value = getattr(self, f.name)
+            if f.name != "member_name" and f.name in defaults and value == defaults[f.name]:
+                continue
+            if value is None or f.name == "member_name":
+                continue
+            result[spec.env] = spec.render(value)
+        return result
+
+    @classmethod
+    def from_args(cls, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> "WorkerSettings":
+        """Settings from flags over variables (the CLI)."""
+        parser = build_parser()
+        namespace = parser.parse_args(argv)
+        flags = {name: value for name, value in vars(namespace).items() if value is not None}
+        return cls.from_sources(env if env is not None else os.environ, flags)
+
+    @classmethod
+    def from_sources(cls, env: Mapping[str, str], flags: Mapping[str, Any]) -> "WorkerSettings":
+        values: dict[str, Any] = {}
+        for name, spec in _FIELDS.items():
+            if name in flags:
+                raw, where = flags[name], f"--{spec.flag}"
+            elif spec.env in env and env[spec.env] != "":
+                raw, where = env[spec.env], spec.env
+            else:
+                continue
+            try:
+                values[name] = spec.parse(raw)
+            except (ValueError, SpecError, FilterSpecError) as exc:
+                raise SettingsError(f"{spec.env} (--{spec.flag}): {exc}") from None
+        if "poison_policy" not in values and values.get("dlq_topic"):
+            values["poison_policy"] = "dead-letter"
+        for required in ("bootstrap_servers", "replay_id", "topics"):
+            if required not in values:
+                spec = _FIELDS[required]
+                raise SettingsError(f"{spec.env} (--{spec.flag}) is required")
+        return cls(**values)
+
+    def with_changes(self, **changes: Any) -> "WorkerSettings":
+        return replace(self, **changes)
+
+    def described(self) -> dict[str, Any]:
+        """The settings for a log line: no credentials live here, but the key set may be long, so it is counted."""
+        body = {f.name: _FIELDS[f.name].render(getattr(self, f.name)) if getattr(self, f.name) is not None else None
+                for f in fields(self)}
+        if self.filter.keys is not None:
+            body["filter"] = json.dumps({**self.filter.to_obj(), "keys": f"<{len(self.filter.keys)} keys>"})
+        return body
+
+
+# -- parsing of single values
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{raw!r} is not a boolean (true or false)")
+
+
+def _int(raw: Any) -> int:
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"{raw!r} is not a whole number") from None
+
+
+def _float(raw: Any) -> float:
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"{raw!r} is not a number") from None
+    if value < 0:
+        raise ValueError(f"{raw!r} must not be negative")
+    return value
+
+
+def _topics(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    topics = tuple(t.strip() for t in items if t.strip())
+    if not topics:
+        raise ValueError("no topic given")
+    return topics
+
+
+def _text(raw: Any) -> str:
+    return str(raw).strip()
+
+
+def _choice(options: tuple[str, ...], fold: Callable[[str], str] = lambda s: s) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        text = str(raw).strip()
+        for option in options:
+            if fold(option) == fold(text):
+                return option
+        raise ValueError(f"{text!r} is not one of {', '.join(options)}")
+    return parse
+
+
+@dataclass(frozen=True)
+class _Field:
+    env: str
+    flag: str
+    parse: Callable[[Any], Any]
+    render: Callable[[Any], str] = str
+    metavar: str | None = None
+    is_flag: bool = False
+
+
+def _render_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _render_float(value: float) -> str:
+    return repr(float(value)).rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+_FIELDS: dict[str, _Field] = {
+    "bootstrap_servers": _Field("REPRISE_BOOTSTRAP_SERVERS", "bootstrap-servers", _text, metavar="HOST:PORT,..."),
+    "replay_id": _Field("REPRISE_REPLAY_ID", "replay-id", _text, metavar="ID"),
+    "topics": _Field("REPRISE_TOPICS", "topics", _topics, lambda v: ",".join(v), metavar="TOPIC,..."),
+    "role": _Field("REPRISE_ROLE", "role", _choice(ROLES, str.lower)),
+    "mode": _Field("REPRISE_MODE", "mode", _choice(MODES, str.lower)),
+    "replay_group": _Field("REPRISE_REPLAY_GROUP", "replay-group", _text, metavar="GROUP"),
+    "live_group": _Field("REPRISE_LIVE_GROUP", "live-group", _text, metavar="GROUP"),
+    "start": _Field("REPRISE_START", "start", StartSpec.parse, lambda v: v.to_json(), metavar="JSON"),
+    "allow_clamp": _Field("REPRISE_ALLOW_CLAMP", "allow-clamp", _bool, _render_bool, is_flag=True),
+    "end": _Field("REPRISE_END", "end", EndSpec.parse, lambda v: v.to_json(), metavar="JSON"),
+    "filter": _Field("REPRISE_FILTER", "filter", FilterSpec.parse, lambda v: v.to_json(), metavar="JSON"),
+    "handler": _Field("REPRISE_HANDLER", "handler", _text, metavar="PKG.MOD:FUNC"),
+    "forward_topic": _Field("REPRISE_FORWARD_TOPIC", "forward-topic", _text, metavar="TOPIC"),
+    "forward_transactional": _Field("REPRISE_FORWARD_TRANSACTIONAL", "forward-transactional", _bool, _render_bool, is_flag=True),
+    "handover_topic": _Field("REPRISE_HANDOVER_TOPIC", "handover-topic", _text, metavar="TOPIC"),
+    "dlq_topic": _Field("REPRISE_DLQ_TOPIC", "dlq-topic", _text, metavar="TOPIC"),
+    "poison_policy": _Field("REPRISE_POISON_POLICY", "poison-policy", _choice(POISON_POLICIES, str.lower)),
+    "handler_retries": _Field("REPRISE_HANDLER_RETRIES", "handler-retries", _int, metavar="N"),
+    "batch_size": _Field("REPRISE_BATCH_SIZE", "batch-size", _int, metavar="N"),
+    "max_records_per_second": _Field("REPRISE_MAX_RECORDS_PER_SECOND", "max-records-per-second", _float, _render_float, metavar="N"),
+    "max_bytes_per_second": _Field("REPRISE_MAX_BYTES_PER_SECOND", "max-bytes-per-second", _float, _render_float, metavar="N"),
+    "metrics_port": _Field("REPRISE_METRICS_PORT", "metrics-port", _int, metavar="PORT"),
+    "kafka_config_dir": _Field("REPRISE_KAFKA_CONFIG_DIR", "kafka-config-dir", _text, metavar="DIR"),
+    "member_name": _Field("REPRISE_MEMBER_NAME", "member-name", _text, metavar="NAME"),
+    "exit_when_done": _Field("REPRISE_EXIT_WHEN_DONE", "exit-when-done", _bool, _render_bool, is_flag=True),
+    "check_interval": _Field("REPRISE_CHECK_INTERVAL", "check-interval", _float, _render_float, metavar="SECONDS"),
+    "result_file": _Field("REPRISE_RESULT_FILE", "result-file", _text, metavar="PATH"),
+    "log_level": _Field("REPRISE_LOG_LEVEL", "log-level", lambda raw: _choice(("DEBUG", "INFO", "WARNING", "ERROR"), str.upper)(raw)),
+}
+
+#: Environment variable of every field, for the operator and the docs.
+ENV_NAMES: dict[str, str] = {name: spec.env for name, spec in _FIELDS.items()}
+
+
+def _defaults() -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for f in fields(WorkerSettings):
+        if f.default is not MISSING:
+            result[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            result[f.name] = f.default_factory()
+    return result
+
+
+def _help_of(name: str) -> str:
+    doc = _FIELD_DOCS.get(name, "")
+    # The docstring starts with "`REPRISE_X`: "; the flag's help shows the rest and the variable.
+    text = doc.split(":", 1)[1].strip() if doc.startswith("`REPRISE_") else doc
+    return " ".join(text.split()) + f" [env {_FIELDS[name].env}]"
+
+
+def _field_docs() -> dict[str, str]:
+    """Each field's docstring, read from the source (dataclass fields keep none at runtime)."""
+    import ast
+    import inspect
+
+    source = inspect.getsource(WorkerSettings)
+    tree = ast.parse(source)
+    docs: dict[str, str] = {}
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for node, following in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(following, ast.Expr) \
+                and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str):
+            docs[node.target.id] = following.value.value
+    return docs
+
+
+_FIELD_DOCS = _field_docs()
+
+_GROUPS = {
+    "Kafka": ("bootstrap_servers", "kafka_config_dir"),
+    "What to replay": ("role", "replay_id", "topics", "mode", "replay_group", "live_group", "start", "allow_clamp", "end", "filter"),
+    "Delivery": ("handler", "forward_topic", "forward_transactional", "dlq_topic", "poison_policy", "handler_retries", "batch_size"),
+    "Handover and operations": ("handover_topic", "max_records_per_second", "max_bytes_per_second", "metrics_port",
+                                "member_name", "exit_when_done", "check_interval", "result_file", "log_level"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m replay_worker",
+        description=(
+            "Reprise's replay worker. Role `replay` consumes the source topics in a temporary replay group from a "
+            "start resolved once, and hands each matching record to a handler or forwards it to a topic, until the "
+            "mode says the partition is finished (Drain: its end; Parallel: the live group's offset; Handover: the "
+            "handover offset, see replay_worker/HANDOVER.md). Role `backfill` re-produces the latest record of each "
+            "named key and exits. Every flag has a REPRISE_* environment variable; flags win."),
+        epilog=(
+            "examples:\n"
+            "  python -m replay_worker --bootstrap-servers kafka:9092 --replay-id demo --topics orders \\\n"
+            "      --replay-group demo-replay --start '{\"duration\":\"2h\"}' --forward-topic orders-copy\n"
+            "  python -m replay_worker --mode Handover --live-group accounts --replay-group accounts-replay \\\n"
+            "      --replay-id accounts-1 --topics transactions --bootstrap-servers kafka:9092 \\\n"
+            "      --handler accounts_service.handlers:apply_batch\n\n"
+            "Kafka credentials: put librdkafka settings as files in a folder (file name = setting) and pass it with\n"
+            "--kafka-config-dir; their values are never logged."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    for title, names in _GROUPS.items():
+        group = parser.add_argument_group(title)
+        for name in names:
+            spec = _FIELDS[name]
+            if spec.is_flag:
+                group.add_argument(f"--{spec.flag}", dest=name, nargs="?", const="true", metavar="BOOL", help=_help_of(name))
+            else:
+                group.add_argument(f"--{spec.flag}", dest=name, metavar=spec.metavar, help=_help_of(name))
+    return parser
