@@ -1336,7 +1336,7 @@ class NodeAgent:
         try:
             pids = self.pids()
             tmp = self._pid_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pids": [[pid, _start_ticks(pid)] for pid in pids]}))
+            tmp.write_text(json.dumps({"pids": [[pid, start_ticks(pid)] for pid in pids]}))
             tmp.replace(self._pid_file)
         except OSError:
             pass
@@ -1358,7 +1358,7 @@ def _signal_group(pid: int, sig: int) -> None:
             pass
 
 
-def _start_ticks(pid: int) -> int | None:
+def start_ticks(pid: int) -> int | None:
     """When a process started (clock ticks since boot), so a recycled PID is never mistaken for it."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

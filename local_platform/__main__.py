@@ -1,0 +1,287 @@
+"""The platform CLI: `python -m local_platform build|up|down|status|run-operator` (what `make` calls).
+
+Every setup problem is a PlatformError, printed as one line `reprise: <message>` with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .errors import PlatformError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+DESCRIPTION = """\
+The local platform of Reprise: a real Kafka broker (jars from Maven Central) and a real Kubernetes
+control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, built from the Go module
+proxy) on loopback, with a node agent that runs the project's own pods as local processes (these
+machines have no container runtime). Builds are cached under ~/.cache/reprise (or $REPRISE_CACHE)."""
+
+EPILOG = """\
+examples:
+  python -m local_platform build          # first time on a machine: build/fetch everything (minutes)
+  python -m local_platform up             # start it; Ctrl-C stops it
+  python -m local_platform run-operator   # the operator on $KUBECONFIG's cluster, or on a fresh local platform
+  python -m local_platform status
+  python -m local_platform down           # stop a platform another terminal started"""
+
+
+class _Stop(BaseException):
+    """SIGTERM, turned into an exception so `finally` blocks tear the platform down."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .kafka_broker import ensure_kafka, kafka_version
+    from .toolchain import COMPONENTS, ensure
+
+    total = time.monotonic()
+    for component in COMPONENTS:
+        began = time.monotonic()
+        cached = component.built()
+        paths = ensure(component, announce=_say)
+        where = paths[0].parent
+        _say(f"{component.name} {component.version}: {'cached' if cached else f'built in {time.monotonic() - began:.0f}s'} ({where})")
+    if not args.skip_kafka:
+        began = time.monotonic()
+        version = kafka_version()
+        _say(f"kafka {version}: resolving jars with Maven if not cached ...")
+        libs = ensure_kafka()
+        _say(f"kafka {version}: ready in {time.monotonic() - began:.0f}s ({libs})")
+    _say(f"everything is in the cache ({time.monotonic() - total:.0f}s)")
+    return 0
+
+
+def _wait_for_signal() -> None:
+    signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        while True:
+            time.sleep(3600)
+    except (KeyboardInterrupt, _Stop):
+        pass
+
+
+def _platform_summary(platform: Any) -> None:
+    _say(f"local platform up in {platform.started_in:.1f}s (control plane {platform.control_plane.startup_seconds:.1f}s)")
+    _say(f"  kubeconfig: {platform.kubeconfig}")
+    _say(f"  export KUBECONFIG={platform.kubeconfig}")
+    if platform.bootstrap:
+        _say(f"  Kafka bootstrap: {platform.bootstrap}")
+    _say(f"  kubectl: {platform.kubectl}")
+    _say(f"  node agent pods (volumes, logs): {platform.agent.workdir / 'pods'}")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from .platform import LocalPlatform
+
+    signal.signal(signal.SIGTERM, _raise_stop)
+    platform = LocalPlatform(kafka=not args.no_kafka)
+    try:
+        platform.up()
+        _platform_summary(platform)
+        _say("running; Ctrl-C (or `python -m local_platform down`) stops it")
+        _wait_for_signal()
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        _say("stopping the local platform ...")
+        platform.down()
+        _say("stopped")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from .platform import stop_recorded
+
+    stopped = stop_recorded()
+    if not stopped:
+        _say("no local platform is running")
+    for what in stopped:
+        _say(f"stopped {what}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .platform import status
+
+    state = status()
+    if state is None:
+        _say("no local platform is recorded (start one with `python -m local_platform up`)")
+        return 1
+    if args.json:
+        _say(json.dumps(state, indent=2))
+        return 0 if state["owner_alive"] else 1
+    owner = state["owner"][0]
+    _say(f"local platform of process {owner}: {'running' if state['owner_alive'] else 'NOT running (stale; run `down`)'}"
+         f" since {state.get('started_at')}")
+    _say(f"  export KUBECONFIG={state['kubeconfig']}")
+    if state.get("bootstrap"):
+        _say(f"  Kafka bootstrap: {state['bootstrap']}")
+    for name, pid_and_ticks in state.get("processes", {}).items():
+        _say(f"  {name:<24} pid {pid_and_ticks[0]:<8} {'alive' if state['alive'][name] else 'gone'}")
+    return 0 if state["owner_alive"] else 1
+
+
+def _reachable(kubeconfig: str) -> str | None:
+    """None when the cluster of `kubeconfig` answers /version, else why not (one line)."""
+    try:
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=kubeconfig)
+        try:
+            client.VersionApi(api).get_code(_request_timeout=5)
+        finally:
+            api.close()
+    except Exception as exc:  # any failure means "not usable"; the reason is shown
+        return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    return None
+
+
+def _operator_command(extra: Sequence[str]) -> list[str]:
+    if importlib.util.find_spec("reprise_operator") is None or importlib.util.find_spec("reprise_operator.__main__") is None:
+        raise PlatformError(
+            "the operator cannot run yet: reprise_operator has no __main__ module (operator/reprise_operator/__main__.py)"
+        )
+    return [sys.executable, "-m", "reprise_operator", *extra]
+
+
+def _run_foreground(argv: list[str], env: dict[str, str]) -> int:
+    """Run the operator until it exits or we get Ctrl-C/SIGTERM (then stop it by PID, gracefully)."""
+    signal.signal(signal.SIGTERM, _raise_stop)
+    proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True)
+    try:
+        return proc.wait()
+    except (KeyboardInterrupt, _Stop):
+        _say("stopping the operator ...")
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        return 0
+
+
+def _operator_env(kubeconfig: str) -> dict[str, str]:
+    env = dict(os.environ, KUBECONFIG=kubeconfig)
+    paths = [str(REPO_ROOT), str(REPO_ROOT / "operator")]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def cmd_run_operator(args: argparse.Namespace) -> int:
+    argv = _operator_command(args.operator_args)
+    kubeconfig = os.environ.get("KUBECONFIG")
+    if kubeconfig and not args.local:
+        problem = _reachable(kubeconfig)
+        if problem is None:
+            _say(f"running the operator on the cluster of KUBECONFIG={kubeconfig} "
+                 "(its CRDs are not installed for you there: kubectl apply -f crds/)")
+            return _run_foreground(argv, _operator_env(kubeconfig))
+        _say(f"KUBECONFIG={kubeconfig} is not reachable ({problem}); starting the local platform instead")
+
+    from .platform import LocalPlatform
+
+    crds = sorted(glob.glob(str(REPO_ROOT / "crds" / "*.yaml")))
+    if not crds:
+        raise PlatformError("crds/ has no CRD manifests: generate them with `make crds`")
+    signal.signal(signal.SIGTERM, _raise_stop)
+    platform = LocalPlatform()
+    try:
+        platform.up()
+        applied = subprocess.run(
+            [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "apply", "--server-side", *sum((["-f", c] for c in crds), [])],
+            capture_output=True, text=True,
+        )
+        if applied.returncode != 0:
+            raise PlatformError(f"installing crds/ failed: {applied.stderr.strip().splitlines()[-1] if applied.stderr.strip() else applied.returncode}")
+        subprocess.run(
+            [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "wait", "--for=condition=Established",
+             "--timeout=60s", *sum((["-f", c] for c in crds), [])],
+            capture_output=True, text=True,
+        )
+        _platform_summary(platform)
+        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}")
+        _say("running the operator (Ctrl-C stops it and the platform) ...")
+        return _run_foreground(argv, _operator_env(str(platform.kubeconfig)))
+    except (KeyboardInterrupt, _Stop):
+        return 0
+    finally:
+        _say("stopping the local platform ...")
+        platform.down()
+        _say("stopped")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m local_platform", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    build = sub.add_parser("build", help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
+                           description="Build etcd, the Kubernetes control plane, kubectl and helm from the Go module "
+                                       "proxy and resolve Kafka's jars from Maven Central, unless already cached.")
+    build.add_argument("--skip-kafka", action="store_true", help="only the Go-built binaries")
+    build.set_defaults(func=cmd_build)
+
+    up = sub.add_parser("up", help="start Kafka + Kubernetes + the node agent in the foreground until Ctrl-C",
+                        description="Start the local platform and keep it running until Ctrl-C or SIGTERM; prints the "
+                                    "kubeconfig path and the Kafka bootstrap address.")
+    up.add_argument("--no-kafka", action="store_true", help="only Kubernetes")
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser("down", help="stop a local platform started by another process (by PID)")
+    down.set_defaults(func=cmd_down)
+
+    st = sub.add_parser("status", help="show the recorded local platform and whether its processes live")
+    st.add_argument("--json", action="store_true", help="the recorded state as JSON")
+    st.set_defaults(func=cmd_status)
+
+    run = sub.add_parser(
+        "run-operator",
+        help="run the operator on $KUBECONFIG's cluster, or on a fresh local platform",
+        description="If KUBECONFIG is set and its cluster answers, run `python -m reprise_operator` there. Otherwise "
+                    "start the local platform, install crds/*.yaml, print the KUBECONFIG export and the Kafka "
+                    "bootstrap, run the operator in the foreground, and stop everything on Ctrl-C/SIGTERM. "
+                    "Arguments after `--` go to the operator.",
+    )
+    run.add_argument("--local", action="store_true", help="use a local platform even if KUBECONFIG is set")
+    run.add_argument("operator_args", nargs=argparse.REMAINDER, help="arguments for the operator (after --)")
+    run.set_defaults(func=cmd_run_operator)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "operator_args", None) and args.operator_args[0] == "--":
+        args.operator_args = args.operator_args[1:]
+    try:
+        return int(args.func(args) or 0)
+    except PlatformError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"reprise: {first}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
