@@ -30,11 +30,13 @@ from .common import (
     KafkaConnection,
     KindDefinition,
     PrinterColumn,
+    Progress,
     RecordKey,
     ResourceStatus,
     StatusModel,
     TopicName,
     immutable,
+    check_name,
     name_rules,
     presence_immutable,
     rule,
@@ -330,6 +332,13 @@ class BackfillStatus(ResourceStatus):
         default=None, ge=0, description="Number of keys not found (all of them, also beyond those listed)."
     )
     barrier: Optional[BarrierStatus] = Field(default=None, description="The completion barrier on downstreamGroups.")
+    progress: Optional[Progress] = Field(
+        default=None,
+        description=(
+            "The barrier per partition written to, in the shape every kind shares: position is the slowest "
+            "downstream group's committed offset, lag what it still has to pass, with totals and ETA."
+        ),
+    )
     signal: Optional[DebeziumSignalStatus] = Field(default=None, description="Debezium source: the signal sent.")
 
 
@@ -341,6 +350,11 @@ class Backfill(ApiModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: BackfillSpec = Field(description="Desired backfill.")
     status: Optional[BackfillStatus] = Field(default=None, description="Observed state.")
+
+    @model_validator(mode="after")
+    def _name(self) -> "Backfill":
+        check_name("Backfill", self.metadata)
+        return self
 
 
 BACKFILL = KindDefinition(

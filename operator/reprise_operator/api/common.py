@@ -123,6 +123,28 @@ class ApiModel(BaseModel):
         """The camelCase, JSON-ready dict the API server expects (None fields left out)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    @model_validator(mode="after")
+    def _unique_list_items(self) -> "ApiModel":
+        """Lists marked `x-kubernetes-list-type: set` or `map` hold no duplicates, as the API server checks."""
+        for name, info in type(self).model_fields.items():
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            list_type = extra.get("x-kubernetes-list-type")
+            items = getattr(self, name)
+            if list_type not in ("set", "map") or not items:
+                continue
+            map_keys = extra.get("x-kubernetes-list-map-keys", [])
+            seen: set[Any] = set()
+            for index, item in enumerate(items):
+                if list_type == "map":
+                    dumped = item.model_dump(mode="json", by_alias=True) if isinstance(item, BaseModel) else item
+                    key: Any = tuple(dumped.get(k) for k in map_keys)
+                else:
+                    key = item
+                if key in seen:
+                    raise ValueError(f"{info.alias or name}[{index}]: duplicate value {key!r}")
+                seen.add(key)
+        return self
+
 
 class StatusModel(ApiModel):
     """Base of the status models: tolerant of fields it does not know (a newer operator may add some)."""
@@ -932,6 +954,16 @@ class KindDefinition:
     @property
     def crd_name(self) -> str:
         return f"{self.plural}.{GROUP}"
+
+
+_NAME_RE = re.compile(DNS1123_LABEL)
+
+
+def check_name(kind: str, metadata: dict[str, Any]) -> None:
+    """The Python mirror of `name_rules`, for whole objects parsed with their metadata."""
+    name = metadata.get("name")
+    if name is not None and (len(name) > 63 or not _NAME_RE.match(name)):
+        raise ValueError(f"metadata.name: a {kind} name must be a DNS-1123 label of at most 63 characters")
 
 
 def name_rules(kind: str) -> tuple[dict[str, str], ...]:

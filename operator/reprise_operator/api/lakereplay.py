@@ -10,6 +10,7 @@ resource covers the whole journey from the lake, through Kafka, to live.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
@@ -43,6 +44,7 @@ from .common import (
     StatusModel,
     TopicName,
     immutable,
+    check_name,
     name_rules,
     presence_immutable,
     rule,
@@ -207,11 +209,15 @@ class SparkExecutor(ApiModel):
     memory: str = Field(default="2g", **MEMORY, description="Memory per executor in Spark notation, for example 4g.")
 
 
-_CONF_KEY_RULE = rule(
-    "self.all(k, !k.lowerAscii().matches('(password|secret|token|credential|access[.]key)'))",
-    "spark configuration must not hold credentials inline (a key names a password, secret, token, "
-    "credential or access key): put them in a Secret listed in spark.envFrom",
-)
+_CREDENTIAL_KEY = "(password|secret|token|credential|access[.]key)"
+
+
+def _no_inline_credentials(path: str) -> dict[str, str]:
+    return rule(
+        f"self.all(k, !k.lowerAscii().matches('{_CREDENTIAL_KEY}'))",
+        f"{path}: must not hold credentials inline (a key names a password, secret, token, credential or "
+        "access key); put them in a Secret listed in spec.spark.envFrom",
+    )
 
 
 class SparkEnvFrom(ApiModel):
@@ -252,13 +258,13 @@ class SparkSpec(ApiModel):
         default=None,
         max_length=64,
         description="Extra Spark configuration (spark.* keys). No credentials: use envFrom.",
-        json_schema_extra=validations(_CONF_KEY_RULE),
+        json_schema_extra=validations(_no_inline_credentials("spec.spark.sparkConf")),
     )
     hadoop_conf: Optional[dict[str, ConfValue]] = Field(
         default=None,
         max_length=64,
         description="Extra Hadoop configuration, for example fs.s3a.endpoint. No credentials: use envFrom.",
-        json_schema_extra=validations(_CONF_KEY_RULE),
+        json_schema_extra=validations(_no_inline_credentials("spec.spark.hadoopConf")),
     )
     env_from: Optional[list[SparkEnvFrom]] = Field(
         default=None,
@@ -268,6 +274,14 @@ class SparkSpec(ApiModel):
             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for s3a."
         ),
     )
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> "SparkSpec":
+        for alias, conf in (("sparkConf", self.spark_conf), ("hadoopConf", self.hadoop_conf)):
+            for key in conf or {}:
+                if re.search(_CREDENTIAL_KEY, key.lower()):
+                    raise ValueError(f"spec.spark.{alias}: must not hold credentials inline ({key})")
+        return self
 
 
 class ThenReconsume(ApiModel):
@@ -450,6 +464,11 @@ class LakeReplay(ApiModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: LakeReplaySpec = Field(description="Desired lake replay.")
     status: Optional[LakeReplayStatus] = Field(default=None, description="Observed state.")
+
+    @model_validator(mode="after")
+    def _name(self) -> "LakeReplay":
+        check_name("LakeReplay", self.metadata)
+        return self
 
 
 LAKE_REPLAY = KindDefinition(

@@ -41,6 +41,7 @@ from .common import (
     StatusModel,
     TopicName,
     immutable,
+    check_name,
     name_rules,
     presence_immutable,
     rule,
@@ -306,6 +307,11 @@ class Reconsume(ApiModel):
     metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: ReconsumeSpec = Field(description="Desired replay.")
     status: Optional[ReconsumeStatus] = Field(default=None, description="Observed state.")
+
+    @model_validator(mode="after")
+    def _name(self) -> "Reconsume":
+        check_name("Reconsume", self.metadata)
+        return self
 
 
 RECONSUME = KindDefinition(
