@@ -1,0 +1,480 @@
+"""The replay consumer loop: read a batch, filter, deliver, commit, decide which partitions are finished.
+
+The idioms (REFERENCE.md section 1, confluent-kafka's examples) and why:
+
+- The start was recorded as the replay group's committed offsets by `bootstrap` before this loop joins the
+  group, so an assignment never seeks: every replica and every restart resumes from committed offsets, and
+  a rebalance cannot replay anything twice (seed 003's trap).
+- `enable.auto.commit=false`, `enable.auto.offset.store=false`: a batch's offsets are committed only after
+  its records are durable (`Delivery.checkpoint`). The uncommitted batch is the duplicate window after a
+  crash, and nothing is lost.
+- Rebalance callbacks only run inside `consume()`, and every batch is checkpointed before the next
+  `consume()`, so a revoke finds nothing processed-but-uncommitted; it still commits what it holds
+  (commit on revoke). `on_lost` drops the partitions without committing (they are someone else's now).
+- A partition is finished (handed over / drained) when `handover.replay_finish` says so. Its final offset is
+  committed with a `finished` mark in the commit metadata *before* H is published, so any replica that gets
+  the partition later sees it is finished from the offset alone, and re-publishes H (idempotent).
+- End of partition: the consumer's end-of-partition event carries the offset after the last readable
+  record. With transactional producers that is past a commit marker no record ever reaches; committing it
+  makes the replay group's lag really zero (KEDA #5675's "lag stays at 1").
+- SIGTERM: the current batch is finished and committed, then the consumer closes (leaves the group) in
+  `finally`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from . import kafka_clients
+from .delivery import Delivery, DeliveryError, Outcome
+from .filters import RecordFilter, Undecodable
+from .handover import CommitMark, HandoverInfo, HandoverView, ReplayHandover, record_ends_partition, replay_finish
+from .handover_topic import HandoverFollower, HandoverTopic, now_ms
+from .metrics import WorkerMetrics
+from .settings import WorkerSettings
+from .throttle import Throttle
+
+log = logging.getLogger("replay_worker.consumer")
+
+_MEMBERSHIP_ERRORS = {
+    KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.FENCED_INSTANCE_ID, KafkaError._ASSIGNMENT_LOST,
+}
+
+
+@dataclass
+class PartitionProgress:
+    """This replica's view of one assigned partition."""
+
+    topic: str
+    partition: int
+    #: Next offset to process; None until the committed offset is known.
+    position: int | None = None
+    committed: int | None = None
+    end_offset: int | None = None
+    end_timestamp_ms: int | None = None
+    in_plan: bool = True
+    finished: str | None = None
+    #: The consumer reported the end of the partition and nothing newer was read since.
+    at_end: bool = False
+    #: Offset of that end-of-partition event (past any trailing transaction markers).
+    end_event_offset: int | None = None
+    #: A bounded replay met its end record at this offset.
+    end_met: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class _ReplayFacts:
+    """What the worker needs from the handover topic, as a snapshot (the follower thread makes it)."""
+
+    handover_offsets: Mapping[tuple[str, int], int]
+    guard_positions: Mapping[tuple[str, int], int]
+    planned: frozenset[tuple[str, int]]
+
+
+def _facts_of(replay_id: str):
+    def derive(view: HandoverView) -> _ReplayFacts:
+        replay = view.replay(replay_id)
+        return _ReplayFacts(
+            dict(replay.handover_offsets()),
+            {k: p.guard.seen_until for k, p in replay.partitions.items() if p.guard is not None},
+            frozenset(k for k, p in replay.partitions.items() if p.start is not None),
+        )
+    return derive
+
+
+class ReplayConsumer:
+    """One replica of the replay group. `run()` returns when stopped (SIGTERM) or, with `exit_when_done`,
+    when every partition of the replay is finished."""
+
+    def __init__(self, settings: WorkerSettings, client_config: Mapping[str, str] | None, delivery: Delivery,
+                 record_filter: RecordFilter, metrics: WorkerMetrics, state: ReplayHandover) -> None:
+        self.settings = settings
+        self.delivery = delivery
+        self.filter = record_filter
+        self.metrics = metrics
+        self.plan = {k: p.start for k, p in state.partitions.items() if p.start is not None}
+        self.throttle = Throttle(settings.max_records_per_second, settings.max_bytes_per_second)
+        self._base = kafka_clients.connection(settings.bootstrap_servers, client_config, f"reprise-{settings.member_name}")
+        self._client_config = client_config
+        self.parts: dict[tuple[str, int], PartitionProgress] = {}
+        self._stop = threading.Event()
+        self._consumer: Consumer | None = None
+        self._admin: AdminClient | None = None
+        self._handover: HandoverTopic | None = None
+        self._follower: HandoverFollower[_ReplayFacts] | None = None
+        self._live: dict[tuple[str, int], int] = {}
+        self._last_check = 0.0
+        self.ready = False
+        self.done = False
+
+    # -- control
+
+    def request_stop(self) -> None:
+        """Finish the current batch, commit, leave the group (the SIGTERM path)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- the loop
+
+    def run(self) -> None:
+        s = self.settings
+        self._handover = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
+                                       client_id=f"reprise-{s.member_name}")
+        self._follower = HandoverFollower(s.bootstrap_servers, s.handover_topic, self._client_config,
+                                          _facts_of(s.replay_id), interval=0.2,
+                                          client_id=f"reprise-{s.member_name}-follower").start()
+        if s.mode in ("Parallel", "Handover"):
+            self._admin = AdminClient(kafka_clients.admin_config(self._base))
+        consumer = self._consumer = Consumer(kafka_clients.consumer_config(self._base, s.replay_group or "", **{
+            # Prefetch generously: the Python side is the bottleneck, librdkafka fills the queue meanwhile.
+            "fetch.max.bytes": 52428800,
+            "queued.max.messages.kbytes": 65536,
+        }))
+        try:
+            consumer.subscribe(list(s.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+            self.ready = True
+            log.info("replay consumer started", extra={"mode": s.mode, "topics": list(s.topics),
+                                                        "replay_group": s.replay_group, "partitions_planned": len(self.plan)})
+            while not self._stop.is_set():
+                messages = consumer.consume(s.batch_size, 0.2)
+                self.metrics.beat()
+                self._process(consumer, messages)
+                if time.monotonic() - self._last_check >= s.check_interval:
+                    self._last_check = time.monotonic()
+                    self._slow_checks(consumer)
+                self._decide(consumer)
+                if s.exit_when_done and self._all_done():
+                    log.info("every partition of the replay is finished; exiting")
+                    self.done = True
+                    break
+        finally:
+            self.ready = False
+            try:
+                consumer.close()  # commits nothing itself (auto commit is off); leaves the group now
+            except KafkaException as exc:
+                log.warning("closing the consumer failed", extra={"error": str(exc)})
+            self.delivery.close()
+            if self._follower is not None:
+                self._follower.stop()
+            if self._handover is not None:
+                self._handover.close()
+            log.info("replay consumer stopped")
+
+    def _process(self, consumer: Consumer, messages: list[Message]) -> None:
+        batch: list[Message] = []
+        size = 0
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._on_error(message, error)
+                continue
+            part = self.parts.get((message.topic(), message.partition()))
+            if part is None or part.finished or part.end_met is not None:
+                continue  # not ours (any more), or finished: never processed past the stop offset
+            offset = message.offset()
+            if part.end_offset is not None or part.end_timestamp_ms is not None:
+                ts_type, ts = message.timestamp()
+                if record_ends_partition(part.end_offset, part.end_timestamp_ms, offset, ts if ts_type else None):
+                    part.end_met = offset
+                    continue
+            part.at_end = False
+            part.position = offset + 1
+            batch.append(message)
+            size += len(message.value() or b"") + len(message.key() or b"")
+        if not batch and not any(p.at_end or p.end_met is not None for p in self.parts.values()):
+            return
+        self.metrics.consumed.inc(len(batch))
+        self.metrics.bytes.inc(size)
+        if not self.throttle.unlimited and batch:
+            self._wait(self.throttle.delay(len(batch), size, time.monotonic()))
+        outcome = self._deliver(batch)
+        self.metrics.delivered.inc(outcome.delivered)
+        self.metrics.dead_lettered.inc(outcome.dead_lettered)
+        self.metrics.poison_skipped.inc(outcome.poison_skipped)
+        for part in self.parts.values():
+            if part.end_met is not None and not part.finished:
+                part.position = max(part.position or part.end_met, part.end_met)
+            elif part.at_end and part.end_event_offset is not None and part.position is not None:
+                part.position = max(part.position, part.end_event_offset)
+        self._checkpoint(consumer)
+
+    def _deliver(self, batch: list[Message]) -> Outcome:
+        if self.filter.matches_everything:
+            matching = batch
+            self.metrics.matched.inc(len(batch))
+            return self.delivery.deliver(matching)
+        matching = []
+        poison: list[tuple[Message, str]] = []
+        matches = self.filter.matches
+        for message in batch:
+            try:
+                if matches(message.key(), message.headers(), message.value()):
+                    matching.append(message)
+            except Undecodable as exc:
+                poison.append((message, f"undecodable: {exc}"))
+        self.metrics.matched.inc(len(matching))
+        self.metrics.skipped.inc(len(batch) - len(matching) - len(poison))
+        outcome = self.delivery.deliver(matching)
+        for message, reason in poison:
+            self.delivery.poison(message, reason, outcome)
+        return outcome
+
+    def _checkpoint(self, consumer: Consumer) -> None:
+        offsets = [TopicPartition(p.topic, p.partition, p.position) for p in self.parts.values()
+                   if not p.finished and p.position is not None and p.position != p.committed]
+        if not offsets and not self.delivery.transactional:
+            self.delivery.checkpoint(consumer, [])  # dead letters still become durable
+            return
+        self._commit(consumer, offsets)
+
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:
+        """Commit (after making the batch durable); retry while Kafka is briefly unavailable. False when this
+        replica is no longer a member (the rebalance that follows takes the partitions away)."""
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                self.delivery.checkpoint(consumer, offsets)
+                break
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if error.code() in _MEMBERSHIP_ERRORS:
+                    log.warning("commit refused: no longer a member; the partitions move to another replica",
+                                extra={"error": error.str()})
+                    self.metrics.errors.inc()
+                    return False
+                if error.fatal() or time.monotonic() > deadline:
+                    raise
+                self.metrics.errors.inc()
+                log.warning("commit failed, retrying", extra={"error": error.str()})
+                time.sleep(0.5)
+        self.metrics.commits.inc()
+        for tp in offsets:
+            part = self.parts.get((tp.topic, tp.partition))
+            if part is not None:
+                part.committed = tp.offset
+                self.metrics.partition(tp.topic, tp.partition, position=tp.offset)
+        return True
+
+    def _on_error(self, message: Message, error: KafkaError) -> None:
+        if error.code() == KafkaError._PARTITION_EOF:
+            part = self.parts.get((message.topic(), message.partition()))
+            if part is not None and not part.finished:
+                part.at_end = True
+                part.end_event_offset = message.offset()
+            return
+        if error.fatal():
+            raise KafkaException(error)
+        self.metrics.errors.inc()
+        log.warning("consumer error", extra={"error": error.str(), "code": error.code()})
+
+    def _wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.2))
+            self.metrics.beat()
+
+    # -- finishing partitions
+
+    def _decide(self, consumer: Consumer) -> None:
+        mode = self.settings.mode
+        guards = self._follower.snapshot.guard_positions if self._follower else {}
+        for part in list(self.parts.values()):
+            if part.finished or part.position is None:
+                continue
+            if part.end_met is not None:
+                self._finish(consumer, part, "end-bound")
+                continue
+            live = self._live.get(part.key)
+            guard = guards.get(part.key)
+            if guard is not None:
+                live = max(live or 0, guard)
+            reason = replay_finish(mode, part.position, end_offset=part.end_offset, end_timestamp_ms=part.end_timestamp_ms,
+                                   at_end=part.at_end, live_committed=live)
+            if reason is not None:
+                self._finish(consumer, part, reason)
+
+    def _finish(self, consumer: Consumer, part: PartitionProgress, reason: str) -> None:
+        """Commit the stop offset with a `finished` mark, then publish it as H, then stop reading the partition."""
+        assert part.position is not None
+        mark = CommitMark(self.settings.replay_id, finished=reason).encode()
+        if not self._commit(consumer, [TopicPartition(part.topic, part.partition, part.position, metadata=mark)]):
+            return  # not a member any more: whoever gets the partition decides again
+        part.finished = reason
+        self._publish_handover(part.topic, part.partition, part.position, reason)
+        self._pause(consumer, part)
+        self.metrics.partition(part.topic, part.partition, position=part.position, state="finished")
+        self.metrics.finished_partitions.inc()
+        log.info("partition finished", extra={"topic": part.topic, "partition": part.partition,
+                                              "handover_offset": part.position, "reason": reason})
+
+    def _publish_handover(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        assert self._handover is not None
+        record = HandoverInfo(self.settings.replay_id, topic, partition, offset, reason, self.settings.member_name, now_ms())
+        deadline = time.monotonic() + 120.0
+        while True:
+            try:
+                self._handover.publish(record)
+                return
+            except Exception as exc:
+                # H must be durable before anyone acts on it; the replay already stopped the partition, so
+                # retrying here only delays the live side. A restart would re-publish from the commit mark.
+                if time.monotonic() > deadline:
+                    raise
+                self.metrics.errors.inc()
+                log.warning("publishing the handover offset failed, retrying", extra={"error": str(exc)})
+                time.sleep(1.0)
+
+    def _pause(self, consumer: Consumer, part: PartitionProgress) -> None:
+        try:
+            consumer.pause([TopicPartition(part.topic, part.partition)])
+        except KafkaException as exc:
+            log.debug("pause failed (partition no longer assigned)", extra={"error": str(exc)})
+
+    def _all_done(self) -> bool:
+        facts = self._follower.snapshot if self._follower else None
+        if facts is None or not facts.planned:
+            return False
+        return all(k in facts.handover_offsets for k in facts.planned)
+
+    # -- slow checks: the live group's offsets, end offsets for lag
+
+    def _slow_checks(self, consumer: Consumer) -> None:
+        active = [p for p in self.parts.values() if not p.finished]
+        if self._admin is not None and self.settings.live_group and active:
+            try:
+                self._live = self._live_offsets([TopicPartition(p.topic, p.partition) for p in active])
+            except Exception as exc:
+                self.metrics.errors.inc()
+                log.warning("reading the live group's offsets failed", extra={"error": str(exc)})
+        for part in self.parts.values():
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
+            except KafkaException:
+                continue
+            if high is not None and high >= 0 and part.position is not None:
+                goal = high if part.end_offset is None else min(high, part.end_offset)
+                self.metrics.partition(part.topic, part.partition, position=part.position, end=goal)
+
+    def _live_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        assert self._admin is not None and self.settings.live_group
+        request = [ConsumerGroupTopicPartitions(self.settings.live_group, partitions)]
+        futures = self._admin.list_consumer_group_offsets(request, request_timeout=10)
+        result = {}
+        for future in futures.values():
+            for tp in future.result(timeout=15).topic_partitions:
+                if tp.error is None and tp.offset >= 0:
+                    result[(tp.topic, tp.partition)] = tp.offset
+        return result
+
+    # -- rebalance callbacks (run inside consume())
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.metrics.rebalances.inc()
+        consumer.incremental_assign(partitions)
+        committed = self._committed(consumer, partitions)
+        to_pause = []
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            start = self.plan.get(key)
+            found = committed.get(key)
+            part = PartitionProgress(tp.topic, tp.partition)
+            if start is None:
+                # Not in the replay's plan (e.g. a partition added after the start was resolved): the live
+                # group owns it entirely; the replay never reads it.
+                part.in_plan = False
+                part.finished = "not-in-plan"
+                to_pause.append(tp)
+            else:
+                if found is None:
+                    # Planned, but the group's offset is gone (offsets of a long-empty group expire): resume at
+                    # the published start, the same offset the bootstrap committed. Duplicates, never a loss.
+                    found = (start.offset, None)
+                    consumer.commit(offsets=[TopicPartition(tp.topic, tp.partition, start.offset)], asynchronous=False)
+                    log.warning("planned partition had no committed offset; committed its published start",
+                                extra={"topic": tp.topic, "partition": tp.partition, "start": start.offset})
+                offset, mark = found
+                part.position = part.committed = offset
+                part.end_offset, part.end_timestamp_ms = start.end_offset, start.end_timestamp_ms
+                if mark is not None and mark.finished and mark.replay_id == self.settings.replay_id:
+                    part.finished = mark.finished
+                    to_pause.append(tp)
+                    # The previous owner may have died between its commit and its publish: publish again
+                    # (the same H under the same key: idempotent).
+                    self._publish_handover(tp.topic, tp.partition, offset, mark.finished)
+                    self.metrics.partition(tp.topic, tp.partition, position=offset, state="finished")
+                else:
+                    self.metrics.partition(tp.topic, tp.partition, position=offset, state="replaying")
+            self.parts[key] = part
+        if to_pause:
+            consumer.pause(to_pause)
+        self.metrics.assigned_partitions.set(len(self.parts))
+        log.info("partitions assigned", extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions],
+                                               "finished": [f"{tp.topic}[{tp.partition}]" for tp in to_pause]})
+
+    def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[tuple[str, int], tuple[int, CommitMark | None]]:
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                found = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions], timeout=15)
+                failed = [tp for tp in found if tp.error is not None]
+                if failed:
+                    # An unreadable offset must never be taken for "no offset" (that would rewind to the start).
+                    raise KafkaException(failed[0].error)
+                break
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("reading committed offsets failed, retrying", extra={"error": str(exc)})
+                time.sleep(0.5)
+        result = {}
+        for tp in found:
+            if tp.offset >= 0:
+                result[(tp.topic, tp.partition)] = (tp.offset, CommitMark.decode(tp.metadata))
+        return result
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.metrics.rebalances.inc()
+        pending = [TopicPartition(tp.topic, tp.partition, self.parts[(tp.topic, tp.partition)].position)
+                   for tp in partitions
+                   if (tp.topic, tp.partition) in self.parts
+                   and not self.parts[(tp.topic, tp.partition)].finished
+                   and self.parts[(tp.topic, tp.partition)].position is not None
+                   and self.parts[(tp.topic, tp.partition)].position != self.parts[(tp.topic, tp.partition)].committed]
+        if pending:
+            try:
+                self._commit(consumer, pending)
+            except (KafkaException, DeliveryError) as exc:
+                log.warning("commit on revoke failed", extra={"error": str(exc)})
+        self._drop(partitions)
+        log.info("partitions revoked", extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]})
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.metrics.rebalances.inc()
+        self._drop(partitions)
+        log.warning("partitions lost (not committed; the new owner resumes from the last commit)",
+                    extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]})
+
+    def _drop(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.parts.pop((tp.topic, tp.partition), None)
+            self.metrics.forget(tp.topic, tp.partition)
+        self.metrics.assigned_partitions.set(len(self.parts))
+
