@@ -588,6 +588,7 @@ class _Container:
     started_mono: float = 0.0
     next_start: float = 0.0
     backoff_count: int = 0
+    restart_pending: bool = False  # it exited and will start again: the next start counts as a restart
     log_path: Path | None = None
     log_file: Any = None
 
@@ -1150,6 +1151,7 @@ class NodeAgent:
             delay = restart_delay(c.backoff_count, self.settings.backoff_base, self.settings.backoff_cap)
             c.backoff_count += 1
             c.next_start = now + delay
+            c.restart_pending = True
             v.last_terminated = {
                 "exitCode": exit_code, "reason": v.reason, "startedAt": v.started_at,
                 "finishedAt": v.finished_at, "containerID": v.container_id,
@@ -1162,8 +1164,6 @@ class NodeAgent:
 
     def _start(self, pod: _Pod, c: _Container, now: float) -> None:
         v = c.view
-        if v.last_terminated is not None or v.state == "terminated":
-            v.restart_count += 1
         if not c.runs_locally:
             # Like kwok: the container is reported running and nothing runs.
             v.state, v.reason, v.message = "running", "", ""
@@ -1179,6 +1179,9 @@ class NodeAgent:
             v.state, v.reason, v.message = "waiting", "CreateContainerConfigError", str(exc)
             c.next_start = now + 2.0
             return
+        if c.restart_pending:
+            v.restart_count += 1
+            c.restart_pending = False
         logs = pod.directory / "logs"
         c.log_path = logs / f"{c.name}.log"
         if c.log_path.exists():
@@ -1216,6 +1219,7 @@ class NodeAgent:
             delay = restart_delay(c.backoff_count, self.settings.backoff_base, self.settings.backoff_cap)
             c.backoff_count += 1
             c.next_start = now + delay
+            c.restart_pending = True
             v.last_terminated = {"exitCode": 128, "reason": "StartError", "message": v.message,
                                  "startedAt": v.started_at, "finishedAt": v.finished_at}
             v.state, v.reason = "waiting", "CrashLoopBackOff"
@@ -1231,6 +1235,8 @@ class NodeAgent:
         paths.update(mount_map(spec, pod.volume_dirs))
         pod_env = resolve_env(pod.obj, spec, secrets, configmaps, s.host_ip, s.host_ip, s.allocatable)
         env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+        # `sh -c "python ..."` finds the agent's interpreter first, as the image's PATH would find its own.
+        env["PATH"] = os.pathsep.join(filter(None, [os.path.dirname(s.python), env.get("PATH", os.defpath)]))
         env["HOSTNAME"] = pod.name
         env["PYTHONUNBUFFERED"] = "1"  # logs reach the file as they are written, as with `docker logs`
         env["REPRISE_PATH_PREFIX_MAP"] = json.dumps(paths, sort_keys=True)

@@ -124,6 +124,9 @@ def test_the_projects_image_runs_as_a_local_process_and_is_stopped_on_delete(kub
                 f.write("SIGTERM")
             sys.exit(0)
         signal.signal(signal.SIGTERM, bye)
+        from kubernetes import client, config
+        api = config.new_client_from_config()  # KUBECONFIG: the pod's ServiceAccount token
+        user = client.AuthenticationV1Api(api).create_self_subject_review({}).status.user_info.username
         with open(out + "/ran.json", "w") as f:
             json.dump({
                 "pid": os.getpid(),
@@ -134,7 +137,7 @@ def test_the_projects_image_runs_as_a_local_process_and_is_stopped_on_delete(kub
                 "token": os.environ["TOKEN"],
                 "python": sys.executable,
                 "prefix_map": json.loads(os.environ["REPRISE_PATH_PREFIX_MAP"]),
-                "kubeconfig": os.environ.get("KUBECONFIG"),
+                "user": user,
             }, f)
         while True:
             time.sleep(1)
@@ -184,7 +187,7 @@ def test_the_projects_image_runs_as_a_local_process_and_is_stopped_on_delete(kub
     assert ran["token"] == "t0ps3cret"
     assert os.path.samefile(ran["python"], os.path.realpath(kube.agent.settings.python))
     assert ran["prefix_map"]["/out"] == str(out_dir)
-    assert ran["kubeconfig"]  # the pod's ServiceAccount token came with a kubeconfig that uses it
+    assert ran["user"] == f"system:serviceaccount:{namespace}:default"  # it talked to the API as its pod
 
     kube.kubectl("delete", "deployment", "runner", "-n", namespace, "--wait=false")
     wait_for(lambda: not pods(kube, namespace, "app=runner"), 60, "the pod to be deleted")
@@ -272,3 +275,10 @@ def test_the_node_stays_ready(kube: Kube) -> None:
     lease = get_json(kube, "lease", kube.node_name, "-n", "kube-node-lease")
     assert lease["spec"]["holderIdentity"] == kube.node_name
     assert int(node["status"]["allocatable"]["pods"]) >= 200
+
+
+def test_helm_and_kubectl_report_the_built_versions_and_reach_the_cluster(kube: Kube) -> None:
+    version = json.loads(kube.kubectl("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"] == version["clientVersion"]["gitVersion"] == "v1.35.4"
+    assert kube.helm("version", "--short").stdout.startswith("v3.")
+    assert kube.helm("list", "--all-namespaces").returncode == 0
