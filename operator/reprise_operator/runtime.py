@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .handover_state import HandoverReaders
 from .kafka_admin import KafkaClusters
 from .kube import Kube
 from .metrics import Heartbeat
@@ -19,4 +20,5 @@ class Runtime:
     settings: OperatorSettings
     kube: Kube
     clusters: KafkaClusters = field(default_factory=KafkaClusters)
+    handovers: HandoverReaders = field(default_factory=HandoverReaders)
     heartbeat: Heartbeat = field(default_factory=lambda: Heartbeat(stale_after=120.0))

@@ -1,0 +1,86 @@
+"""The Kopf handlers: thin functions that hand each trigger to the kind's reconcile step.
+
+Triggers, for every kind:
+- create and resume: reconcile at once (a new replay gets its plan and its consumers without waiting);
+- a watch event that changed what a person controls (`spec.suspend`, `spec.approval`, the approve
+  annotation): reconcile at once;
+- a timer every `poll_interval`: follow Kafka and the handover state;
+- delete: the finalizer cleans up everything Reprise made before the resource goes.
+
+The timer interval comes from the settings, so the handlers are registered by `register()` at start
+rather than by decorators at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+
+import kopf
+
+from . import metrics, reconsume
+from .api import GROUP, VERSION
+from .constants import APPROVE_ANNOTATION, FINALIZER
+from .lifecycle import FINISHED, TEMPORARY, Resource, memory_of, run_reconcile
+from .runtime import Runtime
+
+log = logging.getLogger("reprise.handlers")
+
+Step = Callable[..., Awaitable[None]]
+Cleanup = Callable[[Resource, Any], Awaitable[None]]
+
+
+def _controls(body: Any) -> tuple:
+    spec = body.get("spec") or {}
+    annotations = body["metadata"].get("annotations") or {}
+    return (spec.get("suspend"), spec.get("approval"), annotations.get(APPROVE_ANNOTATION))
+
+
+def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plural: str, step: Step, cleanup: Cleanup) -> None:
+    async def reconcile(body: Any, memo: Any, **_: Any) -> None:
+        memory_of(memo).extra["controls"] = _controls(body)
+        await run_reconcile(kind, plural, rt, body, memo, step)
+
+    async def on_event(body: Any, memo: Any, type: str | None = None, **_: Any) -> None:
+        if type not in ("ADDED", "MODIFIED") or body["metadata"].get("deletionTimestamp"):
+            return
+        memory = memory_of(memo)
+        if "controls" in memory.extra and memory.extra["controls"] != _controls(body):
+            await reconcile(body=body, memo=memo)
+
+    async def on_delete(body: Any, memo: Any, **_: Any) -> None:
+        memory = memory_of(memo)
+        async with memory.lock:
+            status = dict(memory.status if memory.status is not None else body.get("status") or {})
+            resource = Resource(kind, plural, body, status, rt)
+            if resource.phase not in FINISHED:
+                try:
+                    await cleanup(resource, memory)
+                except TEMPORARY as exc:
+                    raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=2) from None
+        metrics.PHASES.forget(kind, body["metadata"]["namespace"], body["metadata"]["name"])
+
+    resource = (GROUP, VERSION, plural)
+    kopf.on.create(*resource, registry=registry, id=f"{plural}-create")(reconcile)
+    kopf.on.resume(*resource, registry=registry, id=f"{plural}-resume")(reconcile)
+    kopf.on.event(*resource, registry=registry, id=f"{plural}-event")(on_event)
+    kopf.timer(*resource, registry=registry, id=f"{plural}-poll", interval=rt.settings.poll_interval, sharp=False)(reconcile)
+    kopf.on.delete(*resource, registry=registry, id=f"{plural}-cleanup")(on_delete)
+
+
+def register(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
+    register_kind(registry, rt, reconsume.KIND, reconsume.PLURAL, reconsume.step, reconsume.cleanup)
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """Kopf's own settings: our finalizer name, bookkeeping in annotations, Events from INFO up."""
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="reprise.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="reprise.io", key="last-handled-configuration"
+    )
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 120
+    settings.watching.client_timeout = 150
+    settings.networking.request_timeout = 60
+    settings.execution.max_workers = 64

@@ -1,0 +1,239 @@
+"""What every kind's reconcile shares: the working status, phases and conditions, Events, the Kafka
+connection from a Secret reference, the finished-resource TTL, and writing status only when it changed.
+
+A reconcile runs under a per-object lock (`ObjectMemory.lock`) and works on a copy of the last status it
+wrote (Kopf's cached body can lag behind our own patches), so two triggers for one object never act on a
+stale status, and an operator restart starts again from what the API server holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+import kopf
+
+from . import metrics
+from .conditions import rfc3339, set_condition, utc_now
+from .kafka_admin import KafkaCluster, KafkaUnavailable
+from .kube import KubeUnavailable
+from .progress import DrainClock, EtaWindow
+from .runtime import Runtime
+
+log = logging.getLogger("reprise.lifecycle")
+
+FINISHED = ("Complete", "Failed")
+
+
+class Retry(Exception):
+    """Not done yet and not an error: try again at the next poll (the message goes to the log only)."""
+
+
+class Waiting(Exception):
+    """Blocked on something a person must provide (a missing Secret or Deployment): shown as a condition."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class Failure(Exception):
+    """The resource cannot succeed as specified: it ends in phase Failed with this reason and message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+TEMPORARY = (KafkaUnavailable, KubeUnavailable, Retry)
+
+
+@dataclass
+class ObjectMemory:
+    """The operator's in-memory state of one resource (lost on restart by design: all of it is derivable)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    status: dict | None = None
+    eta: EtaWindow = field(default_factory=EtaWindow)
+    drain: DrainClock = field(default_factory=DrainClock)
+    processed: int | None = None
+    processed_since: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def memory_of(memo: Any) -> ObjectMemory:
+    """The ObjectMemory kept in Kopf's per-object memo."""
+    found = getattr(memo, "reprise", None)
+    if found is None:
+        found = ObjectMemory()
+        memo.reprise = found
+    return found
+
+
+@dataclass
+class Resource:
+    """One resource being reconciled: identity, the working status, and how to report."""
+
+    kind: str
+    plural: str
+    body: Any
+    status: dict
+    rt: Runtime
+    now: Callable[[], datetime] = utc_now
+
+    @property
+    def namespace(self) -> str:
+        return self.body["metadata"]["namespace"]
+
+    @property
+    def name(self) -> str:
+        return self.body["metadata"]["name"]
+
+    @property
+    def uid(self) -> str:
+        return self.body["metadata"]["uid"]
+
+    @property
+    def generation(self) -> int:
+        return int(self.body["metadata"].get("generation") or 1)
+
+    @property
+    def annotations(self) -> dict:
+        return dict(self.body["metadata"].get("annotations") or {})
+
+    @property
+    def phase(self) -> str:
+        return self.status.get("phase") or "Pending"
+
+    def condition(self, type_: str, status: str, reason: str, message: str = "") -> None:
+        self.status["conditions"] = set_condition(
+            self.status.get("conditions"), type_, status, reason, message, self.generation, clock=self.now
+        )
+
+    def set_phase(self, phase: str, reason: str, message: str, event: bool = True, warning: bool = False) -> None:
+        changed = self.status.get("phase") != phase
+        self.status["phase"] = phase
+        metrics.PHASES.set(self.kind, self.namespace, self.name, phase)
+        if changed and event:
+            self.event(reason, message, warning=warning)
+
+    def event(self, reason: str, message: str, warning: bool = False) -> None:
+        """A Kubernetes Event on the resource. Messages never carry Secret values (none are ever read into them)."""
+        try:
+            (kopf.warn if warning else kopf.info)(self.body, reason=reason, message=message[:1000])
+        except Exception as exc:  # posting Events is best-effort; the status carries the truth
+            log.debug("could not post event: %s", exc)
+
+    def fail(self, reason: str, message: str) -> None:
+        self.condition("Failed", "True", reason, message)
+        self.condition("Running", "False", reason, message)
+        self.status.setdefault("completedAt", rfc3339(self.now()))
+        self.set_phase("Failed", reason, message, warning=True)
+
+    def complete(self, reason: str, message: str) -> None:
+        self.condition("Complete", "True", reason, message)
+        self.condition("Running", "False", reason, message)
+        self.status.setdefault("completedAt", rfc3339(self.now()))
+        self.set_phase("Complete", reason, message)
+
+    def approved(self) -> bool:
+        spec_approval = (self.body.get("spec") or {}).get("approval", "Automatic")
+        return spec_approval == "Automatic" or self.annotations.get("reprise.io/approve") == "true"
+
+    async def kafka(self, kafka_spec: Any) -> tuple[KafkaCluster, dict[str, str]]:
+        """The shared admin client of the resource's cluster and the client settings from its Secret."""
+        config: dict[str, str] = {}
+        if kafka_spec.config_from is not None:
+            secret = kafka_spec.config_from.secret_ref.name
+            data = await self.rt.kube.run(self.rt.kube.secret_data, self.namespace, secret)
+            if data is None:
+                raise Waiting(
+                    "SecretNotFound",
+                    f"spec.kafka.configFrom.secretRef: Secret {self.namespace}/{secret} does not exist; create it "
+                    "with the librdkafka client settings (security.protocol, sasl.*, ssl.*)",
+                )
+            config = {k: v for k, v in data.items()}
+        cluster = self.rt.clusters.get(kafka_spec.bootstrap_servers, config)
+        return cluster, config
+
+
+async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
+    """Delete a finished resource once `ttlSecondsAfterFinished` has passed since it finished."""
+    if ttl_seconds is None:
+        return
+    completed = resource.status.get("completedAt")
+    if not completed:
+        return
+    finished_at = datetime.fromisoformat(completed.replace("Z", "+00:00"))
+    if resource.now() - finished_at >= timedelta(seconds=ttl_seconds):
+        resource.event("Expired", f"deleting: finished more than ttlSecondsAfterFinished={ttl_seconds}s ago")
+        await resource.rt.kube.run(resource.rt.kube.delete_replay, resource.plural, resource.namespace, resource.name)
+
+
+async def run_reconcile(
+    kind: str,
+    plural: str,
+    rt: Runtime,
+    body: Any,
+    memo: Any,
+    step: Callable[[Resource, ObjectMemory], Any],
+) -> None:
+    """Run one reconcile step of a resource under its lock, and write its status if it changed."""
+    memory = memory_of(memo)
+    async with memory.lock:
+        rt.heartbeat.beat()
+        old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
+        old.pop("kopf", None)
+        resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
+        try:
+            await step(resource, memory)
+            if _has(resource, "Waiting"):
+                resource.condition("Waiting", "False", "Resolved", "nothing is missing any more")
+        except Waiting as waiting:
+            resource.condition("Waiting", "True", waiting.reason, waiting.message)
+            if _changed_condition(old, resource.status, "Waiting"):
+                resource.event(waiting.reason, waiting.message, warning=True)
+        except Failure as failure:
+            resource.fail(failure.reason, failure.message)
+        except TEMPORARY as exc:
+            metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+            log.info("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
+        except kopf.PermanentError:
+            raise
+        except Exception as exc:  # a bug or an unexpected API answer: count it, keep the status, retry later
+            metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+            log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+        resource.status["observedGeneration"] = resource.generation
+        metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
+        if resource.status != old:
+            await rt.kube.run(rt.kube.patch_status, plural, resource.namespace, resource.name, _patch_of(old, resource.status))
+            memory.status = resource.status
+
+
+def _has(resource: Resource, type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in resource.status.get("conditions") or [])
+
+
+def _changed_condition(old: dict, new: dict, type_: str) -> bool:
+    def pick(status: dict) -> tuple:
+        for c in status.get("conditions") or []:
+            if c.get("type") == type_:
+                return (c.get("status"), c.get("reason"))
+        return (None, None)
+
+    return pick(old) != pick(new)
+
+
+def _patch_of(old: dict, new: dict) -> dict:
+    """A merge patch from `old` to `new` at the top level: removed keys become null."""
+    patch = {k: v for k, v in new.items() if old.get(k) != v}
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch

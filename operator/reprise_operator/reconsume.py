@@ -1,0 +1,570 @@
+"""Reconsume: plan, approve, run the replay, follow it, tear it down at zero lag. One step per call.
+
+The phase in `status` says where a replay is, and every step is idempotent from there, so the operator can
+be killed at any point and pick up where the API server's status says it was:
+
+    Pending -> PlanReady -> (approved) -> Running -> Draining -> Complete
+                                       \\-> Suspended <-/        \\-> Failed (any step, with a reason)
+
+Parallel and Handover run a standby replay-consumer Deployment (a clone of the live service) under a
+temporary replay group; the workers record the start as the group's committed offsets and write the
+handover protocol's records, which the operator follows. Rewind moves the live group itself: scale its
+Deployment to zero, wait for the group to be Empty, snapshot its offsets (status and a ConfigMap kept for
+rollback), move them to the start, scale back, and follow the group until it reaches the rewind's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from replay_worker.filters import FilterSpec
+from replay_worker.settings import WorkerSettings
+from replay_worker.start_position import StartSpec
+
+from . import metrics
+from .api import API_VERSION, ReconsumeSpec, format_duration
+from .api.common import Filter
+from .conditions import rfc3339
+from .constants import (
+    child_labels,
+    replay_deployment_name,
+    replay_group_name,
+    replay_id,
+    rollback_configmap_name,
+)
+from .kafka_admin import KafkaCluster, TopicPartitionKey
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, retention_message
+from .progress import PartitionView, progress_status, summarize
+from .workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
+
+KIND = "Reconsume"
+PLURAL = "reconsumes"
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+
+def start_request(spec: ReconsumeSpec, now: datetime) -> StartRequest:
+    start = spec.start
+    if start.timestamp is not None:
+        return StartRequest("timestamp", timestamp=start.timestamp, allow_clamp=start.allow_clamp)
+    if start.duration is not None:
+        return StartRequest.from_duration(start.duration, now, allow_clamp=start.allow_clamp)
+    if start.offsets is not None:
+        offsets = {(o.topic, o.partition): o.offset for o in start.offsets}
+        return StartRequest("offsets", offsets=offsets, allow_clamp=start.allow_clamp)
+    return StartRequest("earliest", allow_clamp=start.allow_clamp)
+
+
+def worker_filter(api_filter: Filter | None) -> FilterSpec:
+    """The API's filter in the worker's terms (the worker and the guard evaluate the same spec)."""
+    if api_filter is None:
+        return FilterSpec()
+    body: dict[str, Any] = {}
+    if api_filter.headers:
+        body["headers"] = {name: list(values) for name, values in api_filter.headers.items()}
+    if api_filter.keys:
+        body["keys"] = list(api_filter.keys)
+    if api_filter.json_fields:
+        body["json"] = [{"path": m.path, "in": list(m.values)} for m in api_filter.json_fields]
+    return FilterSpec.parse(body, "spec.filter")
+
+
+def delivery_from_env(*envs: list[dict]) -> dict[str, str]:
+    """REPRISE_HANDLER / REPRISE_FORWARD_TOPIC as the user set them in the template or `consumer.env`."""
+    found: dict[str, str] = {}
+    for env in envs:
+        for item in env or []:
+            if item.get("name") in ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC") and item.get("value"):
+                found[item["name"]] = item["value"]
+    return found
+
+
+def replay_settings(
+    *,
+    spec: ReconsumeSpec,
+    rid: str,
+    group: str,
+    plan_starts: dict[TopicPartitionKey, int],
+    handover_topic: str,
+    delivery: dict[str, str],
+    has_secret: bool,
+) -> WorkerSettings:
+    """The replay workers' settings: the plan's exact start offsets, so plan and replay agree to the offset."""
+    offsets: dict[str, dict[int, int]] = {}
+    for (topic, partition), offset in plan_starts.items():
+        offsets.setdefault(topic, {})[partition] = offset
+    if not delivery:
+        raise Failure(
+            "NoDelivery",
+            "spec.consumer.env (or the pod template) must set REPRISE_HANDLER (package.module:function of the "
+            "service's code) or REPRISE_FORWARD_TOPIC (a topic to copy matching records to)",
+        )
+    return WorkerSettings(
+        bootstrap_servers=spec.kafka.bootstrap_servers,
+        replay_id=rid,
+        topics=tuple(spec.topics),
+        role="replay",
+        mode=spec.mode.value,
+        replay_group=group,
+        live_group=spec.consumer_group,
+        start=StartSpec("offsets", offsets=offsets),
+        allow_clamp=spec.start.allow_clamp,
+        filter=worker_filter(spec.filter),
+        handler=delivery.get("REPRISE_HANDLER"),
+        forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
+        handover_topic=handover_topic,
+        kafka_config_dir=KAFKA_CONFIG_DIR if has_secret else None,
+    )
+
+
+def plan_partitions_status(plan: Plan) -> dict:
+    """`status.plan` in the API's shape (retention risk as Safe / Clamped / Lost)."""
+    status = plan_status(plan)
+    worst = "Safe"
+    for part, raw in zip(plan.partitions, status["partitions"]):
+        risk = "Clamped" if part.clamped else ("Lost" if part.retention_risk else "Safe")
+        raw["retentionRisk"] = risk
+        if risk == "Lost" or (risk == "Clamped" and worst == "Safe"):
+            worst = risk
+    status["partitionCount"] = len(plan.partitions)
+    status["retentionRisk"] = worst
+    stamps = [p.oldest_timestamp_ms for p in plan.partitions if p.oldest_timestamp_ms is not None]
+    if stamps:
+        status["oldestTimestamp"] = datetime.fromtimestamp(min(stamps) / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return status
+
+
+def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
+    """(start, end) per partition from `status.plan`."""
+    return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
+
+
+# ------------------------------------------------------------------------------------------ Kafka facts
+
+
+def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) -> dict[TopicPartitionKey, PartitionFacts]:
+    """Everything the plan needs from Kafka, in a handful of batched admin requests."""
+    found = cluster.partitions(topics)
+    missing = [t for t in topics if t not in found]
+    if missing:
+        raise Failure("TopicNotFound", f"spec.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster")
+    keys = [(t, p) for t in topics for p in found[t]]
+    log_starts = cluster.start_offsets(keys)
+    ends = cluster.end_offsets(keys)
+    at_time: dict[TopicPartitionKey, Any] = {}
+    if start.timestamp_ms is not None:
+        at_time = cluster.offsets_for_time(keys, start.timestamp_ms)
+    first = cluster.offsets_for_time(keys, 0) if start.kind == "earliest" else {}
+    return {
+        key: PartitionFacts(
+            log_start=log_starts[key],
+            end=ends[key],
+            at_start_time=at_time.get(key),
+            first_timestamp_ms=(first.get(key).timestamp_ms if first.get(key) else None),
+        )
+        for key in keys
+    }
+
+
+# ------------------------------------------------------------------------------------------ the steps
+
+
+async def step(resource: Resource, memory: ObjectMemory) -> None:
+    try:
+        spec = ReconsumeSpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+
+    if resource.phase in FINISHED:
+        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
+        return
+    if resource.phase in ("Pending", "Planning"):
+        await _plan(resource, spec)
+    if resource.phase == "PlanReady":
+        if not resource.approved():
+            return
+        resource.condition("Approved", "True", "Approved", _approval_message(resource))
+        if spec.suspend:
+            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+            return
+        await (_start_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _start_replay(resource, spec))
+    if resource.phase in ("Running", "Suspended"):
+        await _apply_suspend(resource, spec)
+    if resource.phase == "Running":
+        await (_follow_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _follow_replay(resource, spec, memory))
+    if resource.phase == "Draining":
+        await _teardown(resource, spec, memory)
+
+
+def _approval_message(resource: Resource) -> str:
+    if (resource.body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
+        return "approval is Automatic"
+    return "approved with the annotation reprise.io/approve=true"
+
+
+async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
+    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    cluster, _ = await resource.kafka(spec.kafka)
+    start = start_request(spec, resource.now())
+    facts = await asyncio.to_thread(gather_facts, cluster, list(spec.topics), start)
+    try:
+        plan = make_plan(start, facts, resource.now())
+    except PlanError as exc:
+        raise Failure("InvalidStart", str(exc)) from None
+    resource.status["plan"] = plan_partitions_status(plan)
+    if plan.at_risk:
+        message = retention_message(plan)
+        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        raise Failure("RetentionExceeded", message)
+    summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
+    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    if spec.approval.value == "Manual" and not resource.approved():
+        resource.condition("Approved", "False", "AwaitingApproval",
+                           f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true")
+    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+
+
+async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
+    consumer = spec.consumer
+    assert consumer is not None  # the CRD requires it outside Rewind
+    if consumer.template is not None:
+        return consumer.template
+    name = consumer.deployment_ref.name  # type: ignore[union-attr]
+    live = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
+    if live is None:
+        raise Waiting("DeploymentNotFound",
+                      f"spec.consumer.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
+    return live["spec"]["template"]
+
+
+def _owner(resource: Resource) -> Owner:
+    return Owner(API_VERSION, KIND, resource.name, resource.uid)
+
+
+async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
+    rt = resource.rt
+    cluster, config = await resource.kafka(spec.kafka)
+    template = await _live_template(resource, spec)
+    consumer = spec.consumer
+    assert consumer is not None
+    user_env = [e.model_dump(by_alias=True) for e in consumer.env or []]
+    containers = template.get("spec", {}).get("containers") or []
+    template_env = containers[0].get("env", []) if containers else []
+    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    group = spec.replay_group or replay_group_name(resource.namespace, resource.name)
+    starts = {k: start for k, (start, _) in plan_from_status(resource.status.get("plan") or {}).items()}
+    settings = replay_settings(
+        spec=spec,
+        rid=rid,
+        group=group,
+        plan_starts=starts,
+        handover_topic=rt.settings.handover_topic,
+        delivery=delivery_from_env(template_env, user_env),
+        has_secret=spec.kafka.config_from is not None,
+    )
+    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await asyncio.to_thread(topic.ensure)
+    name = replay_deployment_name(resource.name)
+    manifest = replay_deployment_manifest(
+        owner=_owner(resource),
+        name=name,
+        namespace=resource.namespace,
+        labels=child_labels(KIND, resource.name, "replay-consumer"),
+        pod_template=template,
+        replicas=consumer.replicas,
+        worker_env=settings.to_env(),
+        user_env=user_env,
+        kafka_secret=spec.kafka.config_from.secret_ref.name if spec.kafka.config_from else None,
+        container_name=consumer.container,
+    )
+    if consumer.resources is not None:
+        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+    await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+    resource.status["children"] = {"deployment": name, "replayGroup": group, "handoverTopic": rt.settings.handover_topic}
+    resource.status.setdefault("startedAt", rfc3339(resource.now()))
+    resource.condition("Running", "True", "ConsumersStarted",
+                       f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}")
+    resource.set_phase("Running", "ConsumersStarted", f"created Deployment {name} for replay group {group}")
+
+
+async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
+    """Scale what Reprise runs to zero while suspended, back when resumed; state stays in Kafka."""
+    rt = resource.rt
+    if spec.mode.value == "Rewind":
+        target_name = spec.live_deployment.name if spec.live_deployment else None  # type: ignore[union-attr]
+        replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas", 1)
+    else:
+        target_name = (resource.status.get("children") or {}).get("deployment")
+        replicas = spec.consumer.replicas if spec.consumer else 1
+    if target_name is None:
+        return
+    if spec.suspend and resource.phase == "Running":
+        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, target_name, 0)
+        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0")
+        resource.condition("Running", "False", "Suspended", "suspended")
+        resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
+    elif not spec.suspend and resource.phase == "Suspended":
+        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, target_name, replicas)
+        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+        resource.condition("Running", "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}")
+        resource.set_phase("Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets")
+
+
+def _record_progress(resource: Resource, memory: ObjectMemory, views: list[PartitionView]) -> Any:
+    now = resource.now()
+    progress = summarize(views, memory.eta, now)
+    new = progress_status(progress, rfc3339(now))
+    if progress.eta_seconds is not None:
+        new["eta"] = format_duration_seconds(progress.eta_seconds)
+    old = dict(resource.status.get("progress") or {})
+    if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
+        resource.status["progress"] = new
+    labels = (KIND, resource.namespace, resource.name)
+    metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
+    metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)
+    if progress.eta_seconds is not None:
+        metrics.REPLAY_ETA.labels(*labels).set(progress.eta_seconds)
+    if memory.processed != progress.processed or memory.processed_since is None:
+        memory.processed, memory.processed_since = progress.processed, now
+    metrics.REPLAY_PROGRESS_AGE.labels(*labels).set((now - memory.processed_since).total_seconds())
+    return progress
+
+
+def format_duration_seconds(seconds: int) -> str:
+    return format_duration(timedelta(seconds=seconds))
+
+
+async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
+    rt = resource.rt
+    cluster, config = await resource.kafka(spec.kafka)
+    children = resource.status.get("children") or {}
+    group = children.get("replayGroup")
+    plan = plan_from_status(resource.status.get("plan") or {})
+    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    ends, committed = await asyncio.gather(
+        asyncio.to_thread(cluster.end_offsets, list(plan)),
+        asyncio.to_thread(cluster.committed_offsets, group),
+    )
+    state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    handover_mode = spec.mode.value == "Handover"
+    views = []
+    for key, (start, _) in sorted(plan.items()):
+        part = state.partitions.get(key)
+        h = part.handover_offset if part else None
+        acked = bool(part and part.acknowledged)
+        reason = part.handover.reason if part and part.handover else ""
+        views.append(
+            PartitionView(
+                topic=key[0],
+                partition=key[1],
+                start=start,
+                end=ends[key],
+                position=committed.get(key),
+                target=h,
+                handed_over=acked if handover_mode else h is not None,
+                at_end=reason == "end-of-partition",
+                handover_offset=h,
+            )
+        )
+    progress = _record_progress(resource, memory, views)
+    if handover_mode:
+        pending = sum(1 for v in views if not v.handed_over)
+        metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
+    finished = state.complete if state.bootstrapped else False
+    drained = finished and progress.all_done
+    hold = spec.completion.drained_for
+    if memory.drain.observe(drained, resource.now(), hold):
+        message = (
+            "every partition handed over to the live group" if handover_mode
+            else "the replay group reached the live group on every partition"
+        )
+        resource.condition("Drained", "True", "Drained", f"{message}; held for {format_duration(hold)}")
+        resource.set_phase("Draining", "Drained", message)
+    elif not drained and _condition_is(resource, "Drained", "True"):
+        resource.condition("Drained", "False", "NotDrained", "lag is back")
+
+
+def _condition_is(resource: Resource, type_: str, status: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == status for c in resource.status.get("conditions") or [])
+
+
+async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
+    """Delete the standby Deployment, then the replay group, then the handover records; then Complete."""
+    await remove_children(resource, spec, memory, cancel=False)
+    resource.complete("Completed", "replay finished and everything Reprise made is removed")
+
+
+async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, cancel: bool) -> None:
+    """Remove what a Parallel/Handover replay made. With `cancel`, first hand every partition back to the
+    live group at exactly what the replay processed, so the guard stops skipping and nothing is lost."""
+    rt = resource.rt
+    if spec.mode.value == "Rewind":
+        return
+    children = resource.status.get("children") or {}
+    name = children.get("deployment")
+    group = children.get("replayGroup") or spec.replay_group or replay_group_name(resource.namespace, resource.name)
+    cluster, config = await resource.kafka(spec.kafka)
+    if name:
+        await rt.kube.run(rt.kube.delete_deployment, resource.namespace, name)
+    selector = f"reprise.io/replay={resource.name},reprise.io/kind=reconsume"
+    pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, selector)
+    if pods:
+        raise Retry(f"{len(pods)} replay pod(s) still terminating")
+    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    if cancel:
+        committed = await asyncio.to_thread(cluster.committed_offsets, group)
+        await asyncio.to_thread(topic.force_handover, rid, committed, by="operator", reason="cancelled")
+        if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
+            raise Retry("waiting for the live side to acknowledge the cancelled handover")
+    if spec.cleanup.delete_replay_group:
+        description = await asyncio.to_thread(cluster.describe_group, group)
+        if description.state not in ("Empty", "Dead", "Unknown"):
+            raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
+        await asyncio.to_thread(cluster.delete_group, group)
+    await asyncio.to_thread(topic.tombstone, rid)
+    metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
+
+
+async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:
+    rt = resource.rt
+    await asyncio.to_thread(rt.handovers.sync, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    if not state.planned or all(p.acknowledged for p in state.planned):
+        return True
+    asked = memory.extra.setdefault("cancel_asked", resource.now())
+    # No live guard answered for two minutes: none is running, so none is skipping; nothing can be lost.
+    return (resource.now() - asked).total_seconds() > 120
+
+
+# ------------------------------------------------------------------------------------------ Rewind
+
+
+async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
+    """Scale the live Deployment to zero, wait for Empty, snapshot, move the offsets, scale back.
+
+    Each sub-step is recorded in status before the next one starts, so a restart resumes mid-rewind."""
+    rt = resource.rt
+    assert spec.live_deployment is not None
+    deployment = spec.live_deployment.name
+    cluster, _ = await resource.kafka(spec.kafka)
+    rollback = resource.status.setdefault("rollback", {})
+    if "deploymentReplicas" not in rollback:
+        live = await rt.kube.run(rt.kube.get_deployment, resource.namespace, deployment)
+        if live is None:
+            raise Waiting("DeploymentNotFound", f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist")
+        rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
+        resource.status.setdefault("startedAt", rfc3339(resource.now()))
+        resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
+        return  # persist the replica count before touching the Deployment
+    if not _condition_is(resource, "OffsetsReset", "True"):
+        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, 0)
+        description = await asyncio.to_thread(cluster.describe_group, spec.consumer_group)
+        if description.state not in ("Empty", "Dead"):
+            started = memory.extra.setdefault("empty_wait_since", resource.now())
+            if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
+                await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, rollback["deploymentReplicas"])
+                members = ", ".join(description.members[:5]) or "unknown members"
+                raise Failure(
+                    "GroupHasOtherMembers",
+                    f"spec.consumerGroup {spec.consumer_group} still has members after scaling Deployment "
+                    f"{deployment} to 0 ({members}): they are not Reprise's to stop. Stop them, or use mode Handover",
+                )
+            raise Retry(f"group {spec.consumer_group} is {description.state}")
+        memory.extra.pop("empty_wait_since", None)
+        resource.condition("ConsumersStopped", "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
+        plan = plan_from_status(resource.status.get("plan") or {})
+        if "offsets" not in rollback:
+            before = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group)
+            ends = await asyncio.to_thread(cluster.end_offsets, list(plan))
+            rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
+            rollback["takenAt"] = rfc3339(resource.now())
+            cm_name = rollback_configmap_name(resource.name)
+            await rt.kube.run(rt.kube.create_owned, _rollback_configmap(resource, spec, cm_name, before), None)
+            rollback["configMap"] = cm_name
+            # The rewind replays up to where the log ends now; later records are live traffic.
+            for part in resource.status["plan"]["partitions"]:
+                part["endOffset"] = max(part["startOffset"], ends[(part["topic"], part["partition"])])
+                part["records"] = part["endOffset"] - part["startOffset"]
+            resource.status["plan"]["totalRecords"] = sum(p["records"] for p in resource.status["plan"]["partitions"])
+            return  # persist the snapshot before moving any offset
+        starts = {k: s for k, (s, _) in plan.items()}
+        await asyncio.to_thread(cluster.alter_offsets, spec.consumer_group, starts)
+        resource.condition("OffsetsReset", "True", "OffsetsReset",
+                           f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions")
+        resource.event("OffsetsReset", f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}")
+    await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, rollback["deploymentReplicas"])
+    resource.condition("ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}")
+    resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
+    resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
+
+
+def _rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, before: dict[TopicPartitionKey, int]) -> dict:
+    """The snapshot as kafka-consumer-groups --reset-offsets --from-file CSV. Not owned by the resource:
+    it must survive the resource's deletion, since rolling back is what it is for."""
+    csv = "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(before.items()))
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": resource.namespace,
+            "labels": child_labels(KIND, resource.name, "rollback"),
+            "annotations": {"reprise.io/consumer-group": spec.consumer_group},
+        },
+        "data": {
+            "offsets.csv": csv,
+            "offsets.json": json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]),
+            "restore.sh": (
+                f"kafka-consumer-groups.sh --bootstrap-server {spec.kafka.bootstrap_servers} --group {spec.consumer_group} "
+                "--reset-offsets --from-file offsets.csv --execute --all-topics\n"
+            ),
+        },
+    }
+
+
+async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
+    cluster, _ = await resource.kafka(spec.kafka)
+    plan = plan_from_status(resource.status.get("plan") or {})
+    committed = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group)
+    views = [
+        PartitionView(t, p, start=start, end=end, position=committed.get((t, p)), target=end)
+        for (t, p), (start, end) in sorted(plan.items())
+    ]
+    progress = _record_progress(resource, memory, views)
+    hold = spec.completion.drained_for
+    if memory.drain.observe(progress.lag == 0, resource.now(), hold):
+        resource.condition("Drained", "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind")
+        resource.set_phase("Draining", "CaughtUp", "live group caught up")
+
+
+# ------------------------------------------------------------------------------------------ deletion
+
+
+async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
+    """The finalizer: remove everything Reprise made and leave the live group as it was.
+
+    Parallel/Handover: hand every partition back to the live group at exactly what the replay processed,
+    then delete the Deployment, the replay group and the handover records. Rewind: if the live Deployment
+    is still scaled down, scale it back; offsets already moved stay moved (the replay is then under way in
+    the live group itself, and the rollback ConfigMap is kept to undo it by hand)."""
+    try:
+        spec = ReconsumeSpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError:
+        return  # an invalid spec never started anything
+    if spec.mode.value == "Rewind":
+        replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")
+        if replicas is not None and spec.live_deployment is not None and not _condition_is(resource, "ConsumersStarted", "True"):
+            await resource.rt.kube.run(resource.rt.kube.scale_deployment, resource.namespace, spec.live_deployment.name, replicas)
+        return
+    if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):
+        await remove_children(resource, spec, memory, cancel=True)
