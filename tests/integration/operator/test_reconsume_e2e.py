@@ -1,0 +1,130 @@
+"""Reconsume end to end, each mode on a real topic while producers keep writing: the operator as a process,
+the real API server and controller manager, replay pods really running the worker (through the node agent),
+and the real broker. Afterwards every child is gone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from reprise_operator.constants import replay_group_name
+from tests.fixtures.kube import wait_for
+
+from .scenario import (
+    KeepProducing,
+    Ledger,
+    committed,
+    end_offsets,
+    group_state,
+    live_deployment,
+    produce,
+    wait_caught_up,
+    wait_phase,
+)
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+HISTORY = 3000
+
+
+def apply(kube, namespace: str, obj: dict) -> None:
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def reconsume(name: str, bootstrap: str, topic: str, mode: str, live: str, sink: str, **extra) -> dict:
+    spec = {
+        "kafka": {"bootstrapServers": bootstrap},
+        "topics": [topic],
+        "consumerGroup": f"{live}-group",
+        "mode": mode,
+        "start": {"earliest": True},
+        "completion": {"drainedFor": "2s"},
+    }
+    if mode == "Rewind":
+        spec["liveDeployment"] = {"name": live}
+    else:
+        spec["consumer"] = {
+            "deploymentRef": {"name": live},
+            "replicas": 2,
+            "env": [
+                {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
+                {"name": "REPRISE_TEST_SINK_DIR", "value": sink},
+                {"name": "REPRISE_BATCH_SIZE", "value": "100"},
+            ],
+        }
+    spec.update(extra)
+    return {"apiVersion": "reprise.io/v1alpha1", "kind": "Reconsume", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+def live_service(kube, kafka, namespace, topic_name, tmp_path):
+    """History in a 3-partition topic and a guarded live service that has consumed all of it."""
+    kafka.create_topic(topic_name, PARTITIONS)
+    produce(kafka.bootstrap, topic_name, HISTORY)
+    out = tmp_path / "processed"
+    out.mkdir()
+    apply(kube, namespace, live_deployment("accounts", kafka.bootstrap, "accounts-group", topic_name, out))
+    wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
+    return out
+
+
+def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None) -> None:
+    deployments = json.loads(kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout)
+    assert deployments["items"] == [], "the standby Deployment must be deleted"
+    if group is not None:
+        assert group_state(kafka.bootstrap, group) in ("DEAD", "Dead"), f"replay group {group} must be deleted"
+        assert committed(kafka.bootstrap, group) == {}
+
+
+def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
+    with KeepProducing(kafka.bootstrap, topic_name) as producer:
+        apply(kube, namespace, reconsume("add-locale", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service)))
+        done = wait_phase(kube, namespace, "reconsume", "add-locale", "Complete", timeout=240)
+    assert producer.written > 0
+    ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
+    ledger = Ledger.read(live_service, topic_name)
+    for p in range(PARTITIONS):
+        first_skipped = ledger.first_skipped(p, ends[p])
+        assert first_skipped < ends[p], f"partition {p}: the guard never skipped, so nothing was handed over"
+        replay = ledger.replay.get(p, {})
+        live = ledger.live.get(p, {})
+        for offset in range(first_skipped, ends[p]):
+            total = live.get(offset, 0) + replay.get(offset, 0)
+            assert total == 1, f"partition {p} offset {offset}: processed {total} times (live {live.get(offset, 0)}, replay {replay.get(offset, 0)})"
+        assert all(replay.get(o, 0) >= 1 for o in range(0, first_skipped)), f"partition {p}: the replay missed history"
+    status = done["status"]
+    assert all(part["state"] == "HandedOver" for part in status["progress"]["partitions"])
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Complete"] == "True"
+    assert_children_gone(kube, kafka, namespace, "add-locale", replay_group_name(namespace, "add-locale"))
+
+
+def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, namespace, topic_name, live_service):
+    with KeepProducing(kafka.bootstrap, topic_name):
+        apply(kube, namespace, reconsume("backfill-field", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service)))
+        done = wait_phase(kube, namespace, "reconsume", "backfill-field", "Complete", timeout=240)
+    ledger = Ledger.read(live_service, topic_name)
+    for part in done["status"]["progress"]["partitions"]:
+        p, stop = part["partition"], part["handoverOffset"]
+        replay = ledger.replay.get(p, {})
+        assert all(replay.get(o, 0) >= 1 for o in range(0, stop)), f"partition {p}: replay missed records below {stop}"
+        assert stop >= HISTORY // PARTITIONS // 2, "the replay stops at the live group's position, past the history"
+    assert_children_gone(kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"))
+
+
+def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(kube, kafka, operator, namespace, topic_name, live_service):
+    before = committed(kafka.bootstrap, "accounts-group")
+    apply(kube, namespace, reconsume("rewind-all", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service)))
+    done = wait_phase(kube, namespace, "reconsume", "rewind-all", "Complete", timeout=240)
+    rollback = done["status"]["rollback"]
+    assert {(o["partition"], o["offset"]) for o in rollback["offsets"]} == set(before.items())
+    config_map = json.loads(kube.kubectl("get", "configmap", rollback["configMap"], "-n", namespace, "-o", "json").stdout)
+    rows = sorted(tuple(line.split(",")) for line in config_map["data"]["offsets.csv"].splitlines())
+    assert rows == sorted((topic_name, str(p), str(o)) for p, o in before.items())
+    ledger = Ledger.read(live_service, topic_name)
+    for p in range(PARTITIONS):
+        assert all(ledger.live[p][o] >= 2 for o in range(before[p])), f"partition {p}: the live group did not replay from the start"
+    deployment = json.loads(kube.kubectl("get", "deployment", "accounts", "-n", namespace, "-o", "json").stdout)
+    assert deployment["spec"]["replicas"] == 1, "the live Deployment is scaled back"
