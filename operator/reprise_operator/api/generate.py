@@ -43,14 +43,23 @@ def crd(kind: KindDefinition) -> dict[str, Any]:
         "description": kind.description,
         "required": ["spec"],
         "properties": {
+            # TypeMeta's own wording, which the API server publishes for these two fields anyway.
             "apiVersion": {
                 "type": "string",
                 "description": (
-                    "APIVersion defines the versioned schema of this representation of an object: "
-                    f"{GROUP}/{VERSION}."
+                    "APIVersion defines the versioned schema of this representation of an object. Servers "
+                    "should convert recognized schemas to the latest internal value, and may reject "
+                    f"unrecognized values. Here: {GROUP}/{VERSION}."
                 ),
             },
-            "kind": {"type": "string", "description": f"Kind is the type of this object: {kind.kind}."},
+            "kind": {
+                "type": "string",
+                "description": (
+                    "Kind is a string value representing the REST resource this object represents. Servers "
+                    "may infer this from the endpoint the client submits requests to. Cannot be updated. In "
+                    f"CamelCase. Here: {kind.kind}."
+                ),
+            },
             # The API server fills in ObjectMeta (and its descriptions); a CRD may only say "object" here.
             "metadata": {"type": "object"},
             "spec": {**structural_schema(kind.spec), "description": kind.spec.__doc__.strip()},

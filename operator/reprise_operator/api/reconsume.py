@@ -187,14 +187,17 @@ class ReconsumeSpec(ApiModel):
     )
     mode: ReconsumeMode = Field(description=MODE_DESCRIPTION, json_schema_extra=immutable("spec.mode"))
     start: Start = Field(
-        description="Where the replay starts, per partition. Immutable.",
+        description=(
+            "Where the replay starts, per partition: exactly one of timestamp, duration, earliest or "
+            "offsets, plus allowClamp for starts older than retention. Immutable."
+        ),
         json_schema_extra=immutable("spec.start"),
     )
     filter: Optional[Filter] = Field(
         default=None,
         description=(
-            "Which records the replay consumers process (Parallel and Handover); the others are skipped. "
-            "Unset: all. Immutable."
+            "Which records the replay consumers process (Parallel and Handover); the others are skipped "
+            "but still count as consumed. All criteria given must match. Unset: all records. Immutable."
         ),
         json_schema_extra=immutable("spec.filter"),
     )
