@@ -687,14 +687,12 @@ class NodeAgent:
         """End the threads, then SIGTERM every process group, and SIGKILL what is left after `timeout`."""
         self._stop.set()
         self._wake.set()
-        resp = self._watch_response
-        if resp is not None:
-            try:
-                resp.shutdown()
-            except Exception:  # already closed
-                pass
+        deadline = time.monotonic() + 15
         for t in self._threads:
-            t.join(timeout=15)
+            while t.is_alive() and time.monotonic() < deadline:
+                # A watch blocks in a socket read: closing its socket is what ends it.
+                self._shutdown_watch()
+                t.join(timeout=0.1)
         self._threads.clear()
         with self._pods_lock:
             containers = [c for p in self._pods.values() for c in p.init + p.main if c.popen and c.popen.poll() is None]
@@ -716,6 +714,14 @@ class NodeAgent:
         for api in (getattr(self, "_api", None), getattr(self, "_heartbeat_api", None), getattr(self, "_watch_api", None)):
             if api is not None:
                 api.close()
+
+    def _shutdown_watch(self) -> None:
+        resp = self._watch_response
+        if resp is not None:
+            try:
+                resp.shutdown()
+            except Exception:  # already closed
+                pass
 
     def pod_dir(self, namespace: str, name: str) -> Path | None:
         """The local folder of a pod the agent knows (volumes, logs, kubeconfig), newest first."""
@@ -901,6 +907,8 @@ class NodeAgent:
                     _request_timeout=(10, 150),
                 )
                 self._watch_response = resp
+                if self._stop.is_set():  # stop() may have looked for the response before it existed
+                    self._shutdown_watch()
                 try:
                     for line in _iter_lines(resp):
                         event = json.loads(line)
