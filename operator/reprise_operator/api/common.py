@@ -169,6 +169,7 @@ CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_VAR_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 NO_WHITESPACE = r"^\S+$"
 
+
 def _check_topic(value: str) -> str:
     if value in (".", ".."):
         raise ValueError("a Kafka topic name must not be '.' or '..'")
@@ -223,7 +224,7 @@ def parse_duration(value: str | timedelta) -> timedelta:
         if value < timedelta(0):
             raise ValueError("a duration must not be negative")
         return value
-    if not isinstance(value, str) or not _DURATION_RE.match(value):
+    if not isinstance(value, str) or not _DURATION_RE.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a duration: use a number with a unit, such as 30s, 15m, 720h or 1h30m "
             "(units ns, us, ms, s, m, h)"
@@ -712,6 +713,11 @@ class ConditionType(str, Enum):
     FAILED = "Failed"
     #: Something that should move has not moved for a while (a partition, a downstream group).
     STALLED = "Stalled"
+    #: Rewind's steps, as Knative's ResetOffset reports them: the live Deployment is scaled to zero and
+    #: its group is Empty; the offsets are moved to the start; the live Deployment is scaled back.
+    CONSUMERS_STOPPED = "ConsumersStopped"
+    OFFSETS_RESET = "OffsetsReset"
+    CONSUMERS_STARTED = "ConsumersStarted"
 
 
 class ConditionStatus(str, Enum):
@@ -733,8 +739,8 @@ class Condition(StatusModel):
             r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
         ),
         description=(
-            "Condition type: PlanReady, Approved, Running, Suspended, Produced, Drained, Complete, "
-            "Failed or Stalled."
+            "Condition type: PlanReady, Approved, Running, Suspended, Produced, Drained, Complete, Failed, "
+            "Stalled, and for Rewind ConsumersStopped, OffsetsReset, ConsumersStarted."
         ),
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")
@@ -880,7 +886,8 @@ class ResourceStatus(StatusModel):
         default_factory=list,
         description=(
             "Current conditions, at most one per type: PlanReady, Approved, Running, Suspended, Produced, "
-            "Drained, Complete, Failed, Stalled."
+            "Drained, Complete, Failed, Stalled (and Rewind's ConsumersStopped, OffsetsReset, "
+            "ConsumersStarted). `kubectl wait --for=condition=Complete` waits for the end."
         ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
@@ -962,7 +969,7 @@ _NAME_RE = re.compile(DNS1123_LABEL)
 def check_name(kind: str, metadata: dict[str, Any]) -> None:
     """The Python mirror of `name_rules`, for whole objects parsed with their metadata."""
     name = metadata.get("name")
-    if name is not None and (len(name) > 63 or not _NAME_RE.match(name)):
+    if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
         raise ValueError(f"metadata.name: a {kind} name must be a DNS-1123 label of at most 63 characters")
 
 

@@ -32,6 +32,7 @@ from .common import (
     GroupId,
     KafkaConnection,
     KindDefinition,
+    NO_WHITESPACE,
     LocalObjectReference,
     Phase,
     PHASE_DESCRIPTION,
@@ -233,7 +234,7 @@ class SparkSpec(ApiModel):
         default=None,
         min_length=1,
         max_length=512,
-        pattern=r"^\S+$",
+        pattern=NO_WHITESPACE,
         description="Container image with Spark and Reprise's spark_app; default: the operator's setting.",
     )
     spark_version: Optional[str] = Field(

@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 import pytest
-import yaml
 
 from reprise_operator.api import (
     API_VERSION,

@@ -138,7 +138,7 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
     assert parse_duration(format_duration(expected)) == expected
 
 
-@pytest.mark.parametrize("text", ["", "1 week", "5", "-1h", "1d", "h", "1h 30m", "1.h"])
+@pytest.mark.parametrize("text", ["", "1 week", "5", "-1h", "1d", "h", "1h 30m", "1.h", "30s\n"])
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration(text)
