@@ -14,6 +14,7 @@ import base64
 import fcntl
 import hashlib
 import logging
+import re
 import shutil
 import signal
 import string
@@ -127,11 +128,12 @@ def _record_class_archive(libs: Path) -> None:
             raise PlatformError(f"the JVM wrote no class archive; see {broker.log_path}")
         partial.rename(archive)
     except Exception as exc:  # noqa: BLE001 - the archive is an optimisation, never a reason to fail
-        broker.stop(kill=True)
         partial.unlink(missing_ok=True)
         archive.with_suffix(".failed").write_text(f"{exc}\n")
-        _log.warning("no class archive for the Kafka broker (starts will be slower): %s", exc)
+        _log.warning("no class archive for the Kafka broker, so its starts are slower (%s); delete %s to try again",
+                     exc, archive.with_suffix(".failed"))
     finally:
+        broker.stop(kill=True)  # a no-op after the clean stop above
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -167,7 +169,7 @@ def _resolve(version: str, pom: bytes, home: Path, libs: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     log = home / "mvn.log"
     argv = [
-        "mvn", "-q", "-B",
+        "mvn", "-q", "-B", "-Dstyle.color=never",
         f"-Dmaven.repo.local={cache_root() / 'maven-repository'}",
         "dependency:copy-dependencies",
         "-DincludeScope=runtime",
@@ -184,8 +186,9 @@ def _resolve(version: str, pom: bytes, home: Path, libs: Path) -> None:
         ) from None
     if code != 0:
         raise PlatformError(
-            f"Maven failed to resolve Kafka {version} (exit {code}): {_first_error(log)}; check access to Maven "
-            f"Central (or set a mirror in ~/.m2/settings.xml) and run `make platform` again; see {log}"
+            f"Maven failed to resolve Kafka {version} (exit {code}): {_first_error(log)}; check the versions in "
+            f"{POM} and access to Maven Central (or a mirror in ~/.m2/settings.xml), then run `make platform` "
+            f"again; see {log}"
         )
     if not (staging / f"kafka_2.13-{version}.jar").is_file():
         raise PlatformError(f"Maven ran but kafka_2.13-{version}.jar is not in {staging}: see {log}, fix {POM}")
@@ -195,8 +198,10 @@ def _resolve(version: str, pom: bytes, home: Path, libs: Path) -> None:
 
 def _first_error(log: Path) -> str:
     for line in log.read_text(errors="replace").splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line)
         if "[ERROR]" in line and line.strip() != "[ERROR]":
-            return line.replace("[ERROR]", "").strip()[:300]
+            text = line.replace("[ERROR]", "").strip()
+            return text if len(text) <= 400 else text[:400] + "..."
     return "no [ERROR] line in its output"
 
 
