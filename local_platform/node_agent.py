@@ -622,6 +622,20 @@ class _Pod:
     next_report: float = 0.0
 
 
+def preload_client() -> threading.Thread:
+    """Import the kubernetes client's API classes in the background (seconds of CPU: its models are
+    pydantic classes built at import), e.g. while the control plane starts; `start()` then finds them."""
+
+    def load() -> None:
+        import kubernetes.client.api.coordination_v1_api  # noqa: F401
+        import kubernetes.client.api.core_v1_api  # noqa: F401
+        import kubernetes.config  # noqa: F401
+
+    thread = threading.Thread(target=load, name="kubernetes-client-import", daemon=True)
+    thread.start()
+    return thread
+
+
 def _iter_lines(response: Any) -> Iterator[bytes]:
     """The lines of a streamed HTTP response (one watch event per line)."""
     buffer = b""

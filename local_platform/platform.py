@@ -20,7 +20,7 @@ from typing import Any
 
 from .control_plane import ControlPlane
 from .errors import PlatformError
-from .node_agent import NodeAgent, start_ticks
+from .node_agent import NodeAgent, preload_client, start_ticks
 from .toolchain import helm_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +86,7 @@ class LocalPlatform:
                 # The JVM and the API server start in parallel: together they take as long as the slower one.
                 kafka_thread = threading.Thread(target=start_kafka, name="kafka-start", daemon=True)
                 kafka_thread.start()
+            preload_client()  # the kubernetes client's slow import overlaps the control plane's start
             self.control_plane.start()
             self.agent.start()
             if kafka_thread is not None:
