@@ -1,0 +1,201 @@
+"""Reading the lake table: the only code here that touches the lake's files.
+
+`LakeTable.records(days)` gives the records of the range (or of some of its days) evolved to the latest
+schema, time-ranged, filtered and labelled (see transforms.py), ready to be ordered per key and written.
+
+- Parquet: the files of the range's day partitions are listed (partition pruning through Spark's own file
+  index), their footers read on the driver, and files with the same footer schema read as one group with
+  that exact schema. Each group is evolved knowing its writer schema, then the groups are unioned: one scan.
+- JSON: read with the latest schema (plus the older names of renamed fields) as the read schema, so no
+  inference pass over the data; JSON values widen by being parsed as the wider type.
+- Delta and Iceberg: through their Spark data sources, which resolve their own schema history; only when
+  their packages are on the classpath (`spark.jars`), else a LakeFormatUnavailable that says what to add.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from datetime import datetime, time, timedelta, timezone
+from functools import reduce
+from typing import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from . import transforms as T
+from .evolution import evolve
+from .schema import LatestSchema, SchemaError
+from .settings import ReplaySettings
+
+log = logging.getLogger("spark_app.lake")
+
+_SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
+_PACKAGES = {
+    "delta": "io.delta:delta-spark_2.13 (and spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension)",
+    "iceberg": "org.apache.iceberg:iceberg-spark-runtime-<spark minor>_2.13",
+}
+
+
+class LakeFormatUnavailable(RuntimeError):
+    """The table format's Spark package is not on the classpath."""
+
+
+class LakeLayoutError(ValueError):
+    """The table does not look as the settings say (no such partition column, no files, ...)."""
+
+
+class LakeTable:
+    def __init__(self, spark: SparkSession, settings: ReplaySettings, latest: LatestSchema | None) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.latest = latest
+        self.first_day, self.last_day = T.day_bounds(settings.start, settings.end)
+        self._fields: list[str] | None = None
+
+    @property
+    def day_label(self) -> str:
+        """The name days go by in origin headers: the partition column, else `day`."""
+        return self.settings.partition_column or "day"
+
+    # ------------------------------------------------------------------------------------------ records
+
+    def records(self, days: Sequence[str] | None = None) -> DataFrame:
+        """The range's records (only those of `days` when given), evolved, filtered and labelled."""
+        s = self.settings
+        pc = s.partition_column
+        start, end = s.start, s.end
+        if days and not pc:
+            # Without partitions, a unit's days become a narrower time range (pushed down to the files).
+            start = max(filter(None, [start, _midnight(min(days))]))
+            end = min(end, _midnight(max(days)) + timedelta(days=1))
+        evolved = self._evolved(days)
+        fields = [f for f in evolved.columns if f != pc] if self.latest is None else self.latest.names
+        self._fields = fields
+        ranged = T.within_time_range(evolved, s.timestamp_column, start, end)
+        kept = T.keep_matching(ranged, s.filter)
+        if pc:
+            day = T.day_of(kept.schema[pc].dataType, T.path(pc))
+        else:
+            moment = T.event_time(T.type_at(kept, s.timestamp_column), T.path(s.timestamp_column))
+            day = F.date_format(moment, T.DAY_FORMAT)
+        labelled = T.label_records(kept, fields=fields, key_column=s.key_column,
+                                   timestamp_column=s.timestamp_column, day=day)
+        if days and not pc:
+            labelled = labelled.where(F.col(T.DAY).isin(*days))
+        return labelled
+
+    def _evolved(self, days: Sequence[str] | None) -> DataFrame:
+        fmt = self.settings.format
+        if fmt == "parquet":
+            return self._parquet(days)
+        if fmt == "json":
+            return self._json(days)
+        return self._table_format(fmt, days)
+
+    def _pruned(self, df: DataFrame, days: Sequence[str] | None) -> DataFrame:
+        pc = self.settings.partition_column
+        if not pc:
+            return df
+        if pc not in df.columns:
+            raise LakeLayoutError(f"{self.settings.source} has no column {pc} (--partition-column); "
+                                  f"its columns are {', '.join(df.columns)}")
+        if days:
+            return T.only_days(df, pc, days)
+        return T.prune_days(df, pc, self.first_day, self.last_day)
+
+    def _carry(self) -> list[str]:
+        pc = self.settings.partition_column
+        if pc and self.latest is not None and pc in self.latest.names:
+            return []  # the partition column is a field of the record itself
+        return [pc] if pc else []
+
+    # ------------------------------------------------------------------------------------------ parquet
+
+    def _parquet(self, days: Sequence[str] | None) -> DataFrame:
+        uri = self.settings.source
+        if self.latest is None:
+            return self._pruned(self.spark.read.option("mergeSchema", "true").parquet(uri), days)
+        files = self._pruned(self.spark.read.parquet(uri), days).inputFiles()
+        if not files:
+            return self._empty()
+        groups = self._by_footer_schema(sorted(files))
+        log.info("lake: %d parquet files in %d schema group(s)", len(files), len(groups))
+        frames = []
+        for schema_json, group in groups.items():
+            written = StructType.fromJson(json.loads(schema_json))
+            group_df = self.spark.read.schema(written).option("basePath", uri).parquet(*group)
+            group_df = self._pruned(group_df, days)
+            try:
+                frames.append(evolve(group_df, self.latest, writer_schema_known=True, carry=self._carry()))
+            except SchemaError as exc:
+                raise SchemaError(f"{exc} (in {len(group)} file(s) such as {group[0]})") from None
+        return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _by_footer_schema(self, files: list[str]) -> "OrderedDict[str, list[str]]":
+        """Files grouped by the schema their footer records (Spark's own schema when Spark wrote them)."""
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        converter = None
+        groups: "OrderedDict[str, list[str]]" = OrderedDict()
+        for name in files:
+            source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(name), conf)
+            reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
+            try:
+                metadata = reader.getFooter().getFileMetaData()
+                text = metadata.getKeyValueMetaData().get(_SPARK_ROW_METADATA)
+                if not text:
+                    if converter is None:
+                        sql_conf = self.spark._jsparkSession.sessionState().conf()  # type: ignore[attr-defined]
+                        converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter(sql_conf)
+                    text = converter.convert(metadata.getSchema()).json()
+            finally:
+                reader.close()
+            # Nullability and metadata do not change what a file holds: group on names and types only.
+            struct = StructType([StructField(f.name, f.dataType, True) for f in StructType.fromJson(json.loads(text)).fields])
+            groups.setdefault(struct.json(), []).append(name)
+        return groups
+
+    def _empty(self) -> DataFrame:
+        """No files in range: an empty frame of the latest schema (the counts then say 0 for every day)."""
+        assert self.latest is not None
+        fields = list(self.latest.struct.fields)
+        for name in self._carry():
+            fields.append(StructField(name, StringType(), True))
+        return self.spark.createDataFrame([], StructType(fields))
+
+    # ------------------------------------------------------------------------------------------ json
+
+    def _json(self, days: Sequence[str] | None) -> DataFrame:
+        uri = self.settings.source
+        if self.latest is None:
+            return self._pruned(self.spark.read.json(uri), days)
+        read_schema = StructType(list(self.latest.struct.fields))
+        for old, new in self.latest.renames.items():
+            read_schema.add(old, self.latest.field(new).dataType, True)
+        df = self.spark.read.schema(read_schema).json(uri)
+        return evolve(self._pruned(df, days), self.latest, writer_schema_known=False, carry=self._carry())
+
+    # ------------------------------------------------------------------------------------------ delta, iceberg
+
+    def _table_format(self, fmt: str, days: Sequence[str] | None) -> DataFrame:
+        try:
+            df = self.spark.read.format(fmt).load(self.settings.source)
+        except Exception as exc:
+            text = str(exc)
+            if "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text or "Failed to find data source" in text:
+                raise LakeFormatUnavailable(
+                    f"--format {fmt} needs its Spark package, which is not on the classpath: add "
+                    f"{_PACKAGES[fmt]} to spark.jars (the Spark image of this job bakes in only the Kafka jars)"
+                ) from None
+            raise
+        pruned = self._pruned(df, days)
+        if self.latest is None:
+            return pruned
+        return evolve(pruned, self.latest, writer_schema_known=False, carry=self._carry())
+
+
+def _midnight(day: str) -> datetime:
+    return datetime.combine(datetime.fromisoformat(day).date(), time(0), tzinfo=timezone.utc)

@@ -1,0 +1,147 @@
+"""What earlier attempts of a replay wrote: one small marker file per day, in a folder given by Hadoop URI.
+
+Layout under `--progress` (`file://` in tests, `s3a://` in production):
+
+    replay.json                 who this progress belongs to (the replay's identity): a retry must match it
+    days/<day>.started          written before the day's records are sent
+    days/<day>.done             written after Spark's Kafka write of the day's unit returned successfully
+
+A day with `done` is skipped on a retry. A day with `started` but no `done` may be partly in the topic; the
+retry reads back which of its records are there and writes only the others. So killing the job at any
+moment and retrying writes no record of any day twice (checked at the end by validation).
+
+Markers go through Hadoop's FileSystem API of the running Spark, so every scheme Spark can read (s3a, gs,
+abfs, hdfs, file) works, with the credentials Spark already has. Only presence matters, which suits object
+stores: one PUT per marker, one listing per run.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Mapping, Protocol
+
+from pyspark.sql import SparkSession
+
+IDENTITY = "replay.json"
+DAYS = "days"
+STARTED = ".started"
+DONE = ".done"
+
+
+class ProgressMismatch(RuntimeError):
+    """The progress folder holds another replay's progress; retrying would mix two replays."""
+
+
+class Progress(Protocol):
+    def identity(self) -> dict[str, Any] | None: ...
+
+    def claim(self, identity: Mapping[str, Any]) -> None: ...
+
+    def started_days(self) -> set[str]: ...
+
+    def done_days(self) -> set[str]: ...
+
+    def mark_started(self, days: tuple[str, ...]) -> None: ...
+
+    def mark_done(self, day: str, records: int) -> None: ...
+
+
+def check_identity(found: Mapping[str, Any] | None, wanted: Mapping[str, Any], where: str) -> None:
+    """Raise ProgressMismatch naming the first differing setting, when `found` is another replay's."""
+    if found is None:
+        return
+    for key in sorted(set(found) | set(wanted)):
+        if found.get(key) != wanted.get(key):
+            raise ProgressMismatch(
+                f"the progress at {where} belongs to another replay ({key} was {found.get(key)!r}, now "
+                f"{wanted.get(key)!r}): give this replay its own --progress folder"
+            )
+
+
+class MemoryProgress:
+    """Progress kept in memory: for tests of the decisions, and for dry runs."""
+
+    def __init__(self) -> None:
+        self._identity: dict[str, Any] | None = None
+        self.started: set[str] = set()
+        self.done: dict[str, int] = {}
+
+    def identity(self) -> dict[str, Any] | None:
+        return self._identity
+
+    def claim(self, identity: Mapping[str, Any]) -> None:
+        check_identity(self._identity, identity, "memory")
+        self._identity = dict(identity)
+
+    def started_days(self) -> set[str]:
+        return set(self.started)
+
+    def done_days(self) -> set[str]:
+        return set(self.done)
+
+    def mark_started(self, days: tuple[str, ...]) -> None:
+        self.started.update(days)
+
+    def mark_done(self, day: str, records: int) -> None:
+        self.done[day] = records
+
+
+class HadoopProgress:
+    """Progress markers in a folder of any Hadoop file system, through the running Spark's JVM."""
+
+    def __init__(self, spark: SparkSession, uri: str) -> None:
+        self.uri = uri.rstrip("/")
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        self._jvm = jvm
+        self._root = jvm.org.apache.hadoop.fs.Path(self.uri)
+        self._fs = self._root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+
+    def _path(self, *parts: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(self.uri + "/" + "/".join(parts))
+
+    def _write(self, path: Any, text: str) -> None:
+        stream = self._fs.create(path, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def identity(self) -> dict[str, Any] | None:
+        path = self._path(IDENTITY)
+        if not self._fs.exists(path):
+            return None
+        stream = self._fs.open(path)
+        try:
+            text = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        return dict(json.loads(text)["replay"])
+
+    def claim(self, identity: Mapping[str, Any]) -> None:
+        check_identity(self.identity(), identity, self.uri)
+        self._write(self._path(IDENTITY), json.dumps({"replay": dict(identity), "claimed": _now()}, indent=2) + "\n")
+
+    def _days(self, suffix: str) -> set[str]:
+        folder = self._path(DAYS)
+        if not self._fs.exists(folder):
+            return set()
+        names = [status.getPath().getName() for status in self._fs.listStatus(folder)]
+        return {n[: -len(suffix)] for n in names if n.endswith(suffix)}
+
+    def started_days(self) -> set[str]:
+        return self._days(STARTED)
+
+    def done_days(self) -> set[str]:
+        return self._days(DONE)
+
+    def mark_started(self, days: tuple[str, ...]) -> None:
+        for day in days:
+            self._write(self._path(DAYS, day + STARTED), json.dumps({"started": _now()}) + "\n")
+
+    def mark_done(self, day: str, records: int) -> None:
+        self._write(self._path(DAYS, day + DONE), json.dumps({"records": records, "done": _now()}) + "\n")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
