@@ -147,7 +147,7 @@ class HandoverTopic:
                 if time.monotonic() > deadline:
                     raise HandoverTopicError(f"reading handover topic {self.topic} to offset {end} took over "
                                              f"{self.timeout:.0f}s (reached {position})")
-                for message in consumer.consume(1000, 0.5):
+                for message in consumer.consume(1000, 0.05):
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:

@@ -1,0 +1,53 @@
+"""A live service for the tests: a guarded consumer that records what it processes.
+
+    python -m tests.integration.replay_worker.live_service BOOTSTRAP GROUP TOPIC OUT_DIR [HANDOVER_TOPIC]
+
+Appends `L <topic> <partition> <offset>` per processed record to `OUT_DIR/live-<pid>.log` (one write per
+batch), then commits synchronously: at-least-once, with the batch as the duplicate window. SIGTERM stops it
+after the batch.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from replay_worker.guard import GuardedConsumer
+
+
+def main() -> int:
+    bootstrap, group, topic, out_dir = sys.argv[1:5]
+    handover_topic = sys.argv[5] if len(sys.argv) > 5 else "reprise.handover"
+    batch = int(os.environ.get("LIVE_BATCH", "200"))
+    running = {"yes": True}
+    signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
+    consumer = GuardedConsumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+    }, handover_topic=handover_topic, member=f"live-{os.getpid()}")
+    fd = os.open(os.path.join(out_dir, f"live-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    consumer.subscribe([topic])
+    try:
+        while running["yes"]:
+            messages = [m for m in consumer.consume(batch, 0.2) if m.error() is None]
+            if not messages:
+                continue
+            os.write(fd, "".join(f"L {m.topic()} {m.partition()} {m.offset()}\n" for m in messages).encode())
+            try:
+                consumer.commit(asynchronous=False)
+            except Exception as exc:  # a commit refused during a rebalance: the batch is the duplicate window
+                print(f"commit failed: {exc}", file=sys.stderr, flush=True)
+    finally:
+        consumer.close()
+        os.close(fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
