@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from . import kafka_clients
-from .handover import HandoverInfo, HandoverRecord, HandoverView, ReplayHandover, encode, TopicPartitionKey
+from .handover import HandoverInfo, HandoverRecord, HandoverView, ReplayHandover, TopicPartitionKey, decode_key, encode
 
 log = logging.getLogger("replay_worker.handover_topic")
 
@@ -215,7 +215,9 @@ class HandoverTopic:
 
     def tombstone(self, replay_id: str) -> int:
         """Delete every record of a replay id (compaction then drops them); returns how many keys."""
-        keys = sorted(self.read_replay(replay_id).live_keys)
+        # The `replay` record goes first: without it the replay is inactive for every guard at once, so no
+        # guard ever sees a start without its handover offset in between (which would make it skip again).
+        keys = sorted(self.read_replay(replay_id).live_keys, key=lambda k: (decode_key(k).kind != "replay", k))
         failures: list[str] = []
 
         def delivered(error: KafkaError | None, _message: Any) -> None:
