@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.leader_election and not args.no_leader_election:
         Leadership(rt.kube.api_client, settings.lease_namespace).acquire()
 
-    registry = kopf.OperatorRegistry()
+    registry = kopf.SmartOperatorRegistry()
     beats: list[asyncio.Task[None]] = []
 
     @kopf.on.startup(registry=registry)

@@ -149,7 +149,7 @@ def progress_status(progress: Progress, updated_at: str) -> dict:
             for p in progress.partitions
         ],
         "totalRecords": progress.total,
-        "processedRecords": progress.processed,
+        "processed": progress.processed,
         "percent": progress.percent,
         "lag": progress.lag,
         **({"etaSeconds": progress.eta_seconds} if progress.eta_seconds is not None else {}),

@@ -16,9 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConsumerGroupTopicPartitions, OffsetSpec
-from confluent_kafka import TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.fixtures.kube import wait_for
 
