@@ -36,11 +36,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import kafka_clients
-from .handover import AckInfo, ActiveHandover, CommitMark, GuardInfo, GuardPartition, HandoverView, Verdict, ack_due, encode
+from .guard_book import GuardBook, Store
+from .handover import AckInfo, ActiveHandover, CommitMark, GuardInfo, HandoverView, ack_due, encode
 from .handover_topic import DEFAULT_TOPIC, HandoverFollower, now_ms
 
 log = logging.getLogger("replay_worker.guard")
@@ -56,23 +57,6 @@ _CONNECTION_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.
 def connection_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a consumer's config that says where Kafka is and how to authenticate."""
     return {k: v for k, v in config.items() if k.startswith(_CONNECTION_PREFIXES)}
-
-
-@dataclass
-class _Partition:
-    """One assigned partition: the protocol state plus what the service was handed and has stored."""
-
-    rules: GuardPartition
-    #: Sync ticket the follower must reach before the partition is released; None once released.
-    ticket: int | None = None
-    #: Offset after the last record handed to the service.
-    handed_until: int | None = None
-    #: Highest offset the service stored or committed (or the guard stored for it).
-    stored_until: int | None = None
-    #: Offset after the last record seen (handed or skipped) in the current batch.
-    published_seen: int | None = None
-    #: Skipped records at the tail stored by the guard, to be committed by the guard.
-    tail_commit: TopicPartition | None = None
 
 
 @dataclass
@@ -111,8 +95,7 @@ class GuardedConsumer:
         base = kafka_clients.connection(bootstrap, self._connection, f"reprise-guard-{self.member}")
         self._producer = Producer(kafka_clients.producer_config(base, **{"linger.ms": 5}))
         self._admin = AdminClient(kafka_clients.admin_config(base))
-        self._parts: dict[TopicPartitionKey, _Partition] = {}
-        self._assigned: frozenset[TopicPartitionKey] = frozenset()
+        self._book = GuardBook(auto_store=self._auto_store)
         self._pending_handovers: dict[TopicPartitionKey, tuple[str, int]] = {}
         self._lock = threading.Lock()
         self._seen_version = -1
@@ -146,12 +129,8 @@ class GuardedConsumer:
             committed = self._committed(consumer, partitions)
             ticket = self._follower.request_sync()
             for tp in partitions:
-                key = (tp.topic, tp.partition)
-                rules = GuardPartition(tp.topic, tp.partition)
-                offset, mark = committed.get(key, (None, None))
-                rules.restore(offset, mark)
-                self._parts[key] = _Partition(rules, ticket=ticket, stored_until=offset)
-            self._assigned = frozenset(self._parts)
+                offset, mark = committed.get((tp.topic, tp.partition), (None, None))
+                self._book.assign((tp.topic, tp.partition), offset, mark, ticket)
         callback = self._user_callbacks.get("assign")
         if callback is not None:
             callback(self, partitions)
@@ -172,8 +151,7 @@ class GuardedConsumer:
 
     def _drop(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            self._parts.pop((tp.topic, tp.partition), None)
-        self._assigned = frozenset(self._parts)
+            self._book.drop((tp.topic, tp.partition))
 
     def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[TopicPartitionKey, tuple[int | None, CommitMark | None]]:
         deadline = time.monotonic() + 60.0
@@ -199,29 +177,27 @@ class GuardedConsumer:
         follower = self._follower
         version = follower.version
         snapshot = follower.snapshot
-        changed = version != self._seen_version
-        self._seen_version = version
+        seeks: dict[TopicPartitionKey, int] = {}
+        if version != self._seen_version:
+            self._seen_version = version
+            seeks.update(self._book.apply(snapshot))
         released = []
-        for key, part in self._parts.items():
-            if part.ticket is not None:
-                if not follower.synced(part.ticket):
-                    continue
-                part.ticket = None
+        for key, part in self._book.parts.items():
+            if part.ticket is not None and follower.synced(part.ticket):
+                target = self._book.release(key, snapshot.get(key))
+                if target is not None:
+                    seeks[key] = target
                 released.append(key)
-            elif not changed:
-                continue
-            target = part.rules.update(snapshot.get(key))
-            if target is not None:
-                self._seek(key, target)
+        for key, target in seeks.items():
+            self._seek(key, target)
         if released:
             self._consumer.resume([TopicPartition(t, p) for t, p in released])
-        self.stats.active_partitions = sum(1 for p in self._parts.values() if p.rules.start is not None)
 
     def _seek(self, key: TopicPartitionKey, target: int) -> None:
-        part = self._parts[key]
+        rules = self._book.parts[key].rules
         self.stats.seeks += 1
-        log.info("guard seeks back to the handover offset", extra={"topic": key[0], "partition": key[1], "offset": target,
-                                                                    "replay_id": part.rules.replay_id or part.rules.reread_replay})
+        log.info("guard seeks back to the handover offset", extra={
+            "topic": key[0], "partition": key[1], "offset": target, "replay_id": rules.replay_id or rules.reread_replay})
         self._consumer.seek(TopicPartition(key[0], key[1], target))
 
     # -- consuming
@@ -239,43 +215,45 @@ class GuardedConsumer:
             self._progress()
             if deadline is not None and time.monotonic() >= deadline:
                 return messages
-        parts = self._parts
-        guarded = any(p.rules.start is not None or p.rules.reread_until is not None or p.ticket is not None
-                      for p in parts.values())
-        if not guarded:
-            if self._auto_store:
-                self._store_last(messages)
+        book = self._book
+        if not book.guarded:
+            last: dict[TopicPartitionKey, int] = {}
+            for message in messages:
+                if message.error() is None:
+                    last[(message.topic(), message.partition())] = message.offset()
+            stores = book.handed_unguarded(last)
+            if stores:
+                self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
             if time.monotonic() - self._last_progress >= self.progress_interval:
                 self._progress()
             return messages
         result: list[Message] = []
         held: set[TopicPartitionKey] = set()
-        touched: dict[TopicPartitionKey, _Partition] = {}
+        touched: set[TopicPartitionKey] = set()
+        parts = book.parts
         for message in messages:
             if message.error() is not None:
                 result.append(message)
                 continue
             key = (message.topic(), message.partition())
             part = parts.get(key)
-            if part is None:
-                continue  # revoked meanwhile
-            if key in held:
-                continue
+            if part is None or key in held:
+                continue  # revoked meanwhile, or held below
             if part.ticket is not None:
                 # Fetched before the pause took effect: put it back, it is read again once the view is current.
                 self._consumer.seek(TopicPartition(key[0], key[1], message.offset()))
                 self._consumer.pause([TopicPartition(key[0], key[1])])
                 held.add(key)
                 continue
-            touched[key] = part
-            if part.rules.verdict(message.offset(), message.key(), message.headers(), message.value()) is Verdict.PROCESS:
+            touched.add(key)
+            if book.judge(key, message.offset(), message.key(), message.headers(), message.value()):
                 result.append(message)
-                part.handed_until = message.offset() + 1
                 self.stats.handed += 1
             else:
                 self.stats.skipped += 1
-        for key, part in touched.items():
-            self._store_after_batch(key, part)
+        stores = [store for store in (book.after_batch(key) for key in touched) if store is not None]
+        if stores:
+            self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
         self._progress()
         return result
 
@@ -283,58 +261,11 @@ class GuardedConsumer:
         messages = self.consume(1, timeout)
         return messages[0] if messages else None
 
-    def _store_last(self, messages: list[Message]) -> None:
-        last: dict[TopicPartitionKey, int] = {}
-        for message in messages:
-            if message.error() is None:
-                last[(message.topic(), message.partition())] = message.offset()
-        offsets = []
-        for (topic, partition), offset in last.items():
-            part = self._parts.get((topic, partition))
-            if part is not None:
-                part.handed_until = part.stored_until = offset + 1
-            offsets.append(TopicPartition(topic, partition, offset + 1))
-        if offsets:
-            self._consumer.store_offsets(offsets=offsets)
-
-    def _store_after_batch(self, key: TopicPartitionKey, part: _Partition) -> None:
-        """Store what may be committed for this partition now, with the guard's mark.
-
-        With automatic storing, everything handed is stored (as librdkafka would on return from consume).
-        Skipped records at the tail are stored too (with the mark that says they were skipped) once the
-        service has stored everything it was handed, so the live group's committed offset shows how far
-        the live side has got, and the replay can tell when it has caught up."""
-        rules = part.rules
-        seen = rules.seen_until
-        if self._auto_store and part.handed_until is not None:
-            part.stored_until = max(part.stored_until or 0, part.handed_until)
-        everything_stored = part.handed_until is None or (part.stored_until or 0) >= part.handed_until
-        target = part.stored_until
-        if everything_stored and seen is not None and (target is None or seen > target):
-            target = seen
-        if target is None or (not self._auto_store and target == part.stored_until):
-            return
-        mark = rules.commit_mark(target)
-        offset = _offset(key[0], key[1], target, mark.encode() if mark else None)
-        self._consumer.store_offsets(offsets=[offset])
-        # Skipped records at the tail: a service that commits only after handling records would never
-        # commit them, so the guard does (see `_progress`). Any later store supersedes it.
-        part.tail_commit = offset if part.handed_until is None or target > part.handed_until else None
-        part.stored_until = target
-
     # -- storing and committing on behalf of the service
 
     def _marked(self, offsets: list[TopicPartition]) -> list[TopicPartition]:
-        result = []
-        for tp in offsets:
-            part = self._parts.get((tp.topic, tp.partition))
-            mark = part.rules.commit_mark(tp.offset) if part is not None and tp.offset >= 0 else None
-            if part is not None and tp.offset >= 0:
-                part.stored_until = max(part.stored_until or 0, tp.offset)
-                if part.tail_commit is not None and tp.offset >= part.tail_commit.offset:
-                    part.tail_commit = None
-            result.append(_offset(tp.topic, tp.partition, tp.offset, mark.encode() if mark else tp.metadata))
-        return result
+        stores = [self._book.service_store(tp.topic, tp.partition, tp.offset, tp.metadata) for tp in offsets]
+        return [_offset(*s_) for s_ in _fields(stores)]
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         if message is not None:
@@ -349,7 +280,7 @@ class GuardedConsumer:
             return self._consumer.commit(offsets=self._marked(offsets), asynchronous=asynchronous)
         return self._consumer.commit(asynchronous=asynchronous)
 
-    # -- progress: guard records, the floor commit of quiet partitions
+    # -- progress: tail commits, guard records, the floor commit of quiet partitions
 
     def _progress(self) -> None:
         now = time.monotonic()
@@ -357,51 +288,33 @@ class GuardedConsumer:
         if now - self._last_progress < self.progress_interval:
             return
         self._last_progress = now
-        pending: dict[TopicPartitionKey, tuple[str, int]] = {}
-        tails = [part.tail_commit for part in self._parts.values() if part.tail_commit is not None]
+        book = self._book
+        tails = book.take_tail_commits()
         if tails:
-            # By calling consume() again the service is done with what it was handed before (the same
-            # assumption librdkafka's automatic offset store makes), so these offsets are safe to commit.
             try:
-                self._consumer.commit(offsets=tails, asynchronous=True)
+                self._consumer.commit(offsets=[_offset(*s_) for s_ in _fields(tails)], asynchronous=True)
             except KafkaException as exc:
                 log.debug("committing skipped records failed", extra={"error": str(exc)})
-            for part in self._parts.values():
-                part.tail_commit = None
-        for key, part in self._parts.items():
-            rules = part.rules
-            if part.ticket is not None:
+        for report in book.skip_reports():
+            self._publish(GuardInfo(report.replay_id, report.topic, report.partition, report.first_skipped,
+                                    report.seen_until, self.member, now_ms()))
+        for store in book.floor_commits(self._position):
+            offsets = [TopicPartition(store.topic, store.partition, store.offset)]
+            try:
+                # Stored too, so a later automatic commit of the stored offset cannot move the group below H.
+                self._consumer.store_offsets(offsets=offsets)
+                self._consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:
+                log.warning("committing the handover offset of a quiet partition failed", extra={"error": str(exc)})
                 continue
-            if rules.handover is None and rules.first_skipped is not None and rules.replay_id is not None \
-                    and rules.seen_until is not None and rules.seen_until != part.published_seen:
-                self._publish(GuardInfo(rules.replay_id, key[0], key[1], rules.first_skipped, rules.seen_until,
-                                        self.member, now_ms()))
-                part.published_seen = rules.seen_until
-            if rules.pending_ack and rules.replay_id is not None and rules.handover is not None:
-                pending[key] = (rules.replay_id, rules.handover)
-                self._floor_commit(key, part)
+            book.floor_done(store)
         with self._lock:
-            self._pending_handovers = pending
+            self._pending_handovers = book.pending_acks()
+        self.stats.active_partitions = sum(1 for p in book.parts.values() if p.rules.start is not None)
 
-    def _floor_commit(self, key: TopicPartitionKey, part: _Partition) -> None:
-        if part.handed_until is not None and (part.stored_until or 0) < part.handed_until:
-            return  # the service still works on records it was handed
-        position = part.rules.seen_until
-        if position is None:
-            found = self._consumer.position([TopicPartition(*key)])
-            position = found[0].offset if found and found[0].offset >= 0 else None
-        target = part.rules.floor_commit(position)
-        if target is None:
-            return
-        try:
-            # Stored too, so a later automatic commit of the stored offset cannot move the group back below H.
-            self._consumer.store_offsets(offsets=[TopicPartition(key[0], key[1], target)])
-            self._consumer.commit(offsets=[TopicPartition(key[0], key[1], target)], asynchronous=False)
-        except KafkaException as exc:
-            log.warning("committing the handover offset of a quiet partition failed", extra={"error": str(exc)})
-            return
-        part.stored_until = target
-        part.rules.floor_committed = True
+    def _position(self, key: TopicPartitionKey) -> int | None:
+        found = self._consumer.position([TopicPartition(*key)])
+        return found[0].offset if found and found[0].offset >= 0 else None
 
     def _publish(self, record: Any) -> None:
         key, value = encode(record)
@@ -457,6 +370,10 @@ class GuardedConsumer:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._consumer, name)
+
+
+def _fields(stores: list[Store]) -> list[tuple[str, int, int, str | None]]:
+    return [(s.topic, s.partition, s.offset, s.metadata) for s in stores]
 
 
 def _offset(topic: str, partition: int, offset: int, metadata: str | None) -> TopicPartition:

@@ -190,9 +190,9 @@ class WorkerSettings:
         values: dict[str, Any] = {}
         for name, spec in _FIELDS.items():
             if name in flags:
-                raw, where = flags[name], f"--{spec.flag}"
+                raw = flags[name]
             elif spec.env in env and env[spec.env] != "":
-                raw, where = env[spec.env], spec.env
+                raw = env[spec.env]
             else:
                 continue
             try:

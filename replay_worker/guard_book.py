@@ -1,0 +1,208 @@
+"""The guard's bookkeeping, pure: per assigned partition, the protocol rules plus what the service was handed
+and has stored, and from that what the guard stores and commits, with which mark.
+
+`guard.GuardedConsumer` is the thin I/O around this (confluent-kafka calls only); the model tests drive this
+class directly against a simulated log with crashes. The rules per record are `handover.GuardPartition`;
+this class decides the offsets:
+
+- A partition is held from its assignment until the handover view is current (`ticket`), then released.
+- With automatic offset storing (the service's `enable.auto.offset.store`, default true), every handed
+  record is stored as librdkafka would; otherwise the service stores what it processed.
+- Skipped records at the tail of a batch are stored, with the mark that says they were skipped, once the
+  service has stored everything it was handed; the guard commits those itself (`take_tail_commits`),
+  because a service that commits only after handling records would never commit them.
+- A quiet partition past H gets the floor commit (`floor_commits`) so that it can be acknowledged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from .handover import ActiveHandover, CommitMark, GuardPartition, Headers, Verdict
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Store:
+    """An offset to store (or commit) for one partition, with its commit metadata."""
+
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None = None
+
+
+@dataclass(frozen=True)
+class SkipReport:
+    """What a `guard` record says: the guard is skipping a partition for a replay."""
+
+    replay_id: str
+    topic: str
+    partition: int
+    first_skipped: int
+    seen_until: int
+
+
+@dataclass
+class PartitionBook:
+    rules: GuardPartition
+    #: Sync ticket the handover view must reach before the partition is released; None once released.
+    ticket: int | None = None
+    #: Offset after the last record handed to the service.
+    handed_until: int | None = None
+    #: Highest offset stored or committed for this partition (by the service or the guard).
+    stored_until: int | None = None
+    #: Skipped records at the tail, stored by the guard, waiting for the guard to commit them.
+    tail_commit: Store | None = None
+    reported_seen: int | None = None
+
+
+@dataclass
+class GuardBook:
+    """All assigned partitions of one guarded consumer."""
+
+    auto_store: bool = True
+    parts: dict[TopicPartitionKey, PartitionBook] = field(default_factory=dict)
+
+    # -- assignment
+
+    def assign(self, key: TopicPartitionKey, committed: int | None, mark: CommitMark | None, ticket: int) -> None:
+        rules = GuardPartition(key[0], key[1])
+        rules.restore(committed, mark)
+        self.parts[key] = PartitionBook(rules, ticket=ticket, stored_until=committed)
+
+    def drop(self, key: TopicPartitionKey) -> None:
+        self.parts.pop(key, None)
+
+    def release(self, key: TopicPartitionKey, active: ActiveHandover | None) -> int | None:
+        """The view is current for this partition: apply it; returns an offset to seek to, or None."""
+        part = self.parts[key]
+        part.ticket = None
+        return part.rules.update(active)
+
+    def apply(self, snapshot: Mapping[TopicPartitionKey, ActiveHandover]) -> dict[TopicPartitionKey, int]:
+        """The view changed: apply it to every released partition; returns the seeks to do."""
+        seeks = {}
+        for key, part in self.parts.items():
+            if part.ticket is None:
+                target = part.rules.update(snapshot.get(key))
+                if target is not None:
+                    seeks[key] = target
+        return seeks
+
+    @property
+    def guarded(self) -> bool:
+        """Some partition needs per-record decisions (else the batch is handed as it is)."""
+        return any(p.ticket is not None or p.rules.start is not None or p.rules.reread_until is not None
+                   for p in self.parts.values())
+
+    # -- per batch
+
+    def judge(self, key: TopicPartitionKey, offset: int, record_key: bytes | None, headers: Headers,
+              value: bytes | None) -> bool:
+        """True when the record goes to the service."""
+        part = self.parts[key]
+        if part.rules.verdict(offset, record_key, headers, value) is Verdict.PROCESS:
+            part.handed_until = offset + 1
+            return True
+        return False
+
+    def handed_unguarded(self, last: Mapping[TopicPartitionKey, int]) -> list[Store]:
+        """No replay active: the last offset handed per partition, stored when storing is automatic."""
+        stores = []
+        for key, offset in last.items():
+            part = self.parts.get(key)
+            if part is not None:
+                part.handed_until = offset + 1
+                part.rules.seen_until = offset + 1
+                if self.auto_store:
+                    part.stored_until = offset + 1
+            if self.auto_store:
+                stores.append(Store(key[0], key[1], offset + 1))
+        return stores
+
+    def after_batch(self, key: TopicPartitionKey) -> Store | None:
+        """What to store for a partition the batch touched (None: nothing)."""
+        part = self.parts[key]
+        rules = part.rules
+        seen = rules.seen_until
+        if self.auto_store and part.handed_until is not None:
+            part.stored_until = max(part.stored_until or 0, part.handed_until)
+        everything_stored = part.handed_until is None or (part.stored_until or 0) >= part.handed_until
+        target = part.stored_until
+        tail = False
+        if everything_stored and seen is not None and (target is None or seen > target):
+            target, tail = seen, True
+        if target is None or (not self.auto_store and not tail):
+            return None
+        mark = rules.commit_mark(target)
+        store = Store(key[0], key[1], target, mark.encode() if mark else None)
+        part.tail_commit = store if tail else None
+        part.stored_until = target
+        return store
+
+    # -- the service stores or commits
+
+    def service_store(self, topic: str, partition: int, offset: int, metadata: str | None = None) -> Store:
+        """An offset the service stores or commits, with the guard's mark attached."""
+        part = self.parts.get((topic, partition))
+        if part is None or offset < 0:
+            return Store(topic, partition, offset, metadata)
+        mark = part.rules.commit_mark(offset)
+        part.stored_until = max(part.stored_until or 0, offset)
+        if part.tail_commit is not None and offset >= part.tail_commit.offset:
+            part.tail_commit = None
+        return Store(topic, partition, offset, mark.encode() if mark else metadata)
+
+    # -- periodic
+
+    def take_tail_commits(self) -> list[Store]:
+        """Tail stores the guard commits itself. By calling consume() again the service is done with what it
+        was handed before (the assumption librdkafka's automatic offset store makes)."""
+        tails = [p.tail_commit for p in self.parts.values() if p.tail_commit is not None]
+        for part in self.parts.values():
+            part.tail_commit = None
+        return tails  # type: ignore[return-value]
+
+    def floor_commits(self, position_of: Callable[[TopicPartitionKey], int | None]) -> list[Store]:
+        """Partitions past H whose committed offset may still be below H (quiet ones): commit the position.
+        Call `floor_done` for each once the commit succeeded."""
+        result = []
+        for key, part in self.parts.items():
+            if part.ticket is not None or part.rules.handover is None or part.rules.floor_committed:
+                continue
+            if part.handed_until is not None and (part.stored_until or 0) < part.handed_until:
+                continue  # the service still works on records it was handed
+            position = part.rules.seen_until
+            if position is None:
+                position = position_of(key)
+            target = part.rules.floor_commit(position)
+            if target is not None:
+                result.append(Store(key[0], key[1], target))
+        return result
+
+    def floor_done(self, store: Store) -> None:
+        part = self.parts.get((store.topic, store.partition))
+        if part is not None:
+            part.stored_until = max(part.stored_until or 0, store.offset)
+            part.rules.floor_committed = True
+
+    def skip_reports(self) -> list[SkipReport]:
+        """Partitions being skipped whose seen-until moved since the last report."""
+        reports = []
+        for key, part in self.parts.items():
+            rules = part.rules
+            if part.ticket is None and rules.handover is None and rules.first_skipped is not None \
+                    and rules.replay_id is not None and rules.seen_until is not None \
+                    and rules.seen_until != part.reported_seen:
+                reports.append(SkipReport(rules.replay_id, key[0], key[1], rules.first_skipped, rules.seen_until))
+                part.reported_seen = rules.seen_until
+        return reports
+
+    def pending_acks(self) -> dict[TopicPartitionKey, tuple[str, int]]:
+        """Partitions whose handover offset is known: (replay id, H) to acknowledge once committed past H."""
+        return {key: (part.rules.replay_id, part.rules.handover)  # type: ignore[misc]
+                for key, part in self.parts.items()
+                if part.ticket is None and part.rules.pending_ack}
