@@ -112,6 +112,7 @@ class ReplayConsumer:
         self._stop = threading.Event()
         self._consumer: Consumer | None = None
         self._admin: AdminClient | None = None
+        self._live_reader: kafka_clients.GroupOffsetReader | None = None
         self._handover: HandoverTopic | None = None
         self._follower: HandoverFollower[_ReplayFacts] | None = None
         self._live: dict[tuple[str, int], int] = {}
@@ -375,13 +376,12 @@ class ReplayConsumer:
 
     def _live_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
         assert self._admin is not None and self.settings.live_group
-        request = [ConsumerGroupTopicPartitions(self.settings.live_group, partitions)]
-        futures = self._admin.list_consumer_group_offsets(request, request_timeout=10)
+        if self._live_reader is None:
+            self._live_reader = kafka_clients.GroupOffsetReader(self._base, self.settings.live_group)
         result = {}
-        for future in futures.values():
-            for tp in future.result(timeout=15).topic_partitions:
-                if tp.error is None and tp.offset >= 0:
-                    result[(tp.topic, tp.partition)] = tp.offset
+        for tp in self._live_reader.committed(partitions, timeout=15):
+            if tp.error is None and tp.offset >= 0:
+                result[(tp.topic, tp.partition)] = tp.offset
         return result
 
     # -- rebalance callbacks (run inside consume())

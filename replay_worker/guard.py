@@ -95,6 +95,8 @@ class GuardedConsumer:
         base = kafka_clients.connection(bootstrap, self._connection, f"reprise-guard-{self.member}")
         self._producer = Producer(kafka_clients.producer_config(base, **{"linger.ms": 5}))
         self._admin = AdminClient(kafka_clients.admin_config(base))
+        self._reader_base = base
+        self._offsets: kafka_clients.GroupOffsetReader | None = None
         self._book = GuardBook(auto_store=self._auto_store)
         self._pending_handovers: dict[TopicPartitionKey, tuple[str, int]] = {}
         self._lock = threading.Lock()
@@ -337,15 +339,14 @@ class GuardedConsumer:
             todo = {k: v for k, v in pending.items() if not _acknowledged(view, v[0], k, v[1])}
         if not todo:
             return
-        request = [ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(t, p) for t, p in todo])]
         try:
-            futures = self._admin.list_consumer_group_offsets(request, request_timeout=10)
+            if self._offsets is None:
+                self._offsets = kafka_clients.GroupOffsetReader(self._reader_base, self.group_id)
             committed = {}
-            for future in futures.values():
-                for tp in future.result(timeout=15).topic_partitions:
-                    if tp.error is None:
-                        committed[(tp.topic, tp.partition)] = (tp.offset if tp.offset >= 0 else None,
-                                                               CommitMark.decode(tp.metadata))
+            for tp in self._offsets.committed([TopicPartition(t, p) for t, p in todo], timeout=15):
+                if tp.error is None:
+                    committed[(tp.topic, tp.partition)] = (tp.offset if tp.offset >= 0 else None,
+                                                           CommitMark.decode(tp.metadata))
         except Exception as exc:
             log.warning("reading the live group's offsets for acknowledgements failed", extra={"error": str(exc)})
             return

@@ -95,3 +95,28 @@ def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]
 
 def admin_config(base: Mapping[str, Any]) -> dict[str, Any]:
     return dict(base)
+
+
+class GroupOffsetReader:
+    """Reads another group's committed offsets (with their metadata) without joining that group.
+
+    Not `AdminClient.list_consumer_group_offsets`: librdkafka (2.15 and 2.16 at least) crashes the whole
+    process (SIGSEGV in rd_kafka_cgrp_op) when the broker answers that request with an error, which a
+    loading or moving group coordinator does. A consumer that carries the group id and never subscribes
+    asks the same question through the consumer-group code path, which handles those errors.
+    """
+
+    def __init__(self, base: Mapping[str, Any], group_id: str) -> None:
+        from confluent_kafka import Consumer
+
+        config = {k: v for k, v in base.items() if k != "group.id"}
+        config.update({"group.id": group_id, "enable.auto.commit": False})
+        self.group_id = group_id
+        self._consumer = Consumer(config)
+
+    def committed(self, partitions: list[Any], timeout: float = 15.0) -> list[Any]:
+        """TopicPartitions with the committed offset (-1001 when none) and its metadata."""
+        return self._consumer.committed(partitions, timeout=timeout)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -17,13 +17,15 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 TopicPartitionKey = tuple[str, int]
 
 #: Seconds any one admin request may take before it is treated as a temporary error.
 REQUEST_TIMEOUT_S = 15.0
+#: Committed-offset readers kept open (one per consumer group being followed).
+MAX_OFFSET_READERS = 512
 
 
 class KafkaUnavailable(RuntimeError):
@@ -77,7 +79,9 @@ class KafkaCluster:
         config["bootstrap.servers"] = bootstrap_servers
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
+        self._config = config
         self._admin = AdminClient(config)
+        self._readers: dict[str, Consumer] = {}
         #: How many requests this client has sent; the benchmark reads it per poll cycle.
         self.requests_sent = 0
         self._lock = threading.Lock()
@@ -165,18 +169,41 @@ class KafkaCluster:
 
     # -- consumer groups ----------------------------------------------------------------------
 
-    def committed_offsets(self, group: str) -> dict[TopicPartitionKey, int]:
-        """The group's committed offsets; partitions it never committed are absent."""
+    def committed_offsets(self, group: str, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """The group's committed offsets of `partitions`; partitions it never committed are absent.
+
+        Asked through a consumer that carries the group id but never joins the group, not through the
+        admin API: librdkafka (2.15 and 2.16 at least) crashes the process in ListConsumerGroupOffsets
+        when the broker answers with an error, which a loading or moving group coordinator does.
+        """
+        keys = list(partitions)
+        if not keys:
+            return {}
         self._count()
-        futures = self._admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=REQUEST_TIMEOUT_S
-        )
-        result = _result(futures[group], f"listing offsets of group {group}")
-        return {
-            (tp.topic, tp.partition): tp.offset
-            for tp in (result.topic_partitions or [])
-            if tp.offset is not None and tp.offset >= 0
-        }
+        reader = self._offset_reader(group)
+        try:
+            found = reader.committed([TopicPartition(t, p) for t, p in keys], timeout=REQUEST_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaUnavailable(f"reading committed offsets of group {group}: {exc}") from None
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
+
+    def _offset_reader(self, group: str) -> Consumer:
+        with self._lock:
+            reader = self._readers.pop(group, None)
+            if reader is None:
+                reader = Consumer({**self._config, "group.id": group, "enable.auto.commit": False,
+                                   "client.id": "reprise-operator-offsets"})
+            self._readers[group] = reader  # most recently used last
+            while len(self._readers) > MAX_OFFSET_READERS:
+                self._readers.pop(next(iter(self._readers))).close()
+            return reader
+
+    def forget_group(self, group: str) -> None:
+        """Close the offset reader of a group that is gone."""
+        with self._lock:
+            reader = self._readers.pop(group, None)
+        if reader is not None:
+            reader.close()
 
     def describe_group(self, group: str) -> GroupDescription:
         self._count()
@@ -198,6 +225,7 @@ class KafkaCluster:
 
     def delete_group(self, group: str) -> None:
         """Delete the group and its committed offsets; an absent group is not an error."""
+        self.forget_group(group)
         self._count()
         futures = self._admin.delete_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
         try:

@@ -352,7 +352,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     rid = replay_id(resource.namespace, resource.name, resource.uid)
     ends, committed = await asyncio.gather(
         asyncio.to_thread(cluster.end_offsets, list(plan)),
-        asyncio.to_thread(cluster.committed_offsets, group),
+        asyncio.to_thread(cluster.committed_offsets, group, list(plan)),
     )
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     handover_mode = spec.mode.value == "Handover"
@@ -422,7 +422,8 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     rid = replay_id(resource.namespace, resource.name, resource.uid)
     if cancel:
-        committed = await asyncio.to_thread(cluster.committed_offsets, group)
+        plan = plan_from_status(resource.status.get("plan") or {})
+        committed = await asyncio.to_thread(cluster.committed_offsets, group, list(plan))
         await asyncio.to_thread(topic.force_handover, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
@@ -484,7 +485,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         resource.condition("ConsumersStopped", "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
         plan = plan_from_status(resource.status.get("plan") or {})
         if "offsets" not in rollback:
-            before = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group)
+            before = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
             ends = await asyncio.to_thread(cluster.end_offsets, list(plan))
             rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
             rollback["takenAt"] = rfc3339(resource.now())
@@ -535,7 +536,7 @@ def _rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, befo
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
     cluster, _ = await resource.kafka(spec.kafka)
     plan = plan_from_status(resource.status.get("plan") or {})
-    committed = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group)
+    committed = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
     views = [
         PartitionView(t, p, start=start, end=end, position=committed.get((t, p)), target=end)
         for (t, p), (start, end) in sorted(plan.items())

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.fixtures.kube import wait_for
@@ -100,10 +100,14 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     return {tp.partition: f.result().offset for tp, f in futures.items()}
 
 
-def committed(bootstrap: str, group: str) -> dict[int, int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result()
-    return {tp.partition: tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    # Not AdminClient.list_consumer_group_offsets: librdkafka crashes on its error answers (kafka_admin.py).
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        reader.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
 
 
 def group_state(bootstrap: str, group: str) -> str:
@@ -115,7 +119,7 @@ def group_state(bootstrap: str, group: str) -> str:
 def wait_caught_up(bootstrap: str, group: str, topic: str, partitions: int, timeout: float = 120) -> dict[int, int]:
     def caught_up():
         ends = end_offsets(bootstrap, topic, partitions)
-        done = committed(bootstrap, group)
+        done = committed(bootstrap, group, topic, partitions)
         return ends if all(done.get(p, -1) >= ends[p] for p in ends) else None
 
     return wait_for(caught_up, timeout, f"group {group} to reach the end of {topic}", interval=0.5)

@@ -71,12 +71,12 @@ def live_service(kube, kafka, namespace, topic_name, tmp_path):
     return out
 
 
-def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None) -> None:
+def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None, topic: str) -> None:
     deployments = json.loads(kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout)
     assert deployments["items"] == [], "the standby Deployment must be deleted"
     if group is not None:
         assert group_state(kafka.bootstrap, group) in ("DEAD", "Dead"), f"replay group {group} must be deleted"
-        assert committed(kafka.bootstrap, group) == {}
+        assert committed(kafka.bootstrap, group, topic, PARTITIONS) == {}
 
 
 def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
@@ -98,7 +98,7 @@ def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, ka
     status = done["status"]
     assert all(part["state"] == "HandedOver" for part in status["progress"]["partitions"])
     assert {c["type"]: c["status"] for c in status["conditions"]}["Complete"] == "True"
-    assert_children_gone(kube, kafka, namespace, "add-locale", replay_group_name(namespace, "add-locale"))
+    assert_children_gone(kube, kafka, namespace, "add-locale", replay_group_name(namespace, "add-locale"), topic_name)
 
 
 def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, namespace, topic_name, live_service):
@@ -111,11 +111,11 @@ def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, nam
         replay = ledger.replay.get(p, {})
         assert all(replay.get(o, 0) >= 1 for o in range(0, stop)), f"partition {p}: replay missed records below {stop}"
         assert stop >= HISTORY // PARTITIONS // 2, "the replay stops at the live group's position, past the history"
-    assert_children_gone(kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"))
+    assert_children_gone(kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"), topic_name)
 
 
 def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(kube, kafka, operator, namespace, topic_name, live_service):
-    before = committed(kafka.bootstrap, "accounts-group")
+    before = committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     apply(kube, namespace, reconsume("rewind-all", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service)))
     done = wait_phase(kube, namespace, "reconsume", "rewind-all", "Complete", timeout=240)
     rollback = done["status"]["rollback"]
