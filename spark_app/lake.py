@@ -19,7 +19,7 @@ import logging
 from collections import OrderedDict
 from datetime import datetime, time, timedelta, timezone
 from functools import reduce
-from typing import Sequence
+from typing import Any, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -118,7 +118,7 @@ class LakeTable:
         uri = self.settings.source
         if self.latest is None:
             return self._pruned(self.spark.read.option("mergeSchema", "true").parquet(uri), days)
-        files = self._pruned(self.spark.read.parquet(uri), days).inputFiles()
+        files = self._data_files(days)
         if not files:
             return self._empty()
         groups = self._by_footer_schema(sorted(files))
@@ -133,6 +133,46 @@ class LakeTable:
             except SchemaError as exc:
                 raise SchemaError(f"{exc} (in {len(group)} file(s) such as {group[0]})") from None
         return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def _data_files(self, days: Sequence[str] | None) -> list[str]:
+        """The data files of the range's days (or of `days`), listed through Hadoop's FileSystem.
+
+        Only the partition folders wanted are listed when days are the top level (`<uri>/dt=2024-01-03/`),
+        as lakes usually are; otherwise every file is listed and kept by its `<column>=<day>` path segment.
+        Names starting with `_` or `.` (`_SUCCESS`, checksums, `_delta_log`) are not data.
+        """
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        root = jvm.org.apache.hadoop.fs.Path(self.settings.source)
+        fs = root.getFileSystem(conf)
+        if not fs.exists(root):
+            raise LakeLayoutError(f"{self.settings.source} does not exist")
+        pc = self.settings.partition_column
+        wanted = set(days) if days else None
+
+        def in_range(day: str) -> bool:
+            if wanted is not None:
+                return day in wanted
+            return (self.first_day is None or day >= self.first_day) and day <= self.last_day
+
+        def listed(folder: Any) -> list[str]:
+            found, files = [], fs.listFiles(folder, True)
+            while files.hasNext():
+                status = files.next()
+                relative = str(status.getPath().toUri().getPath())[len(str(root.toUri().getPath())):]
+                if not any(part.startswith(("_", ".")) for part in relative.split("/") if part):
+                    found.append(str(status.getPath()))
+            return found
+
+        if not pc:
+            return listed(root)
+        prefix = pc + "="
+        top = [status.getPath() for status in fs.listStatus(root) if status.isDirectory()]
+        if any(p.getName().startswith(prefix) for p in top):
+            return [f for p in top if p.getName().startswith(prefix) and in_range(p.getName()[len(prefix):][:10])
+                    for f in listed(p)]
+        return [f for f in listed(root)
+                if any(part.startswith(prefix) and in_range(part[len(prefix):][:10]) for part in f.split("/"))]
 
     def _by_footer_schema(self, files: list[str]) -> "OrderedDict[str, list[str]]":
         """Files grouped by the schema their footer records (Spark's own schema when Spark wrote them)."""
