@@ -80,17 +80,29 @@ class GuardBook:
         """The view is current for this partition: apply it; returns an offset to seek to, or None."""
         part = self.parts[key]
         part.ticket = None
-        return part.rules.update(active)
+        return self._update(part, active)
 
     def apply(self, snapshot: Mapping[TopicPartitionKey, ActiveHandover]) -> dict[TopicPartitionKey, int]:
         """The view changed: apply it to every released partition; returns the seeks to do."""
         seeks = {}
         for key, part in self.parts.items():
             if part.ticket is None:
-                target = part.rules.update(snapshot.get(key))
+                target = self._update(part, snapshot.get(key))
                 if target is not None:
                     seeks[key] = target
         return seeks
+
+    @staticmethod
+    def _update(part: PartitionBook, active: ActiveHandover | None) -> int | None:
+        target = part.rules.update(active)
+        if target is not None:
+            # Reading again from `target`: what is stored from now on starts there and carries the re-read
+            # mark. (The offset committed so far stays valid: its skip mark leads a new owner to the same
+            # re-read.) Anything stored above `target` must not be committed without that mark.
+            part.stored_until = target
+            part.handed_until = None
+            part.tail_commit = None
+        return target
 
     @property
     def guarded(self) -> bool:
