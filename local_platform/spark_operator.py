@@ -18,7 +18,9 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 from .cache import component_dir
 from .errors import PlatformError
@@ -92,6 +94,34 @@ def _download(version: str, home: Path) -> Path:
         raise PlatformError(f"`go mod download {MODULE}@{version}` failed: {reason}; check access to the Go module "
                             f"proxy (GOPROXY) or pin another v2 release; see {log}")
     return Path(info["Dir"])
+
+
+def install_sparkapplication_crd(api_client: Any, crd: Path | None = None, timeout: float = 60.0) -> None:
+    """Create (or update) the real SparkApplication CRD on the API server of `api_client` and wait until
+    it is Established, so SparkApplications can be created right after."""
+    import yaml
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    body = yaml.safe_load((crd or ensure_sparkapplication_crd()).read_text())
+    extensions = client.ApiextensionsV1Api(api_client)
+    name = body["metadata"]["name"]
+    try:
+        extensions.create_custom_resource_definition(body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise PlatformError(f"the API server refused the SparkApplication CRD: {exc.reason} ({exc.status})") from None
+        existing = extensions.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        extensions.replace_custom_resource_definition(name, body)
+    deadline = time.monotonic() + timeout
+    while True:
+        conditions = extensions.read_custom_resource_definition(name).status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return
+        if time.monotonic() > deadline:
+            raise PlatformError(f"the SparkApplication CRD was not Established within {timeout:.0f}s")
+        time.sleep(0.2)
 
 
 if __name__ == "__main__":
