@@ -29,8 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from . import kafka_clients
 from .delivery import Delivery, DeliveryError, Outcome
@@ -111,7 +110,6 @@ class ReplayConsumer:
         self.parts: dict[tuple[str, int], PartitionProgress] = {}
         self._stop = threading.Event()
         self._consumer: Consumer | None = None
-        self._admin: AdminClient | None = None
         self._live_reader: kafka_clients.GroupOffsetReader | None = None
         self._handover: HandoverTopic | None = None
         self._follower: HandoverFollower[_ReplayFacts] | None = None
@@ -139,8 +137,8 @@ class ReplayConsumer:
         self._follower = HandoverFollower(s.bootstrap_servers, s.handover_topic, self._client_config,
                                           _facts_of(s.replay_id), interval=0.2,
                                           client_id=f"reprise-{s.member_name}-follower").start()
-        if s.mode in ("Parallel", "Handover"):
-            self._admin = AdminClient(kafka_clients.admin_config(self._base))
+        if s.mode in ("Parallel", "Handover") and s.live_group:
+            self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
         consumer = self._consumer = Consumer(kafka_clients.consumer_config(self._base, s.replay_group or "", **{
             # Prefetch generously: the Python side is the bottleneck, librdkafka fills the queue meanwhile.
             "fetch.max.bytes": 52428800,
@@ -174,6 +172,8 @@ class ReplayConsumer:
                 self._follower.stop()
             if self._handover is not None:
                 self._handover.close()
+            if self._live_reader is not None:
+                self._live_reader.close()
             log.info("replay consumer stopped")
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
@@ -359,7 +359,7 @@ class ReplayConsumer:
 
     def _slow_checks(self, consumer: Consumer) -> None:
         active = [p for p in self.parts.values() if not p.finished]
-        if self._admin is not None and self.settings.live_group and active:
+        if self._live_reader is not None and active:
             try:
                 self._live = self._live_offsets([TopicPartition(p.topic, p.partition) for p in active])
             except Exception as exc:
@@ -375,9 +375,7 @@ class ReplayConsumer:
                 self.metrics.partition(part.topic, part.partition, position=part.position, end=goal)
 
     def _live_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
-        assert self._admin is not None and self.settings.live_group
-        if self._live_reader is None:
-            self._live_reader = kafka_clients.GroupOffsetReader(self._base, self.settings.live_group)
+        assert self._live_reader is not None
         result = {}
         for tp in self._live_reader.committed(partitions, timeout=15):
             if tp.error is None and tp.offset >= 0:

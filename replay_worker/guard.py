@@ -36,8 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from . import kafka_clients
 from .guard_book import GuardBook, Store
@@ -94,7 +93,6 @@ class GuardedConsumer:
         self._connection = {k: str(v) for k, v in connection.items()}
         base = kafka_clients.connection(bootstrap, self._connection, f"reprise-guard-{self.member}")
         self._producer = Producer(kafka_clients.producer_config(base, **{"linger.ms": 5}))
-        self._admin = AdminClient(kafka_clients.admin_config(base))
         self._reader_base = base
         self._offsets: kafka_clients.GroupOffsetReader | None = None
         self._book = GuardBook(auto_store=self._auto_store)
@@ -368,6 +366,8 @@ class GuardedConsumer:
         finally:
             self._follower.stop()
             self._producer.flush(10)
+            if self._offsets is not None:
+                self._offsets.close()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._consumer, name)
