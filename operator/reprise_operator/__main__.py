@@ -57,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     if settings.leader_election and not args.no_leader_election:
         Leadership(rt.kube.api_client, settings.lease_namespace).acquire()
 
-    registry = kopf.SmartOperatorRegistry()
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: object) -> kopf.ConnectionInfo | None:
+        # The same credentials as the kubernetes client: in-cluster, else $KUBECONFIG.
+        return kopf.login_via_client(**kwargs)
     beats: list[asyncio.Task[None]] = []
 
     @kopf.on.startup(registry=registry)

@@ -153,7 +153,7 @@ class Ledger:
         return offset
 
 
-def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: float) -> dict:
+def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: float, operator=None) -> dict:
     def current():
         out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
         if out.returncode != 0:
@@ -174,5 +174,6 @@ def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: 
             return found
         if time.monotonic() > deadline:
             out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "yaml", check=False).stdout
-            raise AssertionError(f"{kind} {name} did not reach {phase} within {timeout:.0f}s:\n{out}")
+            log = "\n".join(operator.log().splitlines()[-40:]) if operator is not None else ""
+            raise AssertionError(f"{kind} {name} did not reach {phase} within {timeout:.0f}s:\n{out}\noperator log:\n{log}")
         time.sleep(0.5)

@@ -82,7 +82,7 @@ def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | No
 def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name) as producer:
         apply(kube, namespace, reconsume("add-locale", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service)))
-        done = wait_phase(kube, namespace, "reconsume", "add-locale", "Complete", timeout=240)
+        done = wait_phase(kube, namespace, "reconsume", "add-locale", "Complete", timeout=240, operator=operator)
     assert producer.written > 0
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     ledger = Ledger.read(live_service, topic_name)
@@ -104,7 +104,7 @@ def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, ka
 def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name):
         apply(kube, namespace, reconsume("backfill-field", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service)))
-        done = wait_phase(kube, namespace, "reconsume", "backfill-field", "Complete", timeout=240)
+        done = wait_phase(kube, namespace, "reconsume", "backfill-field", "Complete", timeout=240, operator=operator)
     ledger = Ledger.read(live_service, topic_name)
     for part in done["status"]["progress"]["partitions"]:
         p, stop = part["partition"], part["handoverOffset"]
@@ -117,7 +117,7 @@ def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, nam
 def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(kube, kafka, operator, namespace, topic_name, live_service):
     before = committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     apply(kube, namespace, reconsume("rewind-all", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service)))
-    done = wait_phase(kube, namespace, "reconsume", "rewind-all", "Complete", timeout=240)
+    done = wait_phase(kube, namespace, "reconsume", "rewind-all", "Complete", timeout=240, operator=operator)
     rollback = done["status"]["rollback"]
     assert {(o["partition"], o["offset"]) for o in rollback["offsets"]} == set(before.items())
     config_map = json.loads(kube.kubectl("get", "configmap", rollback["configMap"], "-n", namespace, "-o", "json").stdout)
