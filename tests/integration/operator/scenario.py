@@ -10,6 +10,8 @@ thread keeps writing while the replay runs. `Ledger` reads the files back to che
 from __future__ import annotations
 
 import json
+
+import yaml
 import threading
 import time
 from collections import Counter
@@ -22,6 +24,8 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from tests.fixtures.kube import wait_for
 
 LIVE_IMAGE = "reprise-test/accounts:dev"
+PARTITIONS = 3
+HISTORY = 3000
 
 
 def produce(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
@@ -177,3 +181,42 @@ def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: 
             log = "\n".join(operator.log().splitlines()[-40:]) if operator is not None else ""
             raise AssertionError(f"{kind} {name} did not reach {phase} within {timeout:.0f}s:\n{out}\noperator log:\n{log}")
         time.sleep(0.5)
+
+
+
+
+def apply(kube, namespace: str, obj: dict) -> None:
+    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def reconsume(name: str, bootstrap: str, topic: str, mode: str, live: str, sink: str, **extra) -> dict:
+    spec = {
+        "kafka": {"bootstrapServers": bootstrap},
+        "topics": [topic],
+        "consumerGroup": f"{live}-group",
+        "mode": mode,
+        "start": {"earliest": True},
+        "completion": {"drainedFor": "2s"},
+    }
+    if mode == "Rewind":
+        spec["liveDeployment"] = {"name": live}
+    else:
+        spec["consumer"] = {
+            "deploymentRef": {"name": live},
+            "replicas": 2,
+            "env": [
+                {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
+                {"name": "REPRISE_TEST_SINK_DIR", "value": sink},
+                {"name": "REPRISE_BATCH_SIZE", "value": "100"},
+            ],
+        }
+    spec.update(extra)
+    return {"apiVersion": "reprise.io/v1alpha1", "kind": "Reconsume", "metadata": {"name": name}, "spec": spec}
+
+
+def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None, topic: str) -> None:
+    deployments = json.loads(kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout)
+    assert deployments["items"] == [], "the standby Deployment must be deleted"
+    if group is not None:
+        assert group_state(kafka.bootstrap, group) in ("DEAD", "Dead"), f"replay group {group} must be deleted"
+        assert committed(kafka.bootstrap, group, topic, PARTITIONS) == {}

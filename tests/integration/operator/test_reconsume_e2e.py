@@ -7,76 +7,23 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from reprise_operator.constants import replay_group_name
-from tests.fixtures.kube import wait_for
 
 from .scenario import (
+    HISTORY,
+    PARTITIONS,
     KeepProducing,
     Ledger,
+    apply,
+    assert_children_gone,
     committed,
-    end_offsets,
-    group_state,
-    live_deployment,
-    produce,
+    reconsume,
     wait_caught_up,
     wait_phase,
 )
 
 pytestmark = pytest.mark.integration
-
-PARTITIONS = 3
-HISTORY = 3000
-
-
-def apply(kube, namespace: str, obj: dict) -> None:
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
-
-
-def reconsume(name: str, bootstrap: str, topic: str, mode: str, live: str, sink: str, **extra) -> dict:
-    spec = {
-        "kafka": {"bootstrapServers": bootstrap},
-        "topics": [topic],
-        "consumerGroup": f"{live}-group",
-        "mode": mode,
-        "start": {"earliest": True},
-        "completion": {"drainedFor": "2s"},
-    }
-    if mode == "Rewind":
-        spec["liveDeployment"] = {"name": live}
-    else:
-        spec["consumer"] = {
-            "deploymentRef": {"name": live},
-            "replicas": 2,
-            "env": [
-                {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
-                {"name": "REPRISE_TEST_SINK_DIR", "value": sink},
-                {"name": "REPRISE_BATCH_SIZE", "value": "100"},
-            ],
-        }
-    spec.update(extra)
-    return {"apiVersion": "reprise.io/v1alpha1", "kind": "Reconsume", "metadata": {"name": name}, "spec": spec}
-
-
-@pytest.fixture
-def live_service(kube, kafka, namespace, topic_name, tmp_path):
-    """History in a 3-partition topic and a guarded live service that has consumed all of it."""
-    kafka.create_topic(topic_name, PARTITIONS)
-    produce(kafka.bootstrap, topic_name, HISTORY)
-    out = tmp_path / "processed"
-    out.mkdir()
-    apply(kube, namespace, live_deployment("accounts", kafka.bootstrap, "accounts-group", topic_name, out))
-    wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
-    return out
-
-
-def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None, topic: str) -> None:
-    deployments = json.loads(kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout)
-    assert deployments["items"] == [], "the standby Deployment must be deleted"
-    if group is not None:
-        assert group_state(kafka.bootstrap, group) in ("DEAD", "Dead"), f"replay group {group} must be deleted"
-        assert committed(kafka.bootstrap, group, topic, PARTITIONS) == {}
 
 
 def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
