@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from . import kafka_clients
 from .handover import ReplayHandover, ReplayInfo, StartInfo, decode, encode
-from .handover_topic import HandoverTopic, now_ms
+from .handover_topic import HandoverTopic, HandoverTopicError, now_ms
 from .settings import WorkerSettings
 from .start_position import PartitionFacts, SpecError, StartDecision, StartOlderThanRetention, decide_partition
 
@@ -106,28 +106,28 @@ def decide_plan(settings: WorkerSettings, facts: list[PartitionFacts], committed
 
 
 def bootstrap_replay(settings: WorkerSettings, client_config: Mapping[str, str] | None = None, *,
-                     timeout: float = 30.0, attempts: int = 8) -> ReplayHandover:
+                     timeout: float = 30.0, attempts: int = 20) -> ReplayHandover:
     """Make sure the replay is bootstrapped; return its handover state. Safe to call from every replica at
     once, and again after any crash. Raises `StartOlderThanRetention`/`SpecError` for a start that cannot
     be honoured (a configuration problem, not retried) and `BootstrapError` when Kafka keeps failing."""
     assert settings.replay_group, "bootstrap needs the replay group"
     handover = HandoverTopic(settings.bootstrap_servers, settings.handover_topic, client_config, timeout=timeout,
                              client_id=f"reprise-bootstrap-{settings.member_name}")
-    handover.ensure(create=True)
-    state = handover.read_replay(settings.replay_id)
-    if state.bootstrapped:
-        handover.close()
-        return state
     base = kafka_clients.connection(settings.bootstrap_servers, client_config, f"reprise-bootstrap-{settings.member_name}")
     last_error: Exception | None = None
     try:
         for attempt in range(attempts):
             try:
-                result = _bootstrap_once(settings, base, handover, timeout)
-                return result
+                # Look before taking the transactional id: a replica that finds the work done fences nobody,
+                # so concurrent replicas stop contending as soon as one has succeeded.
+                handover.ensure(create=True)
+                state = handover.read_replay(settings.replay_id)
+                if state.bootstrapped:
+                    return state
+                return _bootstrap_once(settings, base, handover, timeout)
             except (StartOlderThanRetention, SpecError):
                 raise
-            except (KafkaException, BootstrapError) as exc:
+            except (KafkaException, BootstrapError, HandoverTopicError) as exc:
                 last_error = exc
                 # Fenced by a concurrent bootstrapper, a coordinator moving, a broker restarting: back off
                 # with jitter (so two replicas do not keep fencing each other) and look again.
@@ -198,3 +198,4 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
     finally:
         consumer.close()
         producer.flush(1.0)
+        producer.close()

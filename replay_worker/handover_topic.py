@@ -73,9 +73,10 @@ class HandoverTopic:
         return self._producer
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(self.timeout)
-            self._producer = None
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(self.timeout)
+            producer.close()
         self._admin = None
 
     # -- the topic itself

@@ -90,6 +90,12 @@ def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]
     config = dict(base)
     config.update({"enable.idempotence": True, "acks": "all"})
     config.update(overrides)
+    if "transactional.id" in config:
+        # confluent-kafka calls the Python logger from librdkafka's log callback even while a transactional
+        # call is raising (confluent-kafka-python#1708), which turns the KafkaException into a SystemError.
+        # Transactional producers therefore log the librdkafka way (stderr), at warning level and up.
+        config.pop("logger", None)
+        config.setdefault("log_level", 4)
     return config
 
 
