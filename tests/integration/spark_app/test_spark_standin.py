@@ -1,0 +1,143 @@
+"""The Spark operator stand-in on the real API server with the real SparkApplication CRD: it runs the job from a
+SparkApplication (mounted Secret and ConfigMap included), writes status as the real controller, retries
+OnFailure, and stops the spark-submit when the SparkApplication is deleted."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from collections import Counter
+from datetime import datetime, timezone
+
+import pytest
+
+from local_platform.spark_operator import GROUP, PLURAL, VERSION, install_sparkapplication_crd
+from local_platform.spark_standin import SparkOperatorStandIn
+from spark_app.lakegen import LATEST_SCHEMA, expected_records
+from tests.fixtures.kube import wait_for
+
+from .conftest import read_topic
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def custom_objects(kube):
+    from kubernetes import client
+
+    api_client = kube.api_client()
+    install_sparkapplication_crd(api_client)
+    try:
+        yield client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+    finally:
+        api_client.close()
+
+
+@pytest.fixture
+def standin(kube, custom_objects, namespace, spark_jars, tmp_path):
+    stand_in = SparkOperatorStandIn(kube.kubeconfig, tmp_path / "standin", namespace=namespace, spark_conf={
+        "spark.jars": spark_jars, "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    stand_in.start()
+    try:
+        yield stand_in
+    finally:
+        stand_in.stop()
+
+
+def spark_application(name: str, main: str, arguments: list[str], **spec) -> dict:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "SparkApplication", "metadata": {"name": name},
+        "spec": {"type": "Python", "mode": "cluster", "image": "reprise-spark:dev", "sparkVersion": "4.1.4",
+                 "mainApplicationFile": main, "arguments": arguments,
+                 "driver": {"cores": 1, "memory": "1g"}, "executor": {"instances": 1, "cores": 1, "memory": "1g"},
+                 **spec},
+    }
+
+
+def status_of(api, namespace: str, name: str) -> dict:
+    return api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name).get("status") or {}
+
+
+def state(status: dict) -> str:
+    return (status.get("applicationState") or {}).get("state", "")
+
+
+def test_the_job_runs_from_a_spark_application_to_completed(custom_objects, standin, namespace, kafka, lake, tmp_path):
+    api, core = custom_objects
+    from kubernetes import client
+
+    topic = kafka.create_topic(f"standin-{uuid.uuid4().hex[:8]}", 2)
+    core.create_namespaced_secret(namespace, client.V1Secret(metadata={"name": "kafka-client"}, data={
+        "client.id": base64.b64encode(b"reprise-lake-replay").decode()}))
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata={"name": "schema"}, data={
+        "latest.json": json.dumps(LATEST_SCHEMA)}))
+    arguments = ["--source", lake.uri, "--partition-column", "dt", "--timestamp-column", "ts",
+                 "--key-column", "user_id", "--from", "2024-01-07T00:00:00Z", "--to", "2024-01-08T00:00:00Z",
+                 "--latest-schema", "/etc/reprise/schema/latest.json", "--kafka-settings", "/etc/reprise/kafka",
+                 "--bootstrap-servers", kafka.bootstrap, "--topic", topic, "--progress", f"file://{tmp_path}/progress"]
+    app = spark_application("lr-1-spark", "local:///opt/reprise/spark_app/main.py", arguments,
+                             restartPolicy={"type": "Never"})
+    app["spec"]["driver"].update(secrets=[{"name": "kafka-client", "path": "/etc/reprise/kafka", "secretType": "Generic"}],
+                                 configMaps=[{"name": "schema", "path": "/etc/reprise/schema"}])
+    api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, app)
+
+    seen: list[str] = []
+
+    def finished() -> dict | None:
+        status = status_of(api, namespace, "lr-1-spark")
+        if not seen or seen[-1] != state(status):
+            seen.append(state(status))
+        return status if state(status) in ("COMPLETED", "FAILED") else None
+
+    status = wait_for(finished, 900, "the SparkApplication to finish")
+    log = standin.log_path(namespace, "lr-1-spark").read_text(errors="replace")
+    assert state(status) == "COMPLETED", log[-3000:]
+    assert seen[-1] == "COMPLETED" and "FAILING" not in seen and set(seen) <= {"", "SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
+    assert (status["submissionAttempts"], status["executionAttempts"]) == (1, 1)
+    assert status["driverInfo"] == {"podName": "lr-1-spark-driver"}
+    assert status["submissionID"] and status["lastSubmissionAttemptTime"] and status["terminationTime"]
+    assert "Kafka client settings from" in log and "client.id" in log
+    day_end = datetime(2024, 1, 8, tzinfo=timezone.utc)
+    expected = Counter(lake.spec.day_text(n) for n, _ in expected_records(lake.spec, datetime(2024, 1, 7, tzinfo=timezone.utc), day_end))
+    assert Counter(r.headers["reprise-origin"].rsplit("=", 1)[1] for r in read_topic(kafka, topic)) == expected
+
+
+def test_a_failing_application_is_retried_on_failure_then_failed(custom_objects, standin, namespace):
+    api, _ = custom_objects
+    # Arguments the job refuses (exit code 2) before Spark even starts: a quick failure.
+    app = spark_application("bad-args", "local:///opt/reprise/spark_app/main.py", ["--source", "file:///nowhere"],
+                            restartPolicy={"type": "OnFailure", "onFailureRetries": 1, "onFailureRetryInterval": 1,
+                                           "onSubmissionFailureRetries": 1, "onSubmissionFailureRetryInterval": 1})
+    api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, app)
+    status = wait_for(lambda: (s := status_of(api, namespace, "bad-args")) and state(s) == "FAILED" and s, 600,
+                      "the SparkApplication to fail")
+    assert status["applicationState"]["errorMessage"] == "driver container failed with ExitCode: 2, Reason: Error"
+    assert (status["submissionAttempts"], status["executionAttempts"]) == (2, 2)
+    assert "the following arguments are required" in standin.log_path(namespace, "bad-args").read_text()
+    assert standin.log_path(namespace, "bad-args").name == "attempt-2.log"
+
+
+def test_deleting_a_running_application_stops_its_spark_submit(custom_objects, standin, namespace, tmp_path):
+    api, _ = custom_objects
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import time\ntime.sleep(900)\n")
+    api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
+                                        spark_application("sleeper", f"local://{sleeper}", []))
+    wait_for(lambda: state(status_of(api, namespace, "sleeper")) == "RUNNING", 300, "the application to run")
+    pid = standin.pid(namespace, "sleeper")
+    assert pid is not None
+    os.kill(pid, 0)  # alive
+
+    api.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "sleeper")
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_for(gone, 60, f"spark-submit (pid {pid}) to be stopped")
+    assert standin.pid(namespace, "sleeper") is None
