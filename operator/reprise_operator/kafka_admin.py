@@ -14,11 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from .metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
 
@@ -82,6 +85,10 @@ class KafkaCluster:
         self._config = config
         self._admin = AdminClient(config)
         self._readers: dict[str, Consumer] = {}
+        self._snapshot_lock = threading.Lock()
+        self._snapshot: dict[TopicPartitionKey, int] = {}
+        self._snapshot_at = 0.0
+        self._interest: dict[TopicPartitionKey, float] = {}
         #: How many requests this client has sent; the benchmark reads it per poll cycle.
         self.requests_sent = 0
         self._lock = threading.Lock()
@@ -89,6 +96,7 @@ class KafkaCluster:
     def _count(self, n: int = 1) -> None:
         with self._lock:
             self.requests_sent += n
+        KAFKA_ADMIN_REQUESTS.labels(self.bootstrap_servers).inc(n)
 
     # -- topics -------------------------------------------------------------------------------
 
@@ -166,6 +174,26 @@ class KafkaCluster:
         specs = {key: OffsetSpec.for_timestamp(timestamp_ms) for key in partitions}
         found = self._list_offsets(specs, "looking up offsets by time")
         return {k: (v if v.offset >= 0 else None) for k, v in found.items()}
+
+    def shared_end_offsets(self, partitions: Iterable[TopicPartitionKey], max_age: float) -> dict[TopicPartitionKey, int]:
+        """End offsets for a follower, from one batched request per `max_age` for every follower of this cluster.
+
+        Each caller registers the partitions it follows; the first caller after the snapshot went stale
+        refreshes it for all registered partitions at once, so a poll cycle costs one request whatever the
+        number of replays. Partitions nobody asked for during three refreshes are dropped.
+        """
+        wanted = set(partitions)
+        with self._snapshot_lock:
+            now = time.monotonic()
+            for key in wanted:
+                self._interest[key] = now
+            fresh = now - self._snapshot_at < max_age and wanted <= self._snapshot.keys()
+            if not fresh:
+                horizon = now - 3 * max(max_age, 1.0)
+                self._interest = {k: t for k, t in self._interest.items() if t >= horizon}
+                self._snapshot = self.end_offsets(list(self._interest))
+                self._snapshot_at = time.monotonic()
+            return {key: self._snapshot[key] for key in wanted}
 
     # -- consumer groups ----------------------------------------------------------------------
 

@@ -351,7 +351,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     plan = plan_from_status(resource.status.get("plan") or {})
     rid = replay_id(resource.namespace, resource.name, resource.uid)
     ends, committed = await asyncio.gather(
-        asyncio.to_thread(cluster.end_offsets, list(plan)),
+        asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2),
         asyncio.to_thread(cluster.committed_offsets, group, list(plan)),
     )
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
