@@ -143,6 +143,18 @@ class Kube:
                 raise KubeUnavailable(f"scaling Deployment {name}: {exc.status} {exc.reason}") from None
             raise
 
+    def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
+        """Set a Job's `spec.suspend` (suspending stops its pods, resuming starts new ones); False when gone."""
+        try:
+            self.batch.patch_namespaced_job(name, namespace, {"spec": {"suspend": suspend}})
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if _temporary(exc):
+                raise KubeUnavailable(f"suspending Job {name}: {exc.status} {exc.reason}") from None
+            raise
+
     def _delete(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Delete in the foreground; False when it was already gone."""
         try:

@@ -1,0 +1,837 @@
+"""Backfill: re-emit the current state of named entities, then wait for the downstream groups. One step per call.
+
+Seed 000's "targeted surgery": the upstream side re-produces a limited set of entities so downstream
+services correct themselves without a replay. The phase in `status` says where a Backfill is, and every
+step is idempotent from there, so the operator can be killed at any point:
+
+    Pending -> Planning -> PlanReady -> (approved) -> Running -> Draining -> Complete
+                                                   \\-> Suspended <-/     \\-> Failed (any step, with a reason)
+
+- Planning reads the keys (`spec.keys`, or the ConfigMap of `keysFrom`), maps them to the target topic's
+  partitions with the producer's default partitioner (murmur2 of the key's UTF-8 bytes, positive, modulo
+  the partition count: Java's default and librdkafka's `murmur2_random`, which the backfill worker uses),
+  and, for the topic and job sources, snapshots the keys into a ConfigMap owned by the Backfill, so the
+  run re-emits exactly the planned keys even if the user's ConfigMap changes afterwards.
+- Running first records the target topic's end offsets (persisted before anything is produced), then:
+  `topic` runs Reprise's worker (role backfill) as a Job, which reports what it produced and which keys
+  it did not find as a `result` record in the handover topic; `job` runs the user's pod template as a Job
+  with the keys as a file and in the environment, and the produced range is the end offsets after the Job
+  minus those before (records other producers wrote meanwhile are included: the barrier then waits a
+  little longer, never too little); `debezium` sends an incremental `execute-snapshot` signal and follows
+  the connector's notifications to COMPLETED (then waits until the end offsets hold still for one poll,
+  as the connector's producer may still be flushing); without a notification topic, the snapshot counts
+  as done once the end offsets have not moved for `QUIET_POLLS` polls (at least `QUIET_MIN`), or at the
+  latest `QUIET_CAP` after the signal.
+- Draining is the completion barrier (`barrier.py`): every downstream group must commit past the last
+  produced offset of every partition written to; a group whose committed offset stays put with records to
+  pass for `barrier.stalledAfter` sets the Stalled condition, naming the partition and offset.
+
+`spec.suspend` holds the producing step (the Job is suspended, a running Debezium snapshot is paused).
+Once produced, Reprise runs nothing, so the barrier keeps being followed while suspended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Iterable, Literal, Sequence
+
+from pydantic import ValidationError
+
+from replay_worker.filters import FilterSpec
+from replay_worker.settings import WorkerSettings
+
+from . import barrier, debezium, metrics
+from .api import API_VERSION, BackfillSpec, format_duration
+from .conditions import rfc3339
+from .constants import bounded_name, child_labels, replay_id
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .progress import PartitionView, progress_status, summarize
+from .workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
+
+KIND = "Backfill"
+PLURAL = "backfills"
+
+#: Where the keys file is mounted in the Jobs Reprise runs, and its name in the keys ConfigMap.
+KEYS_DIR = "/etc/reprise/keys"
+KEYS_FILE = "keys.txt"
+KEYS_PATH = f"{KEYS_DIR}/{KEYS_FILE}"
+KEYS_VOLUME = "reprise-backfill-keys"
+#: A ConfigMap holds at most 1 MiB; the keys file must fit with room for the metadata.
+MAX_KEYS_BYTES = 1_000_000
+#: REPRISE_KEYS is set only when the keys fit in this many bytes (a pod spec is stored in etcd, which
+#: refuses objects over 1.5 MiB); the file is always there.
+KEYS_ENV_LIMIT = 128 * 1024
+#: At most this many keys not found are listed by name in status (all are counted).
+NOT_FOUND_LISTED = 1000
+#: A finished Job whose worker result does not show up in the handover topic within this fails.
+RESULT_WAIT = timedelta(seconds=60)
+#: Debezium without a notification topic: the snapshot is over when the target's end offsets have not
+#: moved for QUIET_POLLS polls (at least QUIET_MIN), or QUIET_CAP after the signal whatever they do.
+QUIET_POLLS = 10
+QUIET_MIN = timedelta(seconds=10)
+QUIET_CAP = timedelta(minutes=15)
+#: Notifications are read from this long before the Backfill started (clock skew between hosts).
+CLOCK_SLACK_MS = 60_000
+
+SourceKind = Literal["topic", "job", "debezium"]
+JobState = Literal["missing", "running", "suspended", "succeeded", "failed"]
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash (Java `Utils.murmur2`, librdkafka `rd_murmur2`), as a signed 32-bit int."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length % 4
+    if tail == 3:
+        h ^= data[whole + 2] << 16
+    if tail >= 2:
+        h ^= data[whole + 1] << 8
+    if tail >= 1:
+        h ^= data[whole]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition the default keyed partitioner gives `key`: `toPositive(murmur2(bytes)) % partitions`."""
+    return (murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
+
+
+def keys_from_text(text: str) -> list[str]:
+    """The keys of a keys file: one per line, surrounding blanks dropped, blank lines ignored."""
+    return unique(line.strip() for line in text.splitlines() if line.strip())
+
+
+def unique(keys: Iterable[str]) -> list[str]:
+    """Keys without repeats, in first-seen order."""
+    return list(dict.fromkeys(keys))
+
+
+def check_file_keys(keys: Sequence[str]) -> None:
+    """Keys travel as lines of a file (the worker and the upstream CLI read them back line by line)."""
+    for key in keys:
+        if "\n" in key or "\r" in key or key != key.strip():
+            raise ValueError(
+                f"key {key[:80]!r} has a line break or surrounding whitespace, which a keys file (one key per "
+                "line) cannot carry"
+            )
+    size = sum(len(k.encode("utf-8")) + 1 for k in keys)
+    if size > MAX_KEYS_BYTES:
+        raise ValueError(f"the keys take {size} bytes, over the {MAX_KEYS_BYTES} a ConfigMap holds: split them "
+                         "over several Backfills")
+
+
+def plan_status(keys: Sequence[str], partitions: int | None, groups: Sequence[str], now: datetime) -> dict:
+    """`status.plan`: the keys, the partitions they map to (None: the source decides), the groups."""
+    plan: dict[str, Any] = {"keyCount": len(keys), "partitions": [], "downstreamGroups": list(groups),
+                            "computedAt": rfc3339(now)}
+    if partitions:
+        counts = Counter(partition_for(k, partitions) for k in keys)
+        plan["partitions"] = [{"partition": p, "keys": n} for p, n in sorted(counts.items())]
+    return plan
+
+
+def plan_summary(plan: dict, topic: str, source: SourceKind) -> str:
+    groups = plan.get("downstreamGroups") or []
+    waits = f"waits for {', '.join(groups)}" if groups else "no downstream groups to wait for"
+    if not plan.get("partitions"):
+        where = "the connector's key format decides the partitions" if source == "debezium" else "no partitions"
+        return f"{plan['keyCount']} keys to {topic} ({where}); {waits}"
+    return f"{plan['keyCount']} keys to {len(plan['partitions'])} partitions of {topic}; {waits}"
+
+
+def keys_configmap_name(cr_name: str) -> str:
+    return bounded_name(cr_name, "keys", limit=253)
+
+
+def job_name(cr_name: str) -> str:
+    return bounded_name(cr_name, "backfill")
+
+
+def keys_configmap(owner: Owner, namespace: str, keys: Sequence[str]) -> dict:
+    """The snapshot of the planned keys, one per line, owned by the Backfill."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": keys_configmap_name(owner.name),
+            "namespace": namespace,
+            "labels": child_labels(KIND, owner.name, "keys"),
+            "annotations": {"reprise.io/key-count": str(len(keys))},
+            "ownerReferences": [owner.reference()],
+        },
+        "data": {KEYS_FILE: "".join(f"{k}\n" for k in keys)},
+    }
+
+
+def keys_env(keys: Sequence[str], topic: str) -> list[dict]:
+    """What the upstream command is told: the keys file, the keys (when they fit), the target topic."""
+    env = [
+        {"name": "REPRISE_KEYS_FILE", "value": KEYS_PATH},
+        {"name": "REPRISE_KEY_COUNT", "value": str(len(keys))},
+        {"name": "REPRISE_TOPIC", "value": topic},
+    ]
+    joined = ",".join(keys)
+    if len(joined.encode("utf-8")) <= KEYS_ENV_LIMIT:
+        env.insert(1, {"name": "REPRISE_KEYS", "value": joined})
+    return env
+
+
+def with_keys_file(pod_spec: dict, configmap: str) -> dict:
+    """The pod spec with the keys ConfigMap mounted read-only at KEYS_DIR in every container."""
+    spec = copy.deepcopy(pod_spec)
+    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != KEYS_VOLUME]
+    volumes.append({"name": KEYS_VOLUME, "configMap": {"name": configmap, "items": [{"key": KEYS_FILE, "path": KEYS_FILE}]}})
+    spec["volumes"] = volumes
+    containers = []
+    for container in spec.get("containers") or []:
+        mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != KEYS_VOLUME]
+        mounts.append({"name": KEYS_VOLUME, "mountPath": KEYS_DIR, "readOnly": True})
+        containers.append({**container, "volumeMounts": mounts})
+    spec["containers"] = containers
+    return spec
+
+
+def worker_settings(spec: BackfillSpec, rid: str, handover_topic: str) -> WorkerSettings:
+    """The backfill worker's settings: read the source topic, re-emit the keys of the keys file to spec.topic."""
+    assert spec.source.topic is not None
+    return WorkerSettings(
+        bootstrap_servers=spec.kafka.bootstrap_servers,
+        replay_id=rid,
+        topics=(spec.source.topic.name,),
+        role="backfill",
+        forward_topic=spec.topic,
+        filter=FilterSpec(keys_file=KEYS_PATH),
+        handover_topic=handover_topic,
+        kafka_config_dir=KAFKA_CONFIG_DIR if spec.kafka.config_from is not None else None,
+        metrics_port=0,
+    )
+
+
+def worker_job(owner: Owner, namespace: str, spec: BackfillSpec, rid: str, image: str, handover_topic: str) -> dict:
+    """The `topic` source's Job: Reprise's worker image in role backfill, with the keys file mounted."""
+    manifest = worker_job_manifest(
+        owner=owner,
+        name=job_name(owner.name),
+        namespace=namespace,
+        labels=child_labels(KIND, owner.name, "backfill-worker"),
+        image=image,
+        args=[],
+        worker_env=worker_settings(spec, rid, handover_topic).to_env(),
+        kafka_secret=spec.kafka.config_from.secret_ref.name if spec.kafka.config_from else None,
+        backoff_limit=2,
+    )
+    pod = manifest["spec"]["template"]
+    pod["spec"] = with_keys_file(pod["spec"], keys_configmap_name(owner.name))
+    return manifest
+
+
+def upstream_job(owner: Owner, namespace: str, spec: BackfillSpec, keys: Sequence[str]) -> dict:
+    """The `job` source's Job: the user's pod template, with the keys as a file and in the environment."""
+    source = spec.source.job
+    assert source is not None
+    template = copy.deepcopy(source.template)
+    pod_spec = dict(template.get("spec") or {})
+    containers = pod_spec.get("containers") or []
+    if not containers:
+        raise ValueError("spec.source.job.template.spec.containers is empty: name the upstream service's command")
+    ours = keys_env(keys, spec.topic)
+    pod_spec["containers"] = [{**c, "env": merge_env(c.get("env") or [], ours)} for c in containers]
+    pod_spec = with_keys_file(pod_spec, keys_configmap_name(owner.name))
+    manifest = job_manifest(
+        owner=owner,
+        name=job_name(owner.name),
+        namespace=namespace,
+        labels=child_labels(KIND, owner.name, "backfill-job"),
+        pod_spec=pod_spec,
+        backoff_limit=source.backoff_limit,
+        pod_metadata=template.get("metadata"),
+    )
+    if source.active_deadline_seconds is not None:
+        manifest["spec"]["activeDeadlineSeconds"] = source.active_deadline_seconds
+    return manifest
+
+
+def job_state(job: dict | None) -> tuple[JobState, str]:
+    """Where a Job is, from its status, and the reason when it failed."""
+    if job is None:
+        return "missing", ""
+    status = job.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Failed":
+            return "failed", f"{condition.get('reason', 'Failed')}: {condition.get('message', '')}".rstrip(": ")
+        if condition.get("type") in ("Complete", "SuccessCriteriaMet"):
+            return "succeeded", ""
+    if int(status.get("succeeded") or 0) > 0 and not int(status.get("active") or 0):
+        return "succeeded", ""
+    if (job.get("spec") or {}).get("suspend"):
+        return "suspended", ""
+    return "running", ""
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    """The backfill worker's result, in status terms."""
+
+    ranges: list[barrier.ProducedRange]
+    produced: int
+    not_found: list[str]
+    deleted: int
+
+
+def worker_outcome(result: dict, topic: str) -> WorkerOutcome:
+    """Read the worker's `result` record. Deleted keys (latest record a tombstone) have no state to
+    re-emit, so they count as not found; the Produced message counts them apart."""
+    missing = list(result.get("missing") or [])
+    deleted = list(result.get("deleted") or [])
+    return WorkerOutcome(
+        ranges=barrier.ranges_from_worker(topic, result.get("partitions") or {}),
+        produced=int(result.get("produced") or 0),
+        not_found=sorted(set(missing) | set(deleted)),
+        deleted=len(deleted),
+    )
+
+
+def ranges_status(ranges: Iterable[barrier.ProducedRange]) -> list[dict]:
+    return [{"topic": r.topic, "partition": r.partition, "startOffset": r.start, "endOffset": r.end} for r in ranges]
+
+
+def ranges_from_status(raw: Iterable[dict] | None) -> list[barrier.ProducedRange]:
+    return [barrier.ProducedRange(r["topic"], int(r["partition"]), int(r["startOffset"]), int(r["endOffset"]))
+            for r in raw or []]
+
+
+@dataclass
+class QuietClock:
+    """How long a topic's end offsets have held still (restarted on every move)."""
+
+    ends: dict | None = None
+    since: datetime | None = None
+
+    def observe(self, ends: dict, now: datetime) -> timedelta:
+        if ends != self.ends or self.since is None:
+            self.ends, self.since = dict(ends), now
+        return now - self.since
+
+
+def quiet_period(poll_interval: float) -> timedelta:
+    return max(QUIET_MIN, timedelta(seconds=QUIET_POLLS * poll_interval))
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+# ------------------------------------------------------------------------------------------ the steps
+
+
+def _spec(resource: Resource) -> BackfillSpec:
+    try:
+        return BackfillSpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+
+
+def _source(spec: BackfillSpec) -> SourceKind:
+    return spec.source.kind  # type: ignore[return-value]
+
+
+def _owner(resource: Resource) -> Owner:
+    return Owner(API_VERSION, KIND, resource.name, resource.uid)
+
+
+def _rid(resource: Resource) -> str:
+    return replay_id(resource.namespace, resource.name, resource.uid)
+
+
+def _condition_is(resource: Resource, type_: str, status: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == status for c in resource.status.get("conditions") or [])
+
+
+async def step(resource: Resource, memory: ObjectMemory) -> None:
+    spec = _spec(resource)
+    if resource.phase in FINISHED:
+        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
+        return
+    if resource.phase in ("Pending", "Planning"):
+        await _plan(resource, spec)
+    if resource.phase == "PlanReady":
+        if not resource.approved():
+            return
+        resource.condition("Approved", "True", "Approved", _approval_message(resource))
+        if spec.suspend:
+            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+            return
+        if _condition_is(resource, "Suspended", "True"):
+            resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+        await _begin(resource, spec)
+        return  # the end offsets before producing are persisted before anything is produced
+    if resource.phase in ("Running", "Suspended"):
+        await _apply_suspend(resource, spec)
+    if resource.phase == "Running":
+        await _produce(resource, spec, memory)
+    if resource.phase == "Draining":
+        await _follow_barrier(resource, spec, memory)
+
+
+def _approval_message(resource: Resource) -> str:
+    if (resource.body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
+        return "approval is Automatic"
+    return "approved with the annotation reprise.io/approve=true"
+
+
+async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
+    if spec.keys is not None:
+        return unique(spec.keys)
+    assert spec.keys_from is not None
+    ref = spec.keys_from.config_map_ref
+    found = await resource.rt.kube.run(resource.rt.kube.get_configmap, resource.namespace, ref.name)
+    if found is None:
+        raise Waiting("ConfigMapNotFound",
+                      f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+    data = found.get("data") or {}
+    if ref.key not in data:
+        raise Waiting("ConfigMapKeyNotFound",
+                      f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} has no key {ref.key!r}")
+    return keys_from_text(data[ref.key])
+
+
+async def _plan(resource: Resource, spec: BackfillSpec) -> None:
+    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    keys = await _read_keys(resource, spec)
+    if not keys:
+        raise Failure("NoKeys", "spec.keysFrom: the ConfigMap lists no keys (one per line)")
+    source = _source(spec)
+    cluster, _ = await resource.kafka(spec.kafka)
+    wanted = [spec.topic]
+    if spec.source.topic is not None:
+        wanted.append(spec.source.topic.name)
+    if spec.source.debezium is not None:
+        wanted.append(spec.source.debezium.signal_topic)
+    found = await asyncio.to_thread(cluster.partitions, wanted)
+    for name, field in zip(wanted, ("spec.topic", "spec.source.topic.name", "spec.source.debezium.signalTopic")):
+        if name not in found:
+            raise Waiting("TopicNotFound", f"{field}: topic {name} does not exist in the Kafka cluster")
+    if source == "debezium":
+        dbz = spec.source.debezium
+        assert dbz is not None
+        try:
+            debezium.execute_snapshot(debezium.signal_id(resource.uid), dbz.topic_prefix, dbz.data_collection,
+                                      dbz.key_column, keys)
+        except debezium.SignalError as exc:
+            raise Failure("InvalidKeys", f"spec.keys: {exc}") from None
+        # The connector keys its records by the row's primary key in its own format: no partitions to plan.
+        plan = plan_status(keys, None, spec.downstream_groups or [], resource.now())
+    else:
+        try:
+            check_file_keys(keys)
+        except ValueError as exc:
+            raise Failure("InvalidKeys", f"spec.keys: {exc}") from None
+        plan = plan_status(keys, len(found[spec.topic]), spec.downstream_groups or [], resource.now())
+    if source != "debezium" or spec.keys_from is not None:
+        await _snapshot_keys(resource, keys)
+    resource.status["plan"] = plan
+    summary = plan_summary(plan, spec.topic, source)
+    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    if spec.approval.value == "Manual" and not resource.approved():
+        resource.condition("Approved", "False", "AwaitingApproval",
+                           f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true")
+    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+
+
+async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
+    """Create the keys ConfigMap; one left over from an earlier plan with other keys is replaced."""
+    kube = resource.rt.kube
+    manifest = keys_configmap(_owner(resource), resource.namespace, keys)
+    existing = await kube.run(kube.create_owned, manifest, resource.uid)
+    if (existing.get("data") or {}) != manifest["data"]:
+        await kube.run(kube.delete_configmap, resource.namespace, manifest["metadata"]["name"])
+        raise Retry("the keys ConfigMap held other keys (an earlier plan); replacing it")
+    children = resource.status.setdefault("children", {})
+    children["configMaps"] = [manifest["metadata"]["name"]]
+
+
+async def _planned_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
+    """The keys as planned: `spec.keys` (immutable), else the snapshot ConfigMap made at planning."""
+    if spec.keys is not None:
+        return unique(spec.keys)
+    kube = resource.rt.kube
+    found = await kube.run(kube.get_configmap, resource.namespace, keys_configmap_name(resource.name))
+    if found is None:
+        raise Failure("KeysConfigMapDeleted",
+                      f"ConfigMap {keys_configmap_name(resource.name)} with the planned keys was deleted")
+    return keys_from_text((found.get("data") or {}).get(KEYS_FILE, ""))
+
+
+async def _end_offsets(resource: Resource, spec: BackfillSpec) -> dict[int, int]:
+    cluster, _ = await resource.kafka(spec.kafka)
+    found = await asyncio.to_thread(cluster.partitions, [spec.topic])
+    if spec.topic not in found:
+        raise Failure("TopicNotFound", f"spec.topic: topic {spec.topic} was deleted")
+    ends = await asyncio.to_thread(cluster.end_offsets, [(spec.topic, p) for p in found[spec.topic]])
+    return {p: o for (_, p), o in ends.items()}
+
+
+async def _begin(resource: Resource, spec: BackfillSpec) -> None:
+    """Record the target's end offsets before anything is produced; the producing starts next step."""
+    before = await _end_offsets(resource, spec)
+    resource.status["producedRange"] = [
+        {"topic": spec.topic, "partition": p, "startOffset": o, "endOffset": o} for p, o in sorted(before.items())
+    ]
+    for part in (resource.status.get("plan") or {}).get("partitions") or []:
+        part["startOffset"] = before.get(part["partition"], 0)
+    resource.status["startedAt"] = rfc3339(resource.now())
+    if _source(spec) == "debezium":
+        resource.status["signal"] = {"id": debezium.signal_id(resource.uid)}
+    resource.condition("Running", "True", "Starting", f"recorded the end offsets of {spec.topic} before producing")
+    resource.set_phase("Running", "Started", f"re-emitting {resource.status['plan']['keyCount']} keys to {spec.topic}")
+
+
+async def _produce(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
+    source = _source(spec)
+    if source == "debezium":
+        await _follow_debezium(resource, spec, memory)
+    else:
+        await _follow_job(resource, spec, memory)
+
+
+async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
+    """Create the Job unless it exists (a re-emission is idempotent, so a deleted Job is simply re-run)."""
+    kube = resource.rt.kube
+    name = job_name(resource.name)
+    job = await kube.run(kube.get_job, resource.namespace, name)
+    if job is not None:
+        return job
+    if _source(spec) == "topic":
+        manifest = worker_job(_owner(resource), resource.namespace, spec, _rid(resource),
+                              resource.rt.settings.worker_image, resource.rt.settings.handover_topic)
+    else:
+        try:
+            manifest = upstream_job(_owner(resource), resource.namespace, spec, await _planned_keys(resource, spec))
+        except ValueError as exc:
+            raise Failure("InvalidTemplate", str(exc)) from None
+    job = await kube.run(kube.create_owned, manifest, resource.uid)
+    resource.status.setdefault("children", {})["jobs"] = [name]
+    resource.condition("Running", "True", "JobCreated", f"Job {name} re-emits the keys")
+    resource.event("JobCreated", f"created Job {name}")
+    return job
+
+
+async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
+    state, reason = job_state(await _ensure_job(resource, spec))
+    name = job_name(resource.name)
+    if state == "failed":
+        raise Failure("JobFailed", f"Job {name} failed ({reason}); nothing more is re-emitted")
+    if state != "succeeded":
+        return
+    if _source(spec) == "job":
+        before = {r.partition: r.start for r in ranges_from_status(resource.status.get("producedRange"))}
+        after = await _end_offsets(resource, spec)
+        ranges = barrier.ranges_between(spec.topic, before, after)
+        _produced(resource, spec, ranges, f"by Job {name}")
+        return
+    _, config = await resource.kafka(spec.kafka)
+    result = await _worker_result(resource, spec, config)
+    if result is None:
+        waited_since = memory.extra.setdefault("result_wait", resource.now())
+        if resource.now() - waited_since > RESULT_WAIT:
+            raise Failure("NoResult", f"Job {name} succeeded but its result is not in handover topic "
+                                      f"{resource.rt.settings.handover_topic}")
+        raise Retry(f"Job {name} succeeded; waiting for its result record")
+    memory.extra.pop("result_wait", None)
+    outcome = worker_outcome(result, spec.topic)
+    resource.status["keysProduced"] = outcome.produced
+    resource.status["keysNotFound"] = outcome.not_found[:NOT_FOUND_LISTED]
+    resource.status["keysNotFoundCount"] = len(outcome.not_found)
+    detail = f"by Job {name}"
+    if outcome.not_found:
+        deleted = f" ({outcome.deleted} deleted)" if outcome.deleted else ""
+        detail += f"; {len(outcome.not_found)} keys not found{deleted}"
+        shown = ", ".join(outcome.not_found[:10]) + (", ..." if len(outcome.not_found) > 10 else "")
+        resource.event("KeysNotFound", f"{len(outcome.not_found)} of the keys are not in "
+                                       f"{spec.source.topic.name if spec.source.topic else 'the source'}: {shown}",
+                       warning=True)
+    _produced(resource, spec, outcome.ranges, detail)
+
+
+async def _worker_result(resource: Resource, spec: BackfillSpec, config: dict) -> dict | None:
+    rt = resource.rt
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    state = await asyncio.to_thread(rt.handovers.replay, *where, _rid(resource))
+    if state.result is None:
+        await asyncio.to_thread(rt.handovers.sync, *where)
+        state = await asyncio.to_thread(rt.handovers.replay, *where, _rid(resource))
+    return dict(state.result.body) if state.result is not None else None
+
+
+def _produced(resource: Resource, spec: BackfillSpec, ranges: list[barrier.ProducedRange], detail: str) -> None:
+    resource.status["producedRange"] = ranges_status(ranges)
+    records = sum(r.records for r in ranges)
+    message = f"{records} records in {len(ranges)} partitions of {spec.topic} {detail}"
+    resource.condition("Produced", "True", "Produced", message)
+    groups = spec.downstream_groups or []
+    waiting = f"waiting for {', '.join(groups)} to pass them" if groups and ranges else "nothing to wait for"
+    resource.condition("Running", "False", "Produced", waiting)
+    resource.set_phase("Draining", "Produced", f"{message}; {waiting}")
+
+
+# -- debezium
+
+
+async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
+    dbz = spec.source.debezium
+    assert dbz is not None
+    _, config = await resource.kafka(spec.kafka)
+    bootstrap = spec.kafka.bootstrap_servers
+    signal = resource.status.setdefault("signal", {"id": debezium.signal_id(resource.uid)})
+    started = parse_time(resource.status.get("startedAt")) or resource.now()
+    since_ms = int(started.timestamp() * 1000) - CLOCK_SLACK_MS
+    if not signal.get("sentAt"):
+        already = await asyncio.to_thread(debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal["id"], since_ms)
+        if not already:
+            keys = await _planned_keys(resource, spec)
+            record = debezium.execute_snapshot(signal["id"], dbz.topic_prefix, dbz.data_collection, dbz.key_column,
+                                               keys, f"{resource.namespace}/{resource.name}")
+            await _send(bootstrap, config, dbz.signal_topic, record)
+        signal["sentAt"] = rfc3339(resource.now())
+        resource.condition("Running", "True", "SignalSent",
+                           f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}")
+        resource.event("SignalSent", f"sent execute-snapshot {signal['id']} for {dbz.data_collection} to {dbz.signal_topic}")
+        return  # persist "sent" before following
+    if dbz.notification_topic is not None:
+        # Notifications first, end offsets after: what COMPLETED follows is then in the offsets read.
+        progress = await _notifications(bootstrap, config, dbz.notification_topic, signal["id"], since_ms, memory)
+        if progress.last is not None and signal.get("lastNotification") != progress.last:
+            signal["lastNotification"] = progress.last
+            at = datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo) if progress.at_ms else resource.now()
+            signal["notifiedAt"] = rfc3339(at)
+        if progress.rows_scanned is not None:
+            resource.status["keysProduced"] = progress.rows_scanned
+        if progress.failure is not None:
+            raise Failure("SnapshotFailed", f"Debezium: {progress.failure} (signal {signal['id']})")
+        if not progress.completed:
+            return
+        # After COMPLETED the connector's producer may still be flushing: the end offsets must hold still
+        # from one poll to the next before they close the range.
+        ends = await _end_offsets(resource, spec)
+        if memory.extra.get("completed_ends") != ends:
+            memory.extra["completed_ends"] = ends
+            return
+        detail = f"by Debezium (signal {signal['id']} COMPLETED)"
+    else:
+        ends = await _end_offsets(resource, spec)
+        clock: QuietClock = memory.extra.setdefault("quiet", QuietClock())
+        quiet = clock.observe(ends, resource.now())
+        sent = parse_time(signal.get("sentAt")) or resource.now()
+        if quiet < quiet_period(resource.rt.settings.poll_interval) and resource.now() - sent < QUIET_CAP:
+            return
+        detail = f"by Debezium (signal {signal['id']}; end offsets still for {format_duration(quiet)})"
+    before = {r.partition: r.start for r in ranges_from_status(resource.status.get("producedRange"))}
+    _produced(resource, spec, barrier.ranges_between(spec.topic, before, ends), detail)
+
+
+async def _send(bootstrap: str, config: dict, topic: str, record: debezium.SignalRecord) -> None:
+    try:
+        await asyncio.to_thread(debezium.send, bootstrap, config, topic, record)
+    except Exception as exc:  # the broker is away or slow: send again at the next poll
+        raise Retry(f"sending a signal to {topic}: {exc}") from None
+
+
+async def _notifications(bootstrap: str, config: dict, topic: str, id_: str, since_ms: int,
+                         memory: ObjectMemory) -> debezium.SnapshotProgress:
+    """The snapshot's progress, reading only what arrived since the last poll (all of it after a restart)."""
+    progress: debezium.SnapshotProgress = memory.extra.get("snapshot", debezium.SnapshotProgress())
+    offsets = memory.extra.get("notification_offsets")
+    try:
+        found, offsets = await asyncio.to_thread(
+            debezium.read_notifications, bootstrap, config, topic, since_ms, offsets)
+    except Exception as exc:
+        raise Retry(f"reading notifications from {topic}: {exc}") from None
+    progress = debezium.follow_all(progress, found, id_)
+    memory.extra["snapshot"], memory.extra["notification_offsets"] = progress, offsets
+    return progress
+
+
+# -- suspend
+
+
+async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
+    """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot."""
+    if spec.suspend and resource.phase == "Running":
+        what = await _hold(resource, spec, True)
+        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {what}")
+        resource.condition("Running", "False", "Suspended", "suspended")
+        resource.set_phase("Suspended", "Suspended", what)
+    elif not spec.suspend and resource.phase == "Suspended":
+        what = await _hold(resource, spec, False)
+        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+        resource.condition("Running", "True", "Resumed", what)
+        resource.set_phase("Running", "Resumed", what)
+
+
+async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
+    kube = resource.rt.kube
+    if _source(spec) == "debezium":
+        signal = resource.status.get("signal") or {}
+        if not signal.get("sentAt"):
+            return "the signal is not sent yet" if suspend else "the signal will be sent"
+        dbz = spec.source.debezium
+        assert dbz is not None
+        _, config = await resource.kafka(spec.kafka)
+        suffix = "pause" if suspend else "resume"
+        build = debezium.pause_snapshot if suspend else debezium.resume_snapshot
+        record = build(f"{signal['id']}-{suffix}-{int(resource.now().timestamp())}", dbz.topic_prefix,
+                       f"{resource.namespace}/{resource.name}")
+        await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
+        return f"sent {suffix}-snapshot to {dbz.signal_topic}"
+    name = job_name(resource.name)
+    state, _ = job_state(await kube.run(kube.get_job, resource.namespace, name))
+    if state in ("missing", "succeeded", "failed"):
+        return f"Job {name} is {state}; nothing to {'suspend' if suspend else 'resume'}"
+    await kube.run(kube.suspend_job, resource.namespace, name, suspend)
+    return f"Job {name} {'suspended (its pod is stopped)' if suspend else 'resumed'}"
+
+
+# -- the barrier
+
+
+async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
+    groups = list(spec.downstream_groups or [])
+    ranges = ranges_from_status(resource.status.get("producedRange"))
+    if not ranges:
+        await _finish(resource, spec, "NothingProduced", "nothing was produced, so there is nothing to consume")
+        return
+    if not groups:
+        await _finish(resource, spec, "Produced", "produced; spec.downstreamGroups is empty, so nothing to wait for")
+        return
+    cluster, _ = await resource.kafka(spec.kafka)
+    partitions = [(r.topic, r.partition) for r in ranges]
+    found = await asyncio.gather(*[asyncio.to_thread(cluster.committed_offsets, g, partitions) for g in groups])
+    committed = dict(zip(groups, found))
+    now = resource.now()
+    previous = memory.extra.get("barrier") or barrier.previous_from_status(resource.status.get("barrier"))
+    positions = barrier.observe(ranges, groups, committed, previous, now)
+    memory.extra["barrier"] = {p.key: p for p in positions}
+    view = barrier.view_of(positions, groups)
+    resource.status["barrier"] = barrier.barrier_status(view, now)
+    _record_progress(resource, memory, ranges, view)
+    stalled = view.stalled(now, spec.barrier.stalled_after)
+    stalled_groups = {p.group for p in stalled}
+    for group in groups:
+        metrics.BARRIER_REMAINING.labels(resource.namespace, resource.name, group).set(view.remaining(group))
+        metrics.BARRIER_STALLED.labels(resource.namespace, resource.name, group).set(1 if group in stalled_groups else 0)
+    if stalled:
+        message = barrier.stalled_message(stalled, now)
+        flipped = not _condition_is(resource, "Stalled", "True")
+        resource.condition("Stalled", "True", "GroupStalled", message)
+        if flipped:
+            resource.event("Stalled", message, warning=True)
+    elif _condition_is(resource, "Stalled", "True"):
+        resource.condition("Stalled", "False", "Moving", "every downstream group is moving or has passed")
+        resource.event("Moving", "the stalled downstream groups are moving again")
+    if view.passed:
+        resource.condition("Drained", "True", "BarrierPassed",
+                           f"{', '.join(groups)} committed past every produced offset")
+        await _finish(resource, spec, "BarrierPassed",
+                      f"every downstream group ({', '.join(groups)}) consumed past what was produced")
+
+
+def _record_progress(resource: Resource, memory: ObjectMemory, ranges: list[barrier.ProducedRange],
+                     view: barrier.BarrierView) -> None:
+    """`status.progress` in the shape every kind shares: the slowest group per partition written to."""
+    slowest = view.slowest()
+    views = [PartitionView(r.topic, r.partition, start=r.start, end=r.target, position=slowest.get((r.topic, r.partition)),
+                           target=r.target) for r in ranges]
+    now = resource.now()
+    progress = summarize(views, memory.eta, now)
+    new = progress_status(progress, rfc3339(now))
+    old = dict(resource.status.get("progress") or {})
+    if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
+        resource.status["progress"] = new
+    labels = (KIND, resource.namespace, resource.name)
+    metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
+    metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)
+    if progress.eta_seconds is not None:
+        metrics.REPLAY_ETA.labels(*labels).set(progress.eta_seconds)
+
+
+async def _finish(resource: Resource, spec: BackfillSpec, reason: str, message: str) -> None:
+    if _condition_is(resource, "Stalled", "True"):
+        resource.condition("Stalled", "False", "Passed", "every downstream group has passed")
+    await _forget_result(resource, spec)
+    _forget_metrics(resource, spec)
+    resource.complete(reason, message)
+
+
+async def _forget_result(resource: Resource, spec: BackfillSpec) -> None:
+    """Tombstone the worker's result record (its content is in status now)."""
+    if _source(spec) != "topic":
+        return
+    rt = resource.rt
+    _, config = await resource.kafka(spec.kafka)
+    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await asyncio.to_thread(topic.tombstone, _rid(resource))
+
+
+def _forget_metrics(resource: Resource, spec: BackfillSpec) -> None:
+    for group in spec.downstream_groups or []:
+        for gauge in (metrics.BARRIER_REMAINING, metrics.BARRIER_STALLED):
+            try:
+                gauge.remove(resource.namespace, resource.name, group)
+            except KeyError:
+                pass
+
+
+# ------------------------------------------------------------------------------------------ deletion
+
+
+async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
+    """The finalizer, for a Backfill deleted before it finished: stop what re-emits, then remove what
+    Reprise made. The Job is deleted and its pods waited for (so nothing produces after the Backfill is
+    gone); a Debezium snapshot still running gets a `stop-snapshot` signal; the keys ConfigMap and the
+    worker's result record go. Records already produced stay: re-emitted state is correct state."""
+    try:
+        spec = BackfillSpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError:
+        return  # an invalid spec never started anything
+    kube = resource.rt.kube
+    name = job_name(resource.name)
+    if _source(spec) in ("topic", "job"):
+        await kube.run(kube.delete_job, resource.namespace, name)
+        pods = await kube.run(kube.list_pods, resource.namespace, f"reprise.io/replay={resource.name},reprise.io/kind=backfill")
+        if pods:
+            raise Retry(f"{len(pods)} backfill pod(s) still terminating")
+    signal = resource.status.get("signal") or {}
+    dbz = spec.source.debezium
+    if dbz is not None and signal.get("sentAt") and resource.phase in ("Running", "Suspended"):
+        _, config = await resource.kafka(spec.kafka)
+        record = debezium.stop_snapshot(f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection,
+                                        f"{resource.namespace}/{resource.name}")
+        await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
+    await kube.run(kube.delete_configmap, resource.namespace, keys_configmap_name(resource.name))
+    if resource.status.get("startedAt"):
+        await _forget_result(resource, spec)
+    _forget_metrics(resource, spec)
