@@ -1,0 +1,107 @@
+"""Benchmark of LakeReplay's Spark job: its throughput into Kafka against the same read and transform written
+to Spark's `noop` sink, in one run on `local[2]` (target: at least 0.5x).
+
+Both sides run the job's own code on the same generated lake (three schema versions, day partitions): list
+the range's files, read them by footer schema, evolve, filter the time range, label, spread and sort per key,
+build the Kafka rows. The noop side is the job's `--dry-run`; the Kafka side is a real run into a real broker
+of the local platform (one node, on the same two cores), validation off, so the ratio is the cost of Spark's
+Kafka sink and the per-day resume bookkeeping. Only the write phase is timed on each side: the per-day count
+that precedes it is the same on both. A warm-up pass runs first so neither side pays for JIT and class loading.
+
+    python -m benchmarks.spark [rows]          # default 2,000,000 rows
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ROWS = 2_000_000
+TARGET_RATIO = 0.5
+
+
+def run(size: int = DEFAULT_ROWS) -> dict[str, Any]:
+    """Run the benchmark on a lake of `size` rows; returns the figures (and prints them)."""
+    from local_platform.kafka_broker import KafkaBroker
+    from local_platform.spark_jars import ensure_spark_jars
+    from spark_app.job import run as run_job
+    from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, write_lake
+    from spark_app.session import local_session, stop_local_session
+    from spark_app.settings import parse_settings
+
+    workdir = Path(tempfile.mkdtemp(prefix="reprise-bench-spark-"))
+    broker = KafkaBroker(workdir / "broker")
+    spark = None
+    try:
+        broker.start()
+        spark = local_session({"spark.jars": ",".join(str(p) for p in ensure_spark_jars()),
+                               "spark.driver.memory": "2g"})
+        spark.sparkContext.setLogLevel("ERROR")
+        spec = LakeSpec(rows=size, days=30, keys=max(100, size // 200))
+        lake = f"file://{workdir}/lake"
+        began = time.monotonic()
+        write_lake(spark, spec, lake, files_per_version_day=2)
+        generated = time.monotonic() - began
+        schema = workdir / "latest.json"
+        schema.write_text(json.dumps(LATEST_SCHEMA))
+        topic = broker.create_topic(f"bench-lake-{uuid.uuid4().hex[:8]}", 6)
+
+        def settings(*extra: str):
+            return parse_settings([
+                "--source", lake, "--partition-column", "dt", "--timestamp-column", "ts", "--key-column", "user_id",
+                "--latest-schema", str(schema), "--to", "2024-03-01T00:00:00Z", "--bootstrap-servers", broker.bootstrap,
+                "--topic", topic, "--progress", f"file://{workdir}/progress-{uuid.uuid4().hex[:6]}", *extra])
+
+        run_job(spark, settings("--dry-run", "--from", "2024-01-29T00:00:00Z"))  # warm-up: the last two days
+        noop = run_job(spark, settings("--dry-run"))
+        kafka = run_job(spark, settings("--no-validate"))
+        written = _end_offsets(broker, topic)
+        if written != kafka.records_in_range:
+            raise RuntimeError(f"the topic holds {written} records, the job counted {kafka.records_in_range}")
+        records = kafka.records_in_range
+        figures = {
+            "rows": size,
+            "records": records,
+            "lake_generated_seconds": round(generated, 1),
+            "noop_seconds": round(noop.seconds_writing, 2),
+            "kafka_seconds": round(kafka.seconds_writing, 2),
+            "noop_records_per_second": round(records / noop.seconds_writing),
+            "kafka_records_per_second": round(records / kafka.seconds_writing),
+            "ratio": round(noop.seconds_writing / kafka.seconds_writing, 3),
+            "target_ratio": TARGET_RATIO,
+        }
+        figures["meets_target"] = figures["ratio"] >= TARGET_RATIO
+        print(f"spark lake replay, {records:,} records ({size:,} rows, local[2]): "
+              f"Kafka {figures['kafka_records_per_second']:,}/s vs noop {figures['noop_records_per_second']:,}/s "
+              f"= {figures['ratio']}x (target >= {TARGET_RATIO}x)")
+        return figures
+    finally:
+        if spark is not None:
+            stop_local_session(spark)
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _end_offsets(broker: Any, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{topic}-ends"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions)
+    finally:
+        consumer.close()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    result = run(int(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ROWS)
+    print(json.dumps(result, indent=2))
+    sys.exit(0 if result["meets_target"] else 1)
