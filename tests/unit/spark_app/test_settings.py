@@ -71,3 +71,14 @@ def test_identity_changes_with_anything_that_changes_the_records():
     base = parse_settings(REQUIRED).identity()
     assert parse_settings(REQUIRED + ["--filter", "amount > 1"]).identity() != base
     assert parse_settings(REQUIRED + ["--max-records-per-second", "10"]).identity() == base  # pacing is not content
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2024-03-01T00:00:00Z", datetime(2024, 3, 1, tzinfo=timezone.utc)),
+    ("2024-03-01t01:02:03.5z", datetime(2024, 3, 1, 1, 2, 3, 500000, tzinfo=timezone.utc)),
+    ("2024-03-01 01:02:03.123456789+02:00", datetime(2024, 2, 29, 23, 2, 3, 123456, tzinfo=timezone.utc)),
+])
+def test_rfc3339_forms_python_3_10_would_refuse_are_read(text, expected):
+    from spark_app.settings import parse_time
+
+    assert parse_time(text) == expected
