@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -27,8 +28,10 @@ def keys_from_environment(env: Mapping[str, str], keys_file: str | None = None) 
     return list(dict.fromkeys(k.strip() for k in env.get("REPRISE_KEYS", "").split(",") if k.strip()))
 
 
-def backfill(store: EntityStore, keys: Sequence[str], bootstrap: str, topic: str) -> dict:
-    """Produce the current state of every key found; what was produced and what was not found."""
+def backfill(store: EntityStore, keys: Sequence[str], bootstrap: str, topic: str, rate: float = 0.0) -> dict:
+    """Produce the current state of every key found; what was produced and what was not found.
+
+    `rate` > 0 paces the records (per second), so downstream services are not flooded."""
     current = store.current(keys)
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                          "partitioner": "murmur2_random", "linger.ms": 5, "client.id": "upstream-backfill"})
@@ -38,11 +41,13 @@ def backfill(store: EntityStore, keys: Sequence[str], bootstrap: str, topic: str
         if error is not None:
             failures.append(error.str())
 
-    for key in keys:
-        if key in current:
-            producer.produce(topic, key=key.encode(), value=current[key].encode(), on_delivery=delivered,
-                             headers=[("source", b"backfill")])
-            producer.poll(0)
+    started = time.monotonic()
+    for n, key in enumerate(k for k in keys if k in current):
+        if rate > 0:
+            time.sleep(max(0.0, started + n / rate - time.monotonic()))
+        producer.produce(topic, key=key.encode(), value=current[key].encode(), on_delivery=delivered,
+                         headers=[("source", b"backfill")])
+        producer.poll(0)
     remaining = producer.flush(60)
     if remaining or failures:
         raise RuntimeError(f"{remaining} records unacknowledged, {len(failures)} failed: {failures[:1]}")
@@ -57,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     run.add_argument("--topic", default=os.environ.get("REPRISE_TOPIC"))
     run.add_argument("--keys-file", default=None, help="default: $REPRISE_KEYS_FILE, else $REPRISE_KEYS")
+    run.add_argument("--max-records-per-second", type=float, default=0.0, help="pace the records; 0: as fast as possible")
     put = commands.add_parser("put", help="store an entity's current state")
     put.add_argument("--database", required=True)
     put.add_argument("key")
@@ -75,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("upstream_cli: no keys (REPRISE_KEYS_FILE or REPRISE_KEYS)", file=sys.stderr)
             return 2
         try:
-            summary = backfill(store, keys, args.bootstrap_servers, args.topic)
+            summary = backfill(store, keys, args.bootstrap_servers, args.topic, args.max_records_per_second)
         except RuntimeError as exc:
             print(f"upstream_cli: {exc}", file=sys.stderr)
             return 1

@@ -10,6 +10,7 @@ import pytest
 
 from reprise_operator.backfill import partition_for
 from reprise_operator.debezium import execute_snapshot, signal_id
+from tests.fixtures.kube import wait_for
 
 from .backfill_scenario import (
     FakeConnector,
@@ -34,6 +35,34 @@ def backfill(name: str, bootstrap: str, topic: str, source: dict, **spec) -> dic
         "metadata": {"name": name},
         "spec": {"kafka": {"bootstrapServers": bootstrap}, "topic": topic, "source": source, **spec},
     }
+
+
+def upstream_template(database, bootstrap: str, rate: float = 0) -> dict:
+    """The example upstream service's backfill CLI as the Job's pod template."""
+    command = ["python", "-m", "examples.upstream_cli", "backfill", "--database", str(database),
+               "--bootstrap-servers", bootstrap]
+    if rate:
+        command += ["--max-records-per-second", str(rate)]
+    return {"spec": {"containers": [{"name": "backfill", "image": UPSTREAM_IMAGE, "command": command}]}}
+
+
+def entities(path, count: int):
+    from examples.upstream_cli import EntityStore
+
+    store = EntityStore(path)
+    store.put_many({f"user-{i}": json.dumps({"user": i, "fixed": True}) for i in range(count)})
+    store.close()
+    return path
+
+
+def jobs_of(kube, namespace: str, name: str) -> list[dict]:
+    out = kube.kubectl("get", "jobs", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json")
+    return json.loads(out.stdout)["items"]
+
+
+def pods_of(kube, namespace: str, name: str) -> list[dict]:
+    out = kube.kubectl("get", "pods", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json")
+    return json.loads(out.stdout)["items"]
 
 
 def phase(body: dict) -> str | None:
@@ -92,23 +121,12 @@ def test_topic_source_re_emits_the_latest_value_of_1000_keys_on_the_right_partit
 
 
 def test_job_source_barrier_waits_for_every_downstream_group(kube, kafka, operator, namespace, topic_name, tmp_path):
-    from examples.upstream_cli import EntityStore
-
     kafka.create_topic(topic_name, 3)
     produce_keyed(kafka.bootstrap, topic_name, [(f"user-{i % 60}", '{"stale": true}') for i in range(300)])
     for group in ("billing", "search"):
         consume_to_end(kafka.bootstrap, group, topic_name, 3)
-    database = tmp_path / "users.db"
-    store = EntityStore(database)
-    store.put_many({f"user-{i}": json.dumps({"user": i, "fixed": True}) for i in range(50)})
-    store.close()
+    template = upstream_template(entities(tmp_path / "users.db", 50), kafka.bootstrap)
     keys = [f"user-{i}" for i in range(50)] + ["user-missing-1", "user-missing-2"]
-    template = {"spec": {"containers": [{
-        "name": "backfill",
-        "image": UPSTREAM_IMAGE,
-        "command": ["python", "-m", "examples.upstream_cli", "backfill", "--database", str(database),
-                    "--bootstrap-servers", kafka.bootstrap],
-    }]}}
     apply(kube, namespace, backfill("users-recalc", kafka.bootstrap, topic_name, {"job": {"template": template}},
                                     keys=keys, downstreamGroups=["billing", "search"], approval="Manual"))
 
@@ -179,6 +197,14 @@ def test_debezium_source_sends_the_exact_signal_and_follows_notifications(kube, 
         assert phase(running) == "Running" and not is_true(running, "Produced")
         assert running["status"]["signal"]["id"] == signal_id(running["metadata"]["uid"])
 
+        # Suspend pauses the connector's snapshot; resuming resumes it (signals on the same topic).
+        kube.kubectl("patch", "backfill", "customers-resnapshot", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":true}}')
+        wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Suspended", "Suspended", 30, operator)
+        kube.kubectl("patch", "backfill", "customers-resnapshot", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+        wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Running", "Running again", 30, operator)
+        controls = [json.loads(v)["type"] for _, _, k, v in read_topic(kafka.bootstrap, signals, 1) if k == b"crm"]
+        assert controls == ["execute-snapshot", "pause-snapshot", "resume-snapshot"]
+
         connector.finish.set()
         done = wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Complete", "Complete", 60, operator)
     assert connector.error is None and connector.notified == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED"]
@@ -186,9 +212,9 @@ def test_debezium_source_sends_the_exact_signal_and_follows_notifications(kube, 
     assert status["signal"]["lastNotification"] == "COMPLETED" and status["keysProduced"] == 3
     assert sum(r["endOffset"] - r["startOffset"] for r in status["producedRange"]) == 3
     assert is_true(done, "Produced")
-    # Exactly one signal was sent, whatever the number of reconciles.
-    sent = [r for r in read_topic(kafka.bootstrap, signals, 1) if r[2] == b"crm"]
-    assert len(sent) == 1
+    # Exactly one snapshot was asked for, whatever the number of reconciles.
+    sent = [json.loads(v)["type"] for _, _, k, v in read_topic(kafka.bootstrap, signals, 1) if k == b"crm"]
+    assert sent.count("execute-snapshot") == 1
 
 
 def test_stalled_downstream_group_is_reported_with_partition_and_offset(kube, kafka, operator, namespace, topic_name):
@@ -218,3 +244,50 @@ def test_stalled_downstream_group_is_reported_with_partition_and_offset(kube, ka
     done = wait_status(kube, namespace, "orders-fix", lambda b: phase(b) == "Complete", "Complete", 60, operator)
     assert conditions(done)["Stalled"]["status"] == "False"
     assert done["status"]["barrier"]["groupsPassed"] == 1
+
+
+def test_operator_killed_mid_backfill_adopts_the_job_and_keeps_the_exact_range(kube, kafka, operator, namespace, topic_name, tmp_path):
+    kafka.create_topic(topic_name, 3)
+    produce_keyed(kafka.bootstrap, topic_name, [(f"user-{i}", "{}") for i in range(90)])
+    consume_to_end(kafka.bootstrap, "billing", topic_name, 3)
+    template = upstream_template(entities(tmp_path / "users.db", 30), kafka.bootstrap, rate=10)
+    apply(kube, namespace, backfill("restarts", kafka.bootstrap, topic_name, {"job": {"template": template}},
+                                    keys=[f"user-{i}" for i in range(30)], downstreamGroups=["billing"]))
+    wait_status(kube, namespace, "restarts", lambda b: phase(b) == "Running" and jobs_of(kube, namespace, "restarts"),
+                "the Job to run", 60, operator)
+    operator.kill()  # mid-production: the end offsets before it are recorded, the Job exists
+    operator.start()
+    produced = wait_status(kube, namespace, "restarts", lambda b: phase(b) == "Draining", "Draining", 60, operator)
+    operator.kill()  # mid-barrier
+    consume_to_end(kafka.bootstrap, "billing", topic_name, 3)
+    operator.start()
+    done = wait_status(kube, namespace, "restarts", lambda b: phase(b) == "Complete", "Complete", 60, operator)
+    assert done["status"]["producedRange"] == produced["status"]["producedRange"]
+    assert sum(r["endOffset"] - r["startOffset"] for r in done["status"]["producedRange"]) == 30
+    (job,) = jobs_of(kube, namespace, "restarts")
+    assert job["status"].get("succeeded") == 1 and not job["status"].get("failed")
+    assert len(pods_of(kube, namespace, "restarts")) == 1, "the upstream command ran once"
+    assert {"PlanReady", "Approved", "Produced", "Drained", "Complete"} <= {t for t, c in conditions(done).items() if c["status"] == "True"}
+
+
+def test_suspend_holds_the_job_and_deleting_mid_flight_leaves_nothing(kube, kafka, operator, namespace, topic_name, tmp_path):
+    kafka.create_topic(topic_name, 2)
+    template = upstream_template(entities(tmp_path / "users.db", 200), kafka.bootstrap, rate=5)
+    apply(kube, namespace, backfill("held", kafka.bootstrap, topic_name, {"job": {"template": template}},
+                                    keys=[f"user-{i}" for i in range(200)], downstreamGroups=["billing"]))
+    wait_status(kube, namespace, "held", lambda b: phase(b) == "Running" and pods_of(kube, namespace, "held"),
+                "the Job's pod", 60, operator)
+    kube.kubectl("patch", "backfill", "held", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":true}}')
+    suspended = wait_status(kube, namespace, "held", lambda b: phase(b) == "Suspended", "Suspended", 30, operator)
+    assert conditions(suspended)["Suspended"]["status"] == "True"
+    (job,) = jobs_of(kube, namespace, "held")
+    assert job["spec"]["suspend"] is True
+    wait_for(lambda: not pods_of(kube, namespace, "held"), 30, "the suspended Job's pod to stop")
+    kube.kubectl("patch", "backfill", "held", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    wait_status(kube, namespace, "held", lambda b: phase(b) == "Running", "Running again", 30, operator)
+    assert jobs_of(kube, namespace, "held")[0]["spec"]["suspend"] is False
+    wait_for(lambda: pods_of(kube, namespace, "held"), 30, "the resumed Job's pod")
+
+    kube.kubectl("delete", "backfill", "held", "-n", namespace, "--timeout=60s")
+    assert jobs_of(kube, namespace, "held") == [] and pods_of(kube, namespace, "held") == []
+    assert kube.kubectl("get", "configmap", "held-keys", "-n", namespace, check=False).returncode != 0
