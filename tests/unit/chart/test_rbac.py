@@ -36,7 +36,7 @@ def test_the_operator_gets_exactly_what_its_code_uses(render) -> None:
         expected |= {("reprise.io", f"{plural}/status", v, "") for v in ("get", "patch")}
     expected |= {("apps", "deployments", v, "") for v in ("get", "create", "delete")}
     expected |= {("apps", "deployments/scale", "patch", "")}
-    expected |= {("batch", "jobs", v, "") for v in ("get", "create", "delete")}
+    expected |= {("batch", "jobs", v, "") for v in ("get", "create", "patch", "delete")}
     expected |= {("", "pods", "list", "")}
     expected |= {("", "configmaps", v, "") for v in ("get", "create", "delete")}
     expected |= {("", "events", "create", "")}

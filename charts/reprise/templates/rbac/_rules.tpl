@@ -19,10 +19,10 @@ Each rule names the code that needs it; nothing is granted "just in case". */}}
 - apiGroups: ["apps"]
   resources: ["deployments/scale"]
   verbs: ["patch"]
-# Backfill Jobs.
+# Backfill Jobs; suspending a Backfill patches the Job's spec.suspend (kube.Kube.suspend_job).
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "create", "delete"]
+  verbs: ["get", "create", "patch", "delete"]
 # Teardown waits until the replay pods are gone before deleting the replay group (list by label only).
 - apiGroups: [""]
   resources: ["pods"]
