@@ -524,6 +524,8 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
     name = job_name(resource.name)
     job = await kube.run(kube.get_job, resource.namespace, name)
     if job is not None:
+        # Also after a restart between creating the Job and recording it: the name is deterministic.
+        resource.status.setdefault("children", {})["jobs"] = [name]
         return job
     if _source(spec) == "topic":
         manifest = worker_job(_owner(resource), resource.namespace, spec, _rid(resource),
@@ -629,7 +631,11 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
             at = datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo) if progress.at_ms else resource.now()
             signal["notifiedAt"] = rfc3339(at)
         if progress.rows_scanned is not None:
+            # The rows the filter matched: keys without a row are not found (by count; the connector
+            # does not say which).
             resource.status["keysProduced"] = progress.rows_scanned
+            key_count = (resource.status.get("plan") or {}).get("keyCount", 0)
+            resource.status["keysNotFoundCount"] = max(0, key_count - progress.rows_scanned)
         if progress.failure is not None:
             raise Failure("SnapshotFailed", f"Debezium: {progress.failure} (signal {signal['id']})")
         if not progress.completed:

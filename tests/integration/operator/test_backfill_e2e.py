@@ -210,6 +210,7 @@ def test_debezium_source_sends_the_exact_signal_and_follows_notifications(kube, 
     assert connector.error is None and connector.notified == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED"]
     status = done["status"]
     assert status["signal"]["lastNotification"] == "COMPLETED" and status["keysProduced"] == 3
+    assert status["keysNotFoundCount"] == 0
     assert sum(r["endOffset"] - r["startOffset"] for r in status["producedRange"]) == 3
     assert is_true(done, "Produced")
     # Exactly one snapshot was asked for, whatever the number of reconciles.
@@ -244,6 +245,13 @@ def test_stalled_downstream_group_is_reported_with_partition_and_offset(kube, ka
     done = wait_status(kube, namespace, "orders-fix", lambda b: phase(b) == "Complete", "Complete", 60, operator)
     assert conditions(done)["Stalled"]["status"] == "False"
     assert done["status"]["barrier"]["groupsPassed"] == 1
+
+    # ttlSecondsAfterFinished deletes the finished Backfill; its Job and keys ConfigMap go with it.
+    kube.kubectl("patch", "backfill", "orders-fix", "-n", namespace, "--type=merge", "-p",
+                 '{"spec":{"cleanup":{"ttlSecondsAfterFinished":1}}}')
+    wait_for(lambda: kube.kubectl("get", "backfill", "orders-fix", "-n", namespace, check=False).returncode != 0,
+             30, "the TTL to delete the Backfill")
+    wait_for(lambda: not jobs_of(kube, namespace, "orders-fix"), 30, "the garbage collector to delete the Job")
 
 
 def test_operator_killed_mid_backfill_adopts_the_job_and_keeps_the_exact_range(kube, kafka, operator, namespace, topic_name, tmp_path):
