@@ -10,8 +10,8 @@ step is idempotent from there, so the operator can be killed at any point:
 - Planning reads the keys (`spec.keys`, or the ConfigMap of `keysFrom`), maps them to the target topic's
   partitions with the producer's default partitioner (murmur2 of the key's UTF-8 bytes, positive, modulo
   the partition count: Java's default and librdkafka's `murmur2_random`, which the backfill worker uses),
-  and, for the topic and job sources, snapshots the keys into a ConfigMap owned by the Backfill, so the
-  run re-emits exactly the planned keys even if the user's ConfigMap changes afterwards.
+  and snapshots the keys into a ConfigMap owned by the Backfill (all sources but debezium with inline
+  keys), so the run re-emits exactly the planned keys even if the user's ConfigMap changes afterwards.
 - Running first records the target topic's end offsets (persisted before anything is produced), then:
   `topic` runs Reprise's worker (role backfill) as a Job, which reports what it produced and which keys
   it did not find as a `result` record in the handover topic; `job` runs the user's pod template as a Job
@@ -28,6 +28,17 @@ step is idempotent from there, so the operator can be killed at any point:
 
 `spec.suspend` holds the producing step (the Job is suspended, a running Debezium snapshot is paused).
 Once produced, Reprise runs nothing, so the barrier keeps being followed while suspended.
+
+Restarts. Everything a later step needs is in status before the step that depends on it: the end offsets
+before producing, then the Job (a deterministic name, created idempotently and adopted after a restart)
+or the signal (its id is searched for in the signal topic before sending, so a snapshot is asked for once).
+The worker's result stays in the handover topic until the Backfill completes. The stall clock and the
+notification read position live in memory and fall back to status (a restart can only delay Stalled).
+Re-running a Job (deleted by someone, or retried) only re-emits current state again, which is harmless.
+
+Known limit: when the upstream producer (job, debezium) is transactional, the last offset of a partition
+may be a commit marker that a downstream group never commits past (REFERENCE.md section 1); such a group
+then shows 1 remaining and, after `stalledAfter`, Stalled.
 """
 
 from __future__ import annotations
@@ -184,7 +195,10 @@ def keys_configmap(owner: Owner, namespace: str, keys: Sequence[str]) -> dict:
 
 
 def keys_env(keys: Sequence[str], topic: str) -> list[dict]:
-    """What the upstream command is told: the keys file, the keys (when they fit), the target topic."""
+    """What the upstream command is told: the keys file, the keys (when they fit), the target topic.
+
+    The file is the authority: REPRISE_KEYS is comma-separated, so a key with a comma in it is only
+    unambiguous in the file."""
     env = [
         {"name": "REPRISE_KEYS_FILE", "value": KEYS_PATH},
         {"name": "REPRISE_KEY_COUNT", "value": str(len(keys))},
@@ -426,13 +440,13 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         raise Failure("NoKeys", "spec.keysFrom: the ConfigMap lists no keys (one per line)")
     source = _source(spec)
     cluster, _ = await resource.kafka(spec.kafka)
-    wanted = [spec.topic]
+    wanted = [(spec.topic, "spec.topic")]
     if spec.source.topic is not None:
-        wanted.append(spec.source.topic.name)
+        wanted.append((spec.source.topic.name, "spec.source.topic.name"))
     if spec.source.debezium is not None:
-        wanted.append(spec.source.debezium.signal_topic)
-    found = await asyncio.to_thread(cluster.partitions, wanted)
-    for name, field in zip(wanted, ("spec.topic", "spec.source.topic.name", "spec.source.debezium.signalTopic")):
+        wanted.append((spec.source.debezium.signal_topic, "spec.source.debezium.signalTopic"))
+    found = await asyncio.to_thread(cluster.partitions, [name for name, _ in wanted])
+    for name, field in wanted:
         if name not in found:
             raise Waiting("TopicNotFound", f"{field}: topic {name} does not exist in the Kafka cluster")
     if source == "debezium":
