@@ -71,6 +71,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _wait_for_signal() -> None:
     signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     try:
         while True:
             time.sleep(3600)
@@ -92,6 +93,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from .platform import LocalPlatform
 
     signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     platform = LocalPlatform(kafka=not args.no_kafka)
     try:
         platform.up()
@@ -165,6 +167,7 @@ def _operator_command(extra: Sequence[str]) -> list[str]:
 def _run_foreground(argv: list[str], env: dict[str, str]) -> int:
     """Run the operator until it exits or we get Ctrl-C/SIGTERM (then stop it by PID, gracefully)."""
     signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True)
     try:
         return proc.wait()
@@ -205,6 +208,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     if not crds:
         raise PlatformError("crds/ has no CRD manifests: generate them with `make crds`")
     signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     platform = LocalPlatform()
     try:
         platform.up()
