@@ -206,6 +206,10 @@ class GuardedConsumer:
         # The inner wait is cut in slices so that partitions waiting for the handover view are released,
         # and state changes applied, while the service blocks here; the caller's timeout is kept.
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        # Commits the guard makes are for records handed out by earlier calls: by calling again, the service
+        # is done with those (the assumption librdkafka's automatic offset store makes). Never for the batch
+        # about to be returned, which the service has not processed yet.
+        self._progress()
         while True:
             self._refresh()
             left = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
@@ -224,8 +228,6 @@ class GuardedConsumer:
             stores = book.handed_unguarded(last)
             if stores:
                 self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
-            if time.monotonic() - self._last_progress >= self.progress_interval:
-                self._progress()
             return messages
         result: list[Message] = []
         held: set[TopicPartitionKey] = set()
@@ -254,7 +256,6 @@ class GuardedConsumer:
         stores = [store for store in (book.after_batch(key) for key in touched) if store is not None]
         if stores:
             self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
-        self._progress()
         return result
 
     def poll(self, timeout: float = -1) -> Message | None:
@@ -285,16 +286,18 @@ class GuardedConsumer:
     def _progress(self) -> None:
         now = time.monotonic()
         self._producer.poll(0)
+        book = self._book
+        commits = book.take_guard_commits()
+        if commits:
+            # Every call: the service believes these are committed once it commits, and librdkafka would not
+            # send them (see guard_book).
+            try:
+                self._consumer.commit(offsets=[_offset(*s_) for s_ in _fields(commits)], asynchronous=True)
+            except KafkaException as exc:
+                log.debug("the guard's own commit failed", extra={"error": str(exc)})
         if now - self._last_progress < self.progress_interval:
             return
         self._last_progress = now
-        book = self._book
-        tails = book.take_tail_commits()
-        if tails:
-            try:
-                self._consumer.commit(offsets=[_offset(*s_) for s_ in _fields(tails)], asynchronous=True)
-            except KafkaException as exc:
-                log.debug("committing skipped records failed", extra={"error": str(exc)})
         for report in book.skip_reports():
             self._publish(GuardInfo(report.replay_id, report.topic, report.partition, report.first_skipped,
                                     report.seen_until, self.member, now_ms()))

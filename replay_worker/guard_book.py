@@ -9,8 +9,12 @@ this class decides the offsets:
 - With automatic offset storing (the service's `enable.auto.offset.store`, default true), every handed
   record is stored as librdkafka would; otherwise the service stores what it processed.
 - Skipped records at the tail of a batch are stored, with the mark that says they were skipped, once the
-  service has stored everything it was handed; the guard commits those itself (`take_tail_commits`),
+  service has stored everything it was handed; the guard commits those itself (`take_guard_commits`),
   because a service that commits only after handling records would never commit them.
+- librdkafka commits a stored offset only when it is above the committed one (an equal or lower stored
+  offset is silently not committed, whatever its metadata). After a seek back, the re-read's progress is
+  below what was committed, and at the end of a re-read the offset is equal but the mark changes: the
+  guard commits those stores itself too, explicitly.
 - A quiet partition past H gets the floor commit (`floor_commits`) so that it can be acknowledged.
 """
 
@@ -54,8 +58,11 @@ class PartitionBook:
     handed_until: int | None = None
     #: Highest offset stored or committed for this partition (by the service or the guard).
     stored_until: int | None = None
-    #: Skipped records at the tail, stored by the guard, waiting for the guard to commit them.
-    tail_commit: Store | None = None
+    #: A store the guard commits itself (skipped tail, or one librdkafka would not commit); see the module doc.
+    guard_commit: Store | None = None
+    #: The highest offset stored in this session (at first the committed one): librdkafka commits a stored
+    #: offset only above what it committed, which is at most this.
+    high_water: int | None = None
     reported_seen: int | None = None
 
 
@@ -71,7 +78,7 @@ class GuardBook:
     def assign(self, key: TopicPartitionKey, committed: int | None, mark: CommitMark | None, ticket: int) -> None:
         rules = GuardPartition(key[0], key[1])
         rules.restore(committed, mark)
-        self.parts[key] = PartitionBook(rules, ticket=ticket, stored_until=committed)
+        self.parts[key] = PartitionBook(rules, ticket=ticket, stored_until=committed, high_water=committed)
 
     def drop(self, key: TopicPartitionKey) -> None:
         self.parts.pop(key, None)
@@ -101,7 +108,7 @@ class GuardBook:
             # re-read.) Anything stored above `target` must not be committed without that mark.
             part.stored_until = target
             part.handed_until = None
-            part.tail_commit = None
+            part.guard_commit = None
         return target
 
     @property
@@ -151,9 +158,16 @@ class GuardBook:
             return None
         mark = rules.commit_mark(target)
         store = Store(key[0], key[1], target, mark.encode() if mark else None)
-        part.tail_commit = store if tail else None
+        self._note(part, store, tail)
         part.stored_until = target
         return store
+
+    @staticmethod
+    def _note(part: PartitionBook, store: Store, tail: bool) -> None:
+        """Record a store; make it a guard commit when the service's commit would not carry it."""
+        below = part.high_water is not None and store.offset <= part.high_water
+        part.guard_commit = store if tail or below else None
+        part.high_water = store.offset if part.high_water is None else max(part.high_water, store.offset)
 
     # -- the service stores or commits
 
@@ -164,19 +178,19 @@ class GuardBook:
             return Store(topic, partition, offset, metadata)
         mark = part.rules.commit_mark(offset)
         part.stored_until = max(part.stored_until or 0, offset)
-        if part.tail_commit is not None and offset >= part.tail_commit.offset:
-            part.tail_commit = None
-        return Store(topic, partition, offset, mark.encode() if mark else metadata)
+        store = Store(topic, partition, offset, mark.encode() if mark else metadata)
+        self._note(part, store, tail=False)
+        return store
 
     # -- periodic
 
-    def take_tail_commits(self) -> list[Store]:
-        """Tail stores the guard commits itself. By calling consume() again the service is done with what it
-        was handed before (the assumption librdkafka's automatic offset store makes)."""
-        tails = [p.tail_commit for p in self.parts.values() if p.tail_commit is not None]
+    def take_guard_commits(self) -> list[Store]:
+        """Stores the guard commits itself. By calling consume() again the service is done with what it was
+        handed before (the assumption librdkafka's automatic offset store makes)."""
+        commits = [p.guard_commit for p in self.parts.values() if p.guard_commit is not None]
         for part in self.parts.values():
-            part.tail_commit = None
-        return tails  # type: ignore[return-value]
+            part.guard_commit = None
+        return commits  # type: ignore[return-value]
 
     def floor_commits(self, position_of: Callable[[TopicPartitionKey], int | None]) -> list[Store]:
         """Partitions past H whose committed offset may still be below H (quiet ones): commit the position.
@@ -199,6 +213,7 @@ class GuardBook:
         part = self.parts.get((store.topic, store.partition))
         if part is not None:
             part.stored_until = max(part.stored_until or 0, store.offset)
+            part.high_water = max(part.high_water or 0, store.offset)
             part.rules.floor_committed = True
 
     def skip_reports(self) -> list[SkipReport]:

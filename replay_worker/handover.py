@@ -605,14 +605,18 @@ class GuardPartition:
         self.seen_until = offset + 1
         if self.reread_until is not None:
             if offset < self.reread_until:
+                verdict = Verdict.PROCESS
                 # Non-matching records here were processed the first time round. Without the replay's
                 # filter (it vanished before this guard learned it) every record is processed again:
                 # at-least-once rather than loss.
                 if self.reread_matcher is not None and not _matches(self.reread_matcher, key, headers, value):
-                    return self._skip()
-                if self.start is not None and self.handover is not None and self.start <= offset < self.handover:
-                    return self._skip()
-                return Verdict.PROCESS
+                    verdict = Verdict.SKIP
+                elif self.start is not None and self.handover is not None and self.start <= offset < self.handover:
+                    verdict = Verdict.SKIP
+                if offset + 1 >= self.reread_until:
+                    # The window is read to its end (a quiet partition may have nothing after it).
+                    self.reread_until = self.reread_replay = self.reread_matcher = None
+                return self._skip() if verdict is Verdict.SKIP else verdict
             self.reread_until = self.reread_replay = self.reread_matcher = None
         if self.start is None or offset < self.start:
             return Verdict.PROCESS

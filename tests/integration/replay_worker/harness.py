@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from local_platform import processes
 
@@ -120,10 +120,18 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, tuple[int, str | None]]:
+    """The group's committed offsets and metadata; retried while the group coordinator loads or moves."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
-        return {tp.partition: (tp.offset, tp.metadata) for tp in found}
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+                return {tp.partition: (tp.offset, tp.metadata) for tp in found}
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 

@@ -9,6 +9,7 @@ after the batch.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -20,6 +21,9 @@ def main() -> int:
     bootstrap, group, topic, out_dir = sys.argv[1:5]
     handover_topic = sys.argv[5] if len(sys.argv) > 5 else "reprise.handover"
     batch = int(os.environ.get("LIVE_BATCH", "200"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s %(__dict__)s"
+                        if os.environ.get("LIVE_DEBUG") else "%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("replay_worker.librdkafka").setLevel(logging.WARNING)
     running = {"yes": True}
     signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
     consumer = GuardedConsumer({
