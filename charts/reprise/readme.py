@@ -157,8 +157,8 @@ Jobs and ConfigMaps `get/create/delete`; Pods `list`; Events `create`; SparkAppl
   replay names", so the chart grants `get` on Secrets (never `list`/`watch`: the operator cannot
   enumerate them; it can read one whose name it is given). To narrow it: set `watchNamespaces` (no access
   outside them), and/or list the exact names in `rbac.secrets.names` (RBAC `resourceNames`; a replay naming
-  another Secret then waits with `SecretNotFound`), or turn it off with `rbac.secrets.enabled=false` when no
-  replay uses `configFrom`. Values are never written to status, Events, logs or metrics; pods get them
+  another Secret is then refused), or turn it off with `rbac.secrets.enabled=false` when no replay uses
+  `configFrom`. Values are never written to status, Events, logs or metrics; pods get them
   only as a Secret volume.
 
 ## Pod security
