@@ -144,9 +144,10 @@ The three CRDs are generated from the operator's typed models (`make crds`) into
 ## RBAC
 
 The operator gets exactly what its code uses (each rule in `templates/rbac/_rules.tpl` says which code):
-its own resources and their `status`; Deployments `get/create/delete` and `deployments/scale` `patch`;
-Jobs and ConfigMaps `get/create/delete`; Pods `list`; Events `create`; SparkApplications
-`get/create/delete`; a Lease named `reprise-operator` in the release namespace; read-only
+its own resources and their `status` (and `create` of Reconsumes, for a LakeReplay's continuation);
+Deployments `get/create/delete` and `deployments/scale` `patch`; Jobs `get/create/patch/delete`;
+ConfigMaps `get/create/delete`; Pods `list`; Events `create`; SparkApplications `get/create/patch/delete`;
+a Lease named `reprise-operator` in the release namespace; read-only
 `list/watch` of CRDs (`rbac.crdDiscovery`). Nothing else: no `update` of Deployments, no Secrets
 `list`/`watch`, no `*` verbs.
 

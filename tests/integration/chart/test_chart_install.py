@@ -79,7 +79,7 @@ ALLOWED = [
 REFUSED = [
     "list secrets", "watch secrets", "create secrets", "delete secrets", "update deployments.apps",
     "patch deployments.apps", "update deployments.apps --subresource=scale", "create pods", "delete pods",
-    "create pods --subresource=exec", "get pods --subresource=log", "update configmaps", "create reconsumes.reprise.io",
+    "create pods --subresource=exec", "get pods --subresource=log", "update configmaps", "create backfills.reprise.io",
     "update reconsumes.reprise.io", "create serviceaccounts --subresource=token",
     "create rolebindings.rbac.authorization.k8s.io", "impersonate serviceaccounts", "create daemonsets.apps",
     "create services", "patch events",

@@ -34,6 +34,7 @@ def test_the_operator_gets_exactly_what_its_code_uses(render) -> None:
     for plural in OWN:
         expected |= {("reprise.io", plural, v, "") for v in ("get", "list", "watch", "patch", "delete")}
         expected |= {("reprise.io", f"{plural}/status", v, "") for v in ("get", "patch")}
+    expected |= {("reprise.io", "reconsumes", "create", "")}
     expected |= {("apps", "deployments", v, "") for v in ("get", "create", "delete")}
     expected |= {("apps", "deployments/scale", "patch", "")}
     expected |= {("batch", "jobs", v, "") for v in ("get", "create", "patch", "delete")}
@@ -41,7 +42,7 @@ def test_the_operator_gets_exactly_what_its_code_uses(render) -> None:
     expected |= {("", "configmaps", v, "") for v in ("get", "create", "delete")}
     expected |= {("", "events", "create", "")}
     expected |= {("", "secrets", "get", "")}
-    expected |= {("sparkoperator.k8s.io", "sparkapplications", v, "") for v in ("get", "create", "delete")}
+    expected |= {("sparkoperator.k8s.io", "sparkapplications", v, "") for v in ("get", "create", "patch", "delete")}
     expected |= {("coordination.k8s.io", "leases", "create", "")}
     expected |= {("coordination.k8s.io", "leases", v, "reprise-operator") for v in ("get", "update")}
     expected |= {("apiextensions.k8s.io", "customresourcedefinitions", v, "") for v in ("list", "watch")}

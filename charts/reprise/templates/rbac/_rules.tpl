@@ -6,6 +6,10 @@ Each rule names the code that needs it; nothing is granted "just in case". */}}
 - apiGroups: ["reprise.io"]
   resources: ["reconsumes", "backfills", "lakereplays"]
   verbs: ["get", "list", "watch", "patch", "delete"]
+# A LakeReplay with `then.reconsume` continues on the live topic with a Reconsume it creates and owns.
+- apiGroups: ["reprise.io"]
+  resources: ["reconsumes"]
+  verbs: ["create"]
 # Status is written only through the status subresource (kube.Kube.patch_status).
 - apiGroups: ["reprise.io"]
   resources: ["reconsumes/status", "backfills/status", "lakereplays/status"]
@@ -46,9 +50,9 @@ Each rule names the code that needs it; nothing is granted "just in case". */}}
   {{- end }}
 {{- end }}
 {{- if .Values.rbac.sparkApplications }}
-# LakeReplay's Spark application (Kubeflow Spark Operator).
+# LakeReplay's Spark application (Kubeflow Spark Operator); suspending a LakeReplay patches its spec.suspend.
 - apiGroups: ["sparkoperator.k8s.io"]
   resources: ["sparkapplications"]
-  verbs: ["get", "create", "delete"]
+  verbs: ["get", "create", "patch", "delete"]
 {{- end }}
 {{- end }}
