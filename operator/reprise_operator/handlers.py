@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable
 
 import kopf
 
-from . import backfill, metrics, reconsume
+from . import backfill, lakereplay, metrics, reconsume
 from .api import GROUP, VERSION
 from .constants import APPROVE_ANNOTATION, FINALIZER
 from .lifecycle import FINISHED, TEMPORARY, Resource, memory_of, run_reconcile
@@ -71,6 +71,7 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
 def register(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
     register_kind(registry, rt, reconsume.KIND, reconsume.PLURAL, reconsume.step, reconsume.cleanup)
     register_kind(registry, rt, backfill.KIND, backfill.PLURAL, backfill.step, backfill.cleanup)
+    register_kind(registry, rt, lakereplay.KIND, lakereplay.PLURAL, lakereplay.step, lakereplay.cleanup)
 
 
 def configure(settings: kopf.OperatorSettings) -> None:

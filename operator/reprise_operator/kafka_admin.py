@@ -114,11 +114,14 @@ class KafkaCluster:
                 found[topic] = sorted(meta.partitions)
         return found
 
-    def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> bool:
-        """Create the topic unless it exists; True when this call created it."""
+    def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None,
+                     replication_factor: int | None = None) -> bool:
+        """Create the topic unless it exists; True when this call created it. Replication: the broker's
+        default unless given."""
         self._count()
+        replicas = replication_factor if replication_factor is not None else -1
         futures = self._admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=-1, config=dict(config or {}))],
+            [NewTopic(name, num_partitions=partitions, replication_factor=replicas, config=dict(config or {}))],
             request_timeout=REQUEST_TIMEOUT_S,
         )
         try:

@@ -155,6 +155,18 @@ class Kube:
                 raise KubeUnavailable(f"suspending Job {name}: {exc.status} {exc.reason}") from None
             raise
 
+    def patch_custom(self, group: str, version: str, plural: str, namespace: str, name: str, patch: dict) -> bool:
+        """Merge-patch a custom object (LakeReplay suspends its SparkApplication and Reconsume); False when gone."""
+        try:
+            self.custom.patch_namespaced_custom_object(group, version, namespace, plural, name, patch)
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if _temporary(exc):
+                raise KubeUnavailable(f"patching {plural}/{name}: {exc.status} {exc.reason}") from None
+            raise
+
     def _delete(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Delete in the foreground; False when it was already gone."""
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,7 +40,8 @@ from .constants import (
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, retention_message
-from .progress import PartitionView, progress_status, summarize
+from .progress import PartitionView
+from .standby import delivery_from_env, live_template, record_progress, require_delivery
 from .workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
 
 KIND = "Reconsume"
@@ -76,16 +77,6 @@ def worker_filter(api_filter: Filter | None) -> FilterSpec:
     return FilterSpec.parse(body, "spec.filter")
 
 
-def delivery_from_env(*envs: list[dict]) -> dict[str, str]:
-    """REPRISE_HANDLER / REPRISE_FORWARD_TOPIC as the user set them in the template or `consumer.env`."""
-    found: dict[str, str] = {}
-    for env in envs:
-        for item in env or []:
-            if item.get("name") in ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC") and item.get("value"):
-                found[item["name"]] = item["value"]
-    return found
-
-
 def replay_settings(
     *,
     spec: ReconsumeSpec,
@@ -100,12 +91,7 @@ def replay_settings(
     offsets: dict[str, dict[int, int]] = {}
     for (topic, partition), offset in plan_starts.items():
         offsets.setdefault(topic, {})[partition] = offset
-    if not delivery:
-        raise Failure(
-            "NoDelivery",
-            "spec.consumer.env (or the pod template) must set REPRISE_HANDLER (package.module:function of the "
-            "service's code) or REPRISE_FORWARD_TOPIC (a topic to copy matching records to)",
-        )
+    require_delivery(delivery)
     return WorkerSettings(
         bootstrap_servers=spec.kafka.bootstrap_servers,
         replay_id=rid,
@@ -234,16 +220,8 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
 
 
 async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
-    consumer = spec.consumer
-    assert consumer is not None  # the CRD requires it outside Rewind
-    if consumer.template is not None:
-        return consumer.template
-    name = consumer.deployment_ref.name  # type: ignore[union-attr]
-    live = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
-    if live is None:
-        raise Waiting("DeploymentNotFound",
-                      f"spec.consumer.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
-    return live["spec"]["template"]
+    assert spec.consumer is not None  # the CRD requires it outside Rewind
+    return await live_template(resource, spec.consumer)
 
 
 def _owner(resource: Resource) -> Owner:
@@ -319,28 +297,7 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         resource.set_phase("Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets")
 
 
-def _record_progress(resource: Resource, memory: ObjectMemory, views: list[PartitionView]) -> Any:
-    now = resource.now()
-    progress = summarize(views, memory.eta, now)
-    new = progress_status(progress, rfc3339(now))
-    if progress.eta_seconds is not None:
-        new["eta"] = format_duration_seconds(progress.eta_seconds)
-    old = dict(resource.status.get("progress") or {})
-    if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
-        resource.status["progress"] = new
-    labels = (KIND, resource.namespace, resource.name)
-    metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
-    metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)
-    if progress.eta_seconds is not None:
-        metrics.REPLAY_ETA.labels(*labels).set(progress.eta_seconds)
-    if memory.processed != progress.processed or memory.processed_since is None:
-        memory.processed, memory.processed_since = progress.processed, now
-    metrics.REPLAY_PROGRESS_AGE.labels(*labels).set((now - memory.processed_since).total_seconds())
-    return progress
-
-
-def format_duration_seconds(seconds: int) -> str:
-    return format_duration(timedelta(seconds=seconds))
+_record_progress = record_progress
 
 
 async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:

@@ -30,6 +30,11 @@ def _int(env: dict[str, str], name: str, default: int, minimum: int) -> int:
     return int(value)
 
 
+def _list(env: dict[str, str], name: str) -> tuple[str, ...] | None:
+    items = tuple(i.strip() for i in env.get(name, "").split(",") if i.strip())
+    return items or None
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     poll_interval: float = 5.0
@@ -57,6 +62,24 @@ class OperatorSettings:
     group_empty_timeout: float = 120.0
     """Seconds a Rewind waits for the live group to become Empty after scaling it down before it refuses."""
 
+    spark_image: str = "ghcr.io/reprise-io/reprise-spark:0.1.0"
+    """LakeReplay: the Spark image (spark_app/Dockerfile) when `spec.spark.image` is unset (`REPRISE_SPARK_IMAGE`)."""
+
+    spark_version: str = "4.1.4"
+    """LakeReplay: the Spark version of that image when `spec.spark.sparkVersion` is unset (`REPRISE_SPARK_VERSION`)."""
+
+    spark_service_account: str | None = None
+    """LakeReplay: the driver's service account (it creates the executor pods) when
+    `spec.spark.driver.serviceAccount` is unset (`REPRISE_SPARK_SERVICE_ACCOUNT`); empty: the namespace's default."""
+
+    spark_jars: tuple[str, ...] | None = None
+    """LakeReplay: the jar URIs of every SparkApplication's `deps.jars` (`REPRISE_SPARK_JARS`, comma-separated);
+    unset: the Kafka connector jars the Spark image bakes into /opt/spark/jars at its Spark version."""
+
+    spark_progress_uri: str | None = None
+    """LakeReplay: base Hadoop URI under which the Spark job records the days it wrote, for its retries
+    (`REPRISE_SPARK_PROGRESS_URI`); unset: `_reprise/progress` beside the lake table."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "OperatorSettings":
         env = dict(os.environ if env is None else env)
@@ -73,4 +96,9 @@ class OperatorSettings:
             leader_election=leader == "true",
             lease_namespace=env.get("REPRISE_LEASE_NAMESPACE") or env.get("POD_NAMESPACE", "default"),
             group_empty_timeout=_float(env, "REPRISE_GROUP_EMPTY_TIMEOUT", cls.group_empty_timeout, 1.0),
+            spark_image=env.get("REPRISE_SPARK_IMAGE") or cls.spark_image,
+            spark_version=env.get("REPRISE_SPARK_VERSION") or cls.spark_version,
+            spark_service_account=env.get("REPRISE_SPARK_SERVICE_ACCOUNT") or None,
+            spark_jars=_list(env, "REPRISE_SPARK_JARS"),
+            spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
         )

@@ -1,0 +1,715 @@
+"""LakeReplay: history from the lake through a temporary backfill topic to the service, and on to live. One
+step per call.
+
+Seed 001's "ETL bridge", orchestrated end to end. The phase in `status` says where a LakeReplay is, and
+every step is idempotent from there, so the operator can be killed at any point:
+
+    Pending -> Planning -> PlanReady -> (approved) -> Running -> Draining -> Complete
+                                                   \\-> Suspended <-/      \\-> Failed (any step, with a reason)
+
+- Planning describes the lake range (source, from/to, filter) and the backfill topic (its partitions as
+  given, or as the first live topic of `then.reconsume` has, so keys land on the same partition numbers,
+  else 12), and with `then.reconsume` looks up the live topics' offsets at `spec.source.to` (status.plan),
+  refusing when Kafka's retention already deleted records newer than the lake's range. Nothing is created
+  while planning, so a backfill topic that exists then is not Reprise's and is refused (it would be deleted
+  at the end).
+- Starting checks everything that can refuse (the pod template to clone, its delivery, the schema
+  ConfigMap) before it creates, in this order: the backfill topic, the SparkApplication
+  (`spark_application.py`), the drain consumer Deployment. Each create is idempotent, so a restart mid-way
+  finishes the job.
+- Running follows two things per poll. The SparkApplication's `applicationState` becomes conditions
+  (Running while it runs, Produced when COMPLETED, Failed with the controller's message when it gave up);
+  a SparkApplication someone deleted before it completed is created again (the job resumes from its
+  progress markers and writes no record twice). The drain consumer is a clone of the service (as for a
+  Reconsume) running the replay worker in mode Drain under `spec.consumerGroup`; it reads the backfill
+  topic while Spark still writes to it, so it is given an end bound no record reaches and never finishes a
+  partition by itself: the operator decides it is done when Spark has COMPLETED (so the end offsets are
+  final) and the group's lag has stayed zero for `completion.drainedFor` (condition Drained).
+- Then the lake's children go, in an order that leaves nothing behind: the SparkApplication (waited for, so
+  no late write can re-create the topic through auto-creation), the Deployment (until its pods are gone), the
+  drain group, the backfill topic, the drain's handover records.
+- With `then.reconsume`, the replay continues on the live topics as a child Reconsume (owned by the
+  LakeReplay, named in status.continuation) that starts at exactly the offsets of the first records at or
+  after `spec.source.to` (looked up again at that moment): records before `to` came from the lake, records
+  at and after it come from Kafka, so at the seam nothing is lost or doubled. It starts only after the drain
+  consumers are gone, so every key's lake records are processed before its Kafka records. In mode Handover
+  it hands every partition back to the live group exactly as a Handover Reconsume does (its machinery,
+  unchanged). When it is Complete, it is deleted and the LakeReplay completes.
+
+`spec.suspend` suspends the SparkApplication (its own `spec.suspend`: the driver stops, and resumes from
+its progress markers), scales the drain to zero, or suspends the continuation Reconsume. Deleting a
+LakeReplay mid-flight removes all of it (the finalizer); a finished one is deleted after
+`cleanup.ttlSecondsAfterFinished`.
+
+Limits. The seam relies on the live records' Kafka timestamps being their event times (the lake's
+`timestampColumn`), as `offsets_for_times` does. The job's progress markers stay in the lake's storage
+(Reprise does not write to the object store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from replay_worker.settings import WorkerSettings
+from replay_worker.start_position import EndSpec, StartSpec
+
+from .api import API_VERSION, LakeReplaySpec, ReconsumeSpec, format_duration
+from .api.reconsume import ReconsumeMode
+from .conditions import is_true, rfc3339
+from .constants import GROUP, VERSION, bounded_name, child_labels, replay_id
+from .kafka_admin import KafkaCluster, TopicPartitionKey
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .planning import PartitionFacts, Plan, StartRequest, make_plan
+from .progress import PartitionView
+from .reconsume import plan_partitions_status
+from .settings import OperatorSettings
+from .spark_application import (
+    GROUP as SPARK_GROUP,
+    PLURAL as SPARK_PLURAL,
+    VERSION as SPARK_VERSION,
+    SparkDefaults,
+    SparkOutcome,
+    application_name,
+    backfill_topic_name,
+    progress_uri,
+    rfc3339_exact,
+    seam_ms,
+    spark_application_manifest,
+    spark_outcome,
+)
+from .standby import delivery_from_env, live_template, record_progress, require_delivery, template_env
+from .workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
+
+KIND = "LakeReplay"
+PLURAL = "lakereplays"
+RECONSUME_PLURAL = "reconsumes"
+
+#: Without then.reconsume (or when its topics cannot say), the backfill topic gets this many partitions.
+DEFAULT_BACKFILL_PARTITIONS = 12
+#: The backfill topic only lives for the replay.
+DEFAULT_BACKFILL_RETENTION = timedelta(hours=168)
+#: The drain's end bound: 9999-12-31T23:59:59.999Z. A Drain worker without an end finishes a partition
+#: the first time it reaches the partition's end, which while Spark is still writing would leave the rest
+#: unread; with an end time no record reaches it never finishes by itself, and the operator decides.
+DRAIN_UNTIL_STOPPED_MS = 253_402_300_799_999
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+
+def spark_defaults(settings: OperatorSettings) -> SparkDefaults:
+    return SparkDefaults(
+        image=settings.spark_image,
+        spark_version=settings.spark_version,
+        service_account=settings.spark_service_account,
+        jars=settings.spark_jars,
+        progress_base=settings.spark_progress_uri,
+    )
+
+
+def spark_application(
+    *,
+    owner: Owner,
+    namespace: str,
+    spec: LakeReplaySpec,
+    defaults: SparkDefaults = SparkDefaults(),
+    topic: str | None = None,
+) -> dict:
+    """The SparkApplication a LakeReplay (named by `owner`) runs; topic and progress as Reprise derives them."""
+    return spark_application_manifest(
+        owner=owner,
+        name=application_name(owner.name),
+        namespace=namespace,
+        spec=spec,
+        topic=topic or backfill_topic_name(namespace, owner.name, spec),
+        progress=progress_uri(spec.source.uri, namespace, owner.name, owner.uid, defaults.progress_base),
+        labels=child_labels(KIND, owner.name, "spark-application"),
+        defaults=defaults,
+    )
+
+
+def drain_deployment_name(cr_name: str) -> str:
+    return bounded_name(cr_name, "drain")
+
+
+def continuation_name(cr_name: str) -> str:
+    return bounded_name(cr_name, "then")
+
+
+def backfill_partitions(spec: LakeReplaySpec, live_partitions: dict[str, list[int]]) -> int:
+    """spec.backfillTopic.partitions, else the first live topic's count (keys then land on the same partition
+    numbers as in the live topic), else DEFAULT_BACKFILL_PARTITIONS."""
+    if spec.backfill_topic.partitions is not None:
+        return spec.backfill_topic.partitions
+    if spec.then is not None:
+        first = spec.then.reconsume.topics[0]
+        if live_partitions.get(first):
+            return len(live_partitions[first])
+    return DEFAULT_BACKFILL_PARTITIONS
+
+
+def topic_config(spec: LakeReplaySpec) -> dict[str, str]:
+    retention = spec.backfill_topic.retention or DEFAULT_BACKFILL_RETENTION
+    return {"retention.ms": str(int(retention.total_seconds() * 1000))}
+
+
+def drain_settings(
+    spec: LakeReplaySpec,
+    *,
+    rid: str,
+    topic: str,
+    delivery: dict[str, str],
+    handover_topic: str,
+) -> WorkerSettings:
+    """The drain consumers: the replay worker in mode Drain on the backfill topic, group spec.consumerGroup,
+    from the topic's start, with an end no record reaches (see DRAIN_UNTIL_STOPPED_MS)."""
+    return WorkerSettings(
+        bootstrap_servers=spec.kafka.bootstrap_servers,
+        replay_id=rid,
+        topics=(topic,),
+        role="replay",
+        mode="Drain",
+        replay_group=spec.consumer_group,
+        start=StartSpec("earliest"),
+        end=EndSpec("timestamp", timestamp_ms=DRAIN_UNTIL_STOPPED_MS),
+        handler=delivery.get("REPRISE_HANDLER"),
+        forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
+        handover_topic=handover_topic,
+        kafka_config_dir=KAFKA_CONFIG_DIR if spec.kafka.config_from is not None else None,
+    )
+
+
+def continuation_manifest(
+    *,
+    owner: Owner,
+    name: str,
+    namespace: str,
+    spec: LakeReplaySpec,
+    starts: dict[TopicPartitionKey, int],
+) -> dict:
+    """The Reconsume of then.reconsume: its start is the offsets at spec.source.to, every partition listed."""
+    assert spec.then is not None
+    then = spec.then.reconsume
+    body: dict[str, Any] = {
+        "kafka": spec.kafka.dump(),
+        "topics": list(then.topics),
+        "consumerGroup": then.consumer_group,
+        "mode": then.mode.value,
+        "start": {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())]},
+        "completion": then.completion.dump(),
+        # The LakeReplay's plan was approved: its continuation is part of it.
+        "approval": "Automatic",
+        "suspend": spec.suspend,
+        "cleanup": {"deleteReplayGroup": spec.cleanup.delete_replay_group},
+    }
+    if then.filter is not None:
+        body["filter"] = then.filter.dump()
+    if then.mode is ReconsumeMode.REWIND:
+        body["liveDeployment"] = then.live_deployment.dump()  # type: ignore[union-attr]
+    else:
+        body["consumer"] = (then.consumer or spec.consumer).dump()
+    if then.replay_group is not None:
+        body["replayGroup"] = then.replay_group
+    ReconsumeSpec.model_validate(body)  # what the API server would refuse, refused here with a clear error
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Reconsume",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": child_labels(KIND, owner.name, "continuation"),
+            "ownerReferences": [owner.reference()],
+        },
+        "spec": body,
+    }
+
+
+def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation: Plan | None) -> str:
+    """What the plan says, in one line: the lake range, the backfill topic, and the continuation."""
+    source = spec.source
+    start = rfc3339_exact(source.from_) if source.from_ is not None else "the oldest record"
+    text = (f"lake {source.uri} ({source.format.value}) from {start} to {rfc3339_exact(source.to)}"
+            + (f" where {source.filter}" if source.filter else "")
+            + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.consumer_group}")
+    if spec.then is not None and continuation is not None:
+        then = spec.then.reconsume
+        text += (f"; then {then.mode.value} on {', '.join(then.topics)} from the offsets at "
+                 f"{rfc3339_exact(source.to)} ({continuation.total_records} records there now)")
+    return text
+
+
+def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> dict[TopicPartitionKey, PartitionFacts]:
+    """What the continuation's plan needs from Kafka, at the exact millisecond of the seam."""
+    found = cluster.partitions(topics)
+    missing = [t for t in topics if t not in found]
+    if missing:
+        raise Failure("TopicNotFound",
+                      f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster")
+    keys = [(t, p) for t in topics for p in found[t]]
+    log_starts = cluster.start_offsets(keys)
+    ends = cluster.end_offsets(keys)
+    at_seam = cluster.offsets_for_time(keys, to_ms)
+    return {key: PartitionFacts(log_start=log_starts[key], end=ends[key], at_start_time=at_seam.get(key))
+            for key in keys}
+
+
+def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
+    risky = plan.at_risk
+    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {p.start_offset})" for p in risky[:5])
+    more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
+    return (f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
+            f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
+            f"spec.source.to later, to at most the time of the oldest record Kafka still holds")
+
+
+# ------------------------------------------------------------------------------------------ the steps
+
+
+def _spec(resource: Resource) -> LakeReplaySpec:
+    try:
+        return LakeReplaySpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+
+
+def _owner(resource: Resource) -> Owner:
+    return Owner(API_VERSION, KIND, resource.name, resource.uid)
+
+
+def _rid(resource: Resource) -> str:
+    return replay_id(resource.namespace, resource.name, resource.uid)
+
+
+def _children(resource: Resource) -> dict:
+    return resource.status.setdefault("children", {})
+
+
+def _lake_drained(resource: Resource) -> bool:
+    return is_true(resource.status.get("conditions"), "Drained")
+
+
+async def step(resource: Resource, memory: ObjectMemory) -> None:
+    spec = _spec(resource)
+    if resource.phase in FINISHED:
+        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
+        return
+    if resource.phase in ("Pending", "Planning"):
+        # Planning ends the call: the plan is in the API server before anything is created, so a
+        # backfill topic found while planning is never one Reprise made.
+        await _plan(resource, spec)
+        return
+    if resource.phase == "PlanReady":
+        if not resource.approved():
+            return
+        resource.condition("Approved", "True", "Approved", _approval_message(resource))
+        if spec.suspend:
+            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+            return
+        await _start(resource, spec)
+    if resource.phase in ("Running", "Suspended"):
+        await _apply_suspend(resource, spec)
+    if resource.phase == "Running":
+        await _follow(resource, spec, memory)
+    if resource.phase == "Draining":
+        await _teardown(resource, spec, memory)
+
+
+def _approval_message(resource: Resource) -> str:
+    if (resource.body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
+        return "approval is Automatic"
+    return "approved with the annotation reprise.io/approve=true"
+
+
+async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
+    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    cluster, _ = await resource.kafka(spec.kafka)
+    topic = backfill_topic_name(resource.namespace, resource.name, spec)
+    live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
+    found = await asyncio.to_thread(cluster.partitions, [topic, *live_topics])
+    missing = [t for t in live_topics if t not in found]
+    if missing:
+        raise Failure("TopicNotFound",
+                      f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster")
+    if topic in found and (resource.status.get("children") or {}).get("backfillTopic") != topic:
+        raise Failure(
+            "BackfillTopicExists",
+            f"the backfill topic {topic} already exists in Kafka. Reprise creates the backfill topic and deletes "
+            "it when done, so it must be a new one: set spec.backfillTopic.name to a topic that does not exist",
+        )
+    partitions = backfill_partitions(spec, found)
+    continuation = await _continuation_plan(resource, spec, cluster) if spec.then is not None else None
+    summary = plan_summary(spec, topic, partitions, continuation)
+    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    if spec.approval.value == "Manual" and not resource.approved():
+        resource.condition("Approved", "False", "AwaitingApproval",
+                           f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true")
+    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+
+
+async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
+    """status.plan: the live topics' offsets at spec.source.to; refused when retention ate into the seam."""
+    assert spec.then is not None
+    facts = await asyncio.to_thread(continuation_facts, cluster, list(spec.then.reconsume.topics),
+                                    seam_ms(spec.source.to))
+    plan = make_plan(StartRequest("timestamp", timestamp=spec.source.to), facts, resource.now())
+    resource.status["plan"] = plan_partitions_status(plan)
+    if plan.at_risk:
+        message = continuation_retention_message(spec, plan)
+        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        raise Failure("RetentionExceeded", message)
+    return plan
+
+
+async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
+    """Check everything that can refuse, then create the topic, the SparkApplication and the drain."""
+    rt = resource.rt
+    cluster, config = await resource.kafka(spec.kafka)
+    consumer = spec.consumer
+    template = await live_template(resource, consumer)
+    user_env = [e.model_dump(by_alias=True) for e in consumer.env or []]
+    delivery = require_delivery(delivery_from_env(template_env(template), user_env))
+    if spec.source.schema_ is not None:
+        ref = spec.source.schema_.config_map_ref
+        config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)
+        if config_map is None:
+            raise Waiting("ConfigMapNotFound",
+                          f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+        if ref.key not in (config_map.get("data") or {}):
+            raise Waiting("ConfigMapKeyNotFound",
+                          f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+    topic = backfill_topic_name(resource.namespace, resource.name, spec)
+    live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
+    found = await asyncio.to_thread(cluster.partitions, live_topics) if live_topics else {}
+    partitions = backfill_partitions(spec, found)
+    rid = _rid(resource)
+    settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic)
+    defaults = spark_defaults(rt.settings)
+    app = spark_application_manifest(
+        owner=_owner(resource),
+        name=application_name(resource.name),
+        namespace=resource.namespace,
+        spec=spec,
+        topic=topic,
+        progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
+        labels=child_labels(KIND, resource.name, "spark-application"),
+        defaults=defaults,
+    )
+    deployment_name = drain_deployment_name(resource.name)
+    deployment = replay_deployment_manifest(
+        owner=_owner(resource),
+        name=deployment_name,
+        namespace=resource.namespace,
+        labels=child_labels(KIND, resource.name, "drain-consumer"),
+        pod_template=template,
+        replicas=consumer.replicas,
+        worker_env=settings.to_env(),
+        user_env=user_env,
+        kafka_secret=spec.kafka.config_from.secret_ref.name if spec.kafka.config_from else None,
+        container_name=consumer.container,
+    )
+    if consumer.resources is not None:
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+
+    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await asyncio.to_thread(handovers.ensure)
+    created = await asyncio.to_thread(cluster.ensure_topic, topic, partitions, topic_config(spec),
+                                      spec.backfill_topic.replication_factor)
+    if created:
+        resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
+    await rt.kube.run(rt.kube.create_owned, app, resource.uid)
+    await rt.kube.run(rt.kube.create_owned, deployment, resource.uid)
+    resource.status["children"] = {
+        **(resource.status.get("children") or {}),
+        "backfillTopic": topic,
+        "sparkApplication": app["metadata"]["name"],
+        "deployment": deployment_name,
+        "replayGroup": spec.consumer_group,
+    }
+    resource.status["spark"] = {"applicationName": app["metadata"]["name"], "state": "", "updatedAt": rfc3339(resource.now())}
+    resource.status.setdefault("startedAt", rfc3339(resource.now()))
+    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app['metadata']['name']} is created")
+    resource.condition("Running", "True", "SparkApplicationCreated",
+                       f"SparkApplication {app['metadata']['name']} writes the lake range to {topic}; "
+                       f"{consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
+    resource.set_phase("Running", "Started",
+                       f"created backfill topic {topic}, SparkApplication {app['metadata']['name']} and "
+                       f"drain Deployment {deployment_name}")
+
+
+# ------------------------------------------------------------------------------------------ suspend
+
+
+async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
+    """Suspend what runs now (the SparkApplication and the drain, or the continuation); resume it again."""
+    rt = resource.rt
+    children = resource.status.get("children") or {}
+    if spec.suspend and resource.phase == "Running":
+        done = await _hold(resource, spec, children, suspend=True)
+        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {done}")
+        resource.condition("Running", "False", "Suspended", "suspended")
+        resource.set_phase("Suspended", "Suspended", f"{done}; state kept")
+    elif not spec.suspend and resource.phase == "Suspended":
+        done = await _hold(resource, spec, children, suspend=False)
+        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+        resource.condition("Running", "True", "Resumed", done)
+        resource.set_phase("Running", "Resumed", done)
+    elif resource.phase == "Suspended" and not _lake_drained(resource) and children.get("sparkApplication"):
+        # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
+        app = await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL,
+                                resource.namespace, children["sparkApplication"])
+        _record_spark(resource, spark_outcome(app) if app is not None else None, children["sparkApplication"])
+
+
+async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspend: bool) -> str:
+    rt = resource.rt
+    ns = resource.namespace
+    verb = "suspended" if suspend else "resumed"
+    if _lake_drained(resource):
+        # The lake's children are done (and being removed): only the continuation runs from here on.
+        if children.get("reconsume"):
+            await rt.kube.run(rt.kube.patch_custom, GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"],
+                              {"spec": {"suspend": suspend}})
+            return f"Reconsume {children['reconsume']} {verb}"
+        return "the continuation has not started"
+    said = []
+    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), "Produced"):
+        await rt.kube.run(rt.kube.patch_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns,
+                          children["sparkApplication"], {"spec": {"suspend": suspend}})
+        said.append(f"SparkApplication {children['sparkApplication']} {verb}")
+    if children.get("deployment"):
+        replicas = 0 if suspend else spec.consumer.replicas
+        await rt.kube.run(rt.kube.scale_deployment, ns, children["deployment"], replicas)
+        said.append(f"Deployment {children['deployment']} scaled to {replicas}")
+    return "; ".join(said) or "nothing runs"
+
+
+# ------------------------------------------------------------------------------------------ following
+
+
+async def _follow(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
+    if not _lake_drained(resource):
+        await _follow_lake(resource, spec, memory)
+    if not _lake_drained(resource):
+        return
+    if spec.then is None:
+        resource.set_phase("Draining", "Drained", "the backfill topic is drained; removing what Reprise made")
+        return
+    await _continue(resource, spec)
+
+
+def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
+    """status.spark (its time only moves when something else did), and an Event when the state changed."""
+    old = dict(resource.status.get("spark") or {})
+    new = {"applicationName": name, "state": outcome.state if outcome else old.get("state", "")}
+    attempts = outcome.attempts if outcome else old.get("attempts")
+    if attempts is not None:
+        new["attempts"] = attempts
+    written = records if records is not None else old.get("recordsWritten")
+    if written is not None:
+        new["recordsWritten"] = written
+    if {k: v for k, v in old.items() if k != "updatedAt"} != new:
+        resource.status["spark"] = {**new, "updatedAt": rfc3339(resource.now())}
+        if outcome is not None and old.get("state") != outcome.state and outcome.state:
+            warning = outcome.failed or outcome.state in ("FAILING", "SUBMISSION_FAILED", "UNKNOWN")
+            resource.event(outcome.reason, outcome.message, warning=warning)
+
+
+async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
+    """Spark's state into conditions, the drain group's lag into progress; Drained once both say done."""
+    rt = resource.rt
+    children = resource.status.get("children") or {}
+    name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
+    cluster, _ = await resource.kafka(spec.kafka)
+    produced = is_true(resource.status.get("conditions"), "Produced")
+    app = await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
+    if app is None and not produced:
+        await _recreate_spark(resource, spec, name, topic)
+        return
+    outcome = spark_outcome(app) if app is not None else None
+    if outcome is not None and outcome.failed:
+        _record_spark(resource, outcome, name)
+        await _remove_lake_children(resource, spec, keep_spark=True)
+        raise Failure(outcome.reason, outcome.message)
+    if outcome is not None and outcome.produced and not produced:
+        resource.condition("Produced", "True", outcome.reason, outcome.message)
+        resource.condition("Running", "True", "Draining",
+                           "every record is in the backfill topic; the drain consumers read it to its end")
+        produced = True
+    elif not produced and outcome is not None:
+        resource.condition("Produced", "False", outcome.reason, outcome.message)
+        resource.condition("Running", "True", outcome.reason, outcome.message)
+
+    # Spark's state is read before the end offsets: once it said COMPLETED, these ends are final.
+    found = await asyncio.to_thread(cluster.partitions, [topic])
+    if topic not in found:
+        raise Retry(f"the backfill topic {topic} is not in the cluster's metadata yet")
+    keys = [(topic, p) for p in found[topic]]
+    ends, committed = await asyncio.gather(
+        asyncio.to_thread(cluster.shared_end_offsets, keys, rt.settings.poll_interval / 2),
+        asyncio.to_thread(cluster.committed_offsets, group, keys),
+    )
+    views = [PartitionView(t, p, start=0, end=ends[(t, p)], position=committed.get((t, p))) for t, p in keys]
+    progress = record_progress(resource, memory, views)
+    _record_spark(resource, outcome, name, records=sum(ends.values()))
+    hold = spec.completion.drained_for
+    if memory.drain.observe(produced and progress.all_done, resource.now(), hold):
+        message = (f"Spark completed and group {group} consumed all {progress.total} records of {topic}; "
+                   f"held for {format_duration(hold)}")
+        resource.condition("Drained", "True", "Drained", message)
+        resource.event("Drained", message)
+
+
+async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, topic: str) -> None:
+    """Someone deleted the SparkApplication before it completed: run it again. The job resumes from its
+    progress markers, so the records already in the topic are not written again."""
+    rt = resource.rt
+    defaults = spark_defaults(rt.settings)
+    app = spark_application_manifest(
+        owner=_owner(resource), name=name, namespace=resource.namespace, spec=spec, topic=topic,
+        progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
+        labels=child_labels(KIND, resource.name, "spark-application"), defaults=defaults,
+    )
+    await rt.kube.run(rt.kube.create_owned, app, resource.uid)
+    resource.event("SparkApplicationRecreated",
+                   f"SparkApplication {name} was deleted before it completed: created it again (it resumes "
+                   "from its progress markers)", warning=True)
+
+
+async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
+    """then.reconsume: once the lake's children are gone, a Reconsume from the offsets at spec.source.to."""
+    rt = resource.rt
+    assert spec.then is not None
+    continuation = resource.status.get("continuation") or {}
+    name = continuation.get("reconsume")
+    if not name:
+        # The drain must be gone before the live topics are replayed: each key's lake records first.
+        await _remove_lake_children(resource, spec)
+        cluster, _ = await resource.kafka(spec.kafka)
+        # Looked up again now: the seam is decided when the continuation starts, not when the plan was shown.
+        plan = await _continuation_plan(resource, spec, cluster)
+        starts = plan.start_offsets()
+        name = continuation_name(resource.name)
+        try:
+            manifest = continuation_manifest(owner=_owner(resource), name=name, namespace=resource.namespace,
+                                             spec=spec, starts=starts)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise Failure("InvalidSpec", f"spec.then.reconsume: {first.get('msg')}") from None
+        await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+        resource.status["continuation"] = {
+            "reconsume": name,
+            "phase": "Pending",
+            "startOffsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())],
+        }
+        _children(resource)["reconsume"] = name
+        message = (f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
+                   f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}")
+        resource.condition("Running", "True", "Continuing", message)
+        resource.event("ContinuationStarted", message)
+        return
+    child = await rt.kube.run(rt.kube.get_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
+    if child is None:
+        raise Failure("ContinuationDeleted",
+                      f"the Reconsume {name} of then.reconsume was deleted before it completed; the records from "
+                      f"{rfc3339_exact(spec.source.to)} on were not all replayed")
+    status = child.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    if continuation.get("phase") != phase:
+        resource.status["continuation"] = {**continuation, "phase": phase}
+    if phase == "Failed":
+        failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+        raise Failure("ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}")
+    if phase == "Complete":
+        resource.set_phase("Draining", "ContinuationComplete",
+                           f"Reconsume {name} completed on the live topics; removing what Reprise made")
+
+
+# ------------------------------------------------------------------------------------------ teardown
+
+
+async def _teardown(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
+    """Remove everything Reprise made; then Complete."""
+    if spec.then is None:
+        await _remove_lake_children(resource, spec)
+    await _remove_continuation(resource)
+    if spec.then is None:
+        message = "every record of the lake range was drained; everything Reprise made is removed"
+    else:
+        message = "the lake range was drained and the live topics replayed; everything Reprise made is removed"
+    resource.complete("Completed", message)
+
+
+async def _remove_continuation(resource: Resource) -> None:
+    """Delete the continuation Reconsume and wait until it is gone (its own finalizer hands back first)."""
+    rt = resource.rt
+    name = (resource.status.get("children") or {}).get("reconsume")
+    if not name:
+        return
+    await rt.kube.run(rt.kube.delete_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
+    if await rt.kube.run(rt.kube.get_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name) is not None:
+        raise Retry(f"Reconsume {name} is still being deleted")
+
+
+async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_spark: bool = False) -> None:
+    """SparkApplication (gone before the topic: a late write would create it again), the drain Deployment
+    (its pods gone before the group), the drain group, the backfill topic, the drain's handover records.
+    `keep_spark` keeps a failed SparkApplication for `kubectl describe` (it is owned, so it goes with the
+    LakeReplay)."""
+    rt = resource.rt
+    ns = resource.namespace
+    children = resource.status.get("children") or {}
+    if not children:
+        return
+    cluster, config = await resource.kafka(spec.kafka)
+    app = children.get("sparkApplication")
+    if app and not keep_spark:
+        await rt.kube.run(rt.kube.delete_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app)
+        if await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app) is not None:
+            raise Retry(f"SparkApplication {app} is still being deleted")
+    if children.get("deployment"):
+        await rt.kube.run(rt.kube.delete_deployment, ns, children["deployment"])
+    pods = await rt.kube.run(rt.kube.list_pods, ns, f"reprise.io/replay={resource.name},reprise.io/kind=lakereplay")
+    if pods:
+        raise Retry(f"{len(pods)} drain pod(s) still terminating")
+    group = children.get("replayGroup")
+    if group and spec.cleanup.delete_replay_group:
+        description = await asyncio.to_thread(cluster.describe_group, group)
+        if description.state not in ("Empty", "Dead", "Unknown"):
+            raise Retry(f"drain group {group} is {description.state}; waiting for its members to leave")
+        await asyncio.to_thread(cluster.delete_group, group)
+    topic = children.get("backfillTopic")
+    if topic and spec.cleanup.delete_backfill_topic:
+        await asyncio.to_thread(cluster.delete_topic, topic)
+    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await asyncio.to_thread(handovers.tombstone, _rid(resource))
+
+
+# ------------------------------------------------------------------------------------------ deletion
+
+
+async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
+    """The finalizer: remove everything Reprise made, the continuation first (its own finalizer hands every
+    partition back to the live group), then the lake's children."""
+    try:
+        spec = LakeReplaySpec.model_validate(resource.body.get("spec") or {})
+    except ValidationError:
+        return  # an invalid spec never started anything
+    await _remove_continuation(resource)
+    await _remove_lake_children(resource, spec)
+
+
+__all__ = [
+    "KIND",
+    "PLURAL",
+    "cleanup",
+    "continuation_manifest",
+    "drain_settings",
+    "spark_application",
+    "step",
+]

@@ -1,0 +1,275 @@
+"""The SparkApplication of a LakeReplay, as data: the manifest Reprise creates and what its state means.
+
+Pure, like `workloads.py`: `spark_application_manifest` builds the Kubeflow Spark Operator v1beta2
+SparkApplication (a plain dict for `kube.Kube.create_owned`) and `spark_outcome` reads one back into what
+the LakeReplay's conditions say. Nothing here talks to the API.
+
+The manifest runs `spark_app` (spark_app/Dockerfile: Spark with the Kafka connector in /opt/spark/jars and
+the job at /opt/reprise) in cluster mode with the job's own command line (`python -m spark_app --help`,
+`spark_app.settings`): every argument below is one of its flags, and a unit test parses them with the job's
+parser. The latest schema and the Kafka client settings reach the driver as a mounted ConfigMap and a
+mounted Secret (`driver.configMaps` / `driver.secrets`, which the Spark operator's webhook mounts), the
+lake credentials as `envFrom` on driver and executors, so no credential is ever in the manifest.
+
+Retries: `restartPolicy` OnFailure. The job records the days it wrote under `--progress` and skips them on
+a retry, and leaves out records of a half-written day that are already in the topic, so a retried driver
+writes no record twice (tests/integration/spark_app/test_resume.py).
+
+States (REFERENCE.md section 3): `status.applicationState.state` has no conditions and no
+observedGeneration, so Reprise translates it: SUBMITTED and RUNNING (and the controller's passing states)
+keep the LakeReplay Running; COMPLETED means every record is in the backfill topic (Produced); FAILED and
+SUBMISSION_FAILED, which the controller only reaches once its retries are spent, fail the LakeReplay with
+the controller's error message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from .api import LakeReplaySpec
+from .constants import bounded_name
+from .workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
+
+GROUP = "sparkoperator.k8s.io"
+VERSION = "v1beta2"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "SparkApplication"
+PLURAL = "sparkapplications"
+
+#: Where spark_app/Dockerfile puts the job and Spark's jars.
+MAIN_APPLICATION_FILE = "local:///opt/reprise/spark_app/main.py"
+IMAGE_JARS_DIR = "/opt/spark/jars"
+#: The Kafka connector artifacts the image bakes in at exactly its Spark version (its build checks both).
+CONNECTOR_ARTIFACTS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13")
+#: The unprivileged user of the apache/spark images. Given as a number because the image names it `spark`,
+#: and the kubelet can only verify `runAsNonRoot` against a numeric user.
+SPARK_UID = 185
+#: Where the driver finds the latest schema (the ConfigMap of spec.source.schema) and the Kafka settings.
+SCHEMA_DIR = "/etc/reprise/schema"
+KAFKA_SETTINGS_DIR = KAFKA_CONFIG_DIR
+#: The real controller's retry policy fields. The job is resumable, so a retry only costs time.
+RESTART_POLICY = {
+    "type": "OnFailure",
+    "onFailureRetries": 3,
+    "onFailureRetryInterval": 10,
+    "onSubmissionFailureRetries": 3,
+    "onSubmissionFailureRetryInterval": 20,
+}
+#: The driver pod is `<name>-driver`; keep that a DNS label.
+NAME_LIMIT = 63 - len("-driver")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+# status.applicationState.state values (kubeflow/spark-operator api/v1beta2 ApplicationStateType).
+NEW, SUBMITTED, RUNNING, COMPLETED, FAILED = "", "SUBMITTED", "RUNNING", "COMPLETED", "FAILED"
+SUBMISSION_FAILED, PENDING_RERUN, INVALIDATING = "SUBMISSION_FAILED", "PENDING_RERUN", "INVALIDATING"
+SUCCEEDING, FAILING, UNKNOWN = "SUCCEEDING", "FAILING", "UNKNOWN"
+SUSPENDING, SUSPENDED, RESUMING = "SUSPENDING", "SUSPENDED", "RESUMING"
+FAILED_STATES = (FAILED, SUBMISSION_FAILED)
+
+
+@dataclass(frozen=True)
+class SparkDefaults:
+    """What a LakeReplay may leave out of `spec.spark`, from the operator's settings."""
+
+    image: str = "ghcr.io/reprise-io/reprise-spark:0.1.0"
+    spark_version: str = "4.1.4"
+    service_account: str | None = None
+    #: Jar URIs for `deps.jars`; None: the Kafka connector jars the image bakes in (`connector_jars`).
+    jars: tuple[str, ...] | None = None
+    #: Base Hadoop URI of the job's progress markers; None: next to the lake table (`progress_uri`).
+    progress_base: str | None = None
+
+
+def application_name(cr_name: str) -> str:
+    return bounded_name(cr_name, "spark", limit=NAME_LIMIT)
+
+
+def connector_jars(spark_version: str) -> list[str]:
+    """The Kafka connector jars inside the image, as `local://` URIs (files already in the container)."""
+    return [f"local://{IMAGE_JARS_DIR}/{artifact}-{spark_version}.jar" for artifact in CONNECTOR_ARTIFACTS]
+
+
+def backfill_topic_name(namespace: str, cr_name: str, spec: LakeReplaySpec) -> str:
+    """spec.backfillTopic.name, else `<namespace>.<name>.reprise-backfill` (Kafka allows 249 characters)."""
+    return spec.backfill_topic.name or bounded_name(f"{namespace}.{cr_name}.reprise-backfill", limit=249)
+
+
+def progress_uri(source_uri: str, namespace: str, cr_name: str, uid: str, base: str | None = None) -> str:
+    """Where the job records the days it wrote (its retries read it back).
+
+    Default: `_reprise/progress` beside the lake table (`s3a://lake/events/users` ->
+    `s3a://lake/events/_reprise/progress/...`): storage the job can already reach, outside the table (and
+    `_`-prefixed, which Spark's file index skips anyway). The uid keeps a re-created LakeReplay of the same
+    name from finding an older run's markers.
+    """
+    leaf = f"{namespace}/{cr_name}-{uid[:8]}"
+    if base:
+        return f"{base.rstrip('/')}/{leaf}"
+    parts = urlsplit(source_uri.rstrip("/"))
+    parent = parts.path.rsplit("/", 1)[0]
+    return f"{parts.scheme}://{parts.netloc}{parent}/_reprise/progress/{leaf}"
+
+
+def rfc3339_exact(moment: datetime) -> str:
+    """An instant with its full precision: the lake/Kafka seam is decided at this exact time."""
+    text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return text.replace(".000000Z", "Z")
+
+
+def seam_ms(to: datetime) -> int:
+    """`to` in Kafka's milliseconds, rounded up: a record at or after the first millisecond >= `to` is
+    exactly a record whose time is >= `to`, the ones the lake leaves out."""
+    micros = (to - _EPOCH) // timedelta(microseconds=1)
+    return -(-micros // 1000)
+
+
+def job_arguments(spec: LakeReplaySpec, *, topic: str, progress: str) -> list[str]:
+    """The job's command line (spark_app.settings) for this LakeReplay."""
+    source = spec.source
+    args = ["--source", source.uri, "--format", source.format.value,
+            "--timestamp-column", source.timestamp_column, "--key-column", source.key_column]
+    if source.partition_column:
+        args += ["--partition-column", source.partition_column]
+    if source.from_ is not None:
+        args += ["--from", rfc3339_exact(source.from_)]
+    args += ["--to", rfc3339_exact(source.to)]
+    if source.filter:
+        args += ["--filter", source.filter]
+    if source.schema_ is not None:
+        args += ["--latest-schema", f"{SCHEMA_DIR}/{source.schema_.config_map_ref.key}"]
+        for old, new in sorted((source.schema_.renames or {}).items()):
+            args += ["--rename", f"{old}={new}"]
+        for field, value in sorted((source.schema_.defaults or {}).items()):
+            args += ["--default", f"{field}={value}"]
+    args += ["--bootstrap-servers", spec.kafka.bootstrap_servers, "--topic", topic]
+    if spec.kafka.config_from is not None:
+        args += ["--kafka-settings", KAFKA_SETTINGS_DIR]
+    if spec.spark.max_records_per_second:
+        args += ["--max-records-per-second", str(spec.spark.max_records_per_second)]
+    args += ["--progress", progress]
+    return args
+
+
+def _pod_security() -> dict[str, Any]:
+    return {"runAsNonRoot": True, "runAsUser": SPARK_UID, "runAsGroup": SPARK_UID, "fsGroup": SPARK_UID,
+            "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def _container_security() -> dict[str, Any]:
+    return restricted_security({"securityContext": {"runAsUser": SPARK_UID}})["securityContext"]
+
+
+def spark_application_manifest(
+    *,
+    owner: Owner,
+    name: str,
+    namespace: str,
+    spec: LakeReplaySpec,
+    topic: str,
+    progress: str,
+    labels: Mapping[str, str],
+    defaults: SparkDefaults = SparkDefaults(),
+) -> dict:
+    """The SparkApplication that replays the lake range of `spec` into `topic`."""
+    spark = spec.spark
+    version = spark.spark_version or defaults.spark_version
+    env_from = [{"secretRef": {"name": e.secret_ref.name}} for e in spark.env_from or []]
+    common: dict[str, Any] = {
+        "labels": dict(labels),
+        "podSecurityContext": _pod_security(),
+        "securityContext": _container_security(),
+    }
+    if env_from:
+        common["envFrom"] = env_from
+    driver: dict[str, Any] = {"cores": spark.driver.cores, "memory": spark.driver.memory, **common}
+    service_account = spark.driver.service_account or defaults.service_account
+    if service_account:
+        driver["serviceAccount"] = service_account
+    if spec.source.schema_ is not None:
+        driver["configMaps"] = [{"name": spec.source.schema_.config_map_ref.name, "path": SCHEMA_DIR}]
+    if spec.kafka.config_from is not None:
+        driver["secrets"] = [{"name": spec.kafka.config_from.secret_ref.name, "path": KAFKA_SETTINGS_DIR,
+                              "secretType": "Generic"}]
+    executor = {"instances": spark.executor.instances, "cores": spark.executor.cores,
+                "memory": spark.executor.memory, **common}
+    body: dict[str, Any] = {
+        "type": "Python",
+        "pythonVersion": "3",
+        "mode": "cluster",
+        "image": spark.image or defaults.image,
+        "sparkVersion": version,
+        "mainApplicationFile": MAIN_APPLICATION_FILE,
+        "arguments": job_arguments(spec, topic=topic, progress=progress),
+        "sparkConf": dict(spark.spark_conf or {}),
+        # deps.jars is what the controller hands spark-submit as --jars (spark.jars).
+        "deps": {"jars": list(defaults.jars) if defaults.jars is not None else connector_jars(version)},
+        "driver": driver,
+        "executor": executor,
+        "restartPolicy": dict(RESTART_POLICY),
+        "suspend": spec.suspend,
+    }
+    if spark.hadoop_conf:
+        body["hadoopConf"] = dict(spark.hadoop_conf)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
+                     "ownerReferences": [owner.reference()]},
+        "spec": body,
+    }
+
+
+# ------------------------------------------------------------------------------------------ its state
+
+
+@dataclass(frozen=True)
+class SparkOutcome:
+    """What a SparkApplication's state means for the LakeReplay."""
+
+    state: str
+    #: COMPLETED: every record is in the backfill topic (the job validated it before exiting 0).
+    produced: bool
+    #: FAILED or SUBMISSION_FAILED: the controller gave up retrying.
+    failed: bool
+    #: One CamelCase word for the conditions.
+    reason: str
+    message: str
+    attempts: int | None = None
+
+
+def state_reason(state: str) -> str:
+    """`PENDING_RERUN` -> `SparkPendingRerun`; the empty state (not yet seen by a controller) -> `SparkNew`."""
+    words = [w.capitalize() for w in state.split("_") if w] or ["New"]
+    return "Spark" + "".join(words)
+
+
+def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
+    """Read a SparkApplication (None: it does not exist) into what the LakeReplay reports."""
+    if app is None:
+        return SparkOutcome("", False, False, "SparkApplicationMissing", "the SparkApplication does not exist")
+    name = (app.get("metadata") or {}).get("name", "")
+    status = app.get("status") or {}
+    application = status.get("applicationState") or {}
+    state = application.get("state") or NEW
+    error = application.get("errorMessage") or ""
+    attempts = status.get("submissionAttempts")
+    if state == COMPLETED:
+        return SparkOutcome(state, True, False, "SparkCompleted",
+                            f"SparkApplication {name} completed: every record of the range is in the backfill topic",
+                            attempts)
+    if state in FAILED_STATES:
+        detail = f": {error}" if error else ""
+        tries = f" after {attempts} submission attempt(s)" if attempts else ""
+        return SparkOutcome(state, False, True, state_reason(state),
+                            f"SparkApplication {name} is {state}{tries}{detail}", attempts)
+    if state == NEW:
+        return SparkOutcome(state, False, False, "SparkNew",
+                            f"SparkApplication {name} is created and waits for the Spark operator to submit it",
+                            attempts)
+    detail = f" ({error})" if error else ""
+    return SparkOutcome(state, False, False, state_reason(state), f"SparkApplication {name} is {state}{detail}",
+                        attempts)
+

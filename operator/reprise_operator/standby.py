@@ -1,0 +1,83 @@
+"""What every kind that runs a clone of the service shares: the pod template to clone, the delivery the
+clone needs (the service's handler or a forward topic), and how far its consumer group is.
+
+Reconsume's replay consumers and LakeReplay's drain consumers are both standby Deployments cloned from the
+live service (`workloads.replay_deployment_manifest`); both report their group's progress the same way,
+into `status.progress` and the replay metrics.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from . import metrics
+from .api import Consumer, format_duration
+from .conditions import rfc3339
+from .lifecycle import Failure, ObjectMemory, Resource, Waiting
+from .progress import PartitionView, Progress, progress_status, summarize
+
+DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
+
+
+def delivery_from_env(*envs: list[dict]) -> dict[str, str]:
+    """REPRISE_HANDLER / REPRISE_FORWARD_TOPIC as the user set them in the template or `consumer.env`."""
+    found: dict[str, str] = {}
+    for env in envs:
+        for item in env or []:
+            if item.get("name") in DELIVERY_VARIABLES and item.get("value"):
+                found[item["name"]] = item["value"]
+    return found
+
+
+def require_delivery(delivery: dict[str, str], field: str = "spec.consumer") -> dict[str, str]:
+    """The clone must know what to do with a record: the service's handler or a topic to copy it to."""
+    if not delivery:
+        raise Failure(
+            "NoDelivery",
+            f"{field}.env (or the pod template) must set REPRISE_HANDLER (package.module:function of the "
+            "service's code) or REPRISE_FORWARD_TOPIC (a topic to copy matching records to)",
+        )
+    return delivery
+
+
+async def live_template(resource: Resource, consumer: Consumer, field: str = "spec.consumer") -> dict:
+    """The pod template to clone: `consumer.template`, or that of the live Deployment it names."""
+    if consumer.template is not None:
+        return consumer.template
+    name = consumer.deployment_ref.name  # type: ignore[union-attr]
+    live = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
+    if live is None:
+        raise Waiting("DeploymentNotFound",
+                      f"{field}.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
+    return live["spec"]["template"]
+
+
+def template_env(template: dict) -> list[dict]:
+    containers = (template.get("spec") or {}).get("containers") or []
+    return containers[0].get("env", []) if containers else []
+
+
+def format_duration_seconds(seconds: int) -> str:
+    return format_duration(timedelta(seconds=seconds))
+
+
+def record_progress(resource: Resource, memory: ObjectMemory, views: list[PartitionView]) -> Progress:
+    """Summarize the group's partitions into `status.progress` (written only when more than the time
+    changed) and the replay metrics; remember when the processed count last moved."""
+    now = resource.now()
+    progress = summarize(views, memory.eta, now)
+    new = progress_status(progress, rfc3339(now))
+    if progress.eta_seconds is not None:
+        new["eta"] = format_duration_seconds(progress.eta_seconds)
+    old = dict(resource.status.get("progress") or {})
+    if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
+        resource.status["progress"] = new
+    labels = (resource.kind, resource.namespace, resource.name)
+    metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
+    metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)
+    if progress.eta_seconds is not None:
+        metrics.REPLAY_ETA.labels(*labels).set(progress.eta_seconds)
+    if memory.processed != progress.processed or memory.processed_since is None:
+        memory.processed, memory.processed_since = progress.processed, now
+    metrics.REPLAY_PROGRESS_AGE.labels(*labels).set((now - memory.processed_since).total_seconds())
+    return progress
