@@ -54,6 +54,7 @@ class LakeTable:
         self.latest = latest
         self.first_day, self.last_day = T.day_bounds(settings.start, settings.end)
         self._fields: list[str] | None = None
+        self._footer_schemas: dict[str, str] = {}  # file -> schema JSON: each footer is read once per run
 
     @property
     def day_label(self) -> str:
@@ -181,6 +182,9 @@ class LakeTable:
         converter = None
         groups: "OrderedDict[str, list[str]]" = OrderedDict()
         for name in files:
+            if name in self._footer_schemas:
+                groups.setdefault(self._footer_schemas[name], []).append(name)
+                continue
             source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(name), conf)
             reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
             try:
@@ -195,6 +199,7 @@ class LakeTable:
                 reader.close()
             # Nullability and metadata do not change what a file holds: group on names and types only.
             struct = StructType([StructField(f.name, f.dataType, True) for f in StructType.fromJson(json.loads(text)).fields])
+            self._footer_schemas[name] = struct.json()
             groups.setdefault(struct.json(), []).append(name)
         return groups
 

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, expected_records, write_lake
-from tests.integration.spark_app.conftest import JobRunner, end_offsets, job_args, Lake
+from tests.integration.spark_app.conftest import JobRunner, Lake, end_offsets, half_written, job_args, markers
 
 pytestmark = pytest.mark.integration
 
@@ -153,23 +153,22 @@ def test_two_million_rows_killed_mid_run_and_retried_write_no_day_twice(lake, ka
     progress = tmp_path / "progress"
     args = job_args(lake, kafka, topic, progress, "--to", "2024-03-01T00:00:00Z", "--max-records-per-write", "300000")
     first = jobs.start(args, "killed-2m")
+    per_day = Counter(SPEC.day_text(n) for n in range(SPEC.rows))
     deadline = time.monotonic() + 3600
-    while True:
-        done = list((progress / "days").glob("*.done")) if (progress / "days").is_dir() else []
-        finished = sum(json.loads(p.read_text())["records"] for p in done)
-        if done and end_offsets(kafka, topic) > finished:
-            break
+    while not half_written(kafka, topic, progress, per_day):
         assert first.process.alive(), first.log()[-3000:]
         assert time.monotonic() < deadline
-        time.sleep(0.2)
+        time.sleep(0.1)
     first.process.stop_signal = signal.SIGKILL
     first.process.stop()
-    print(f"\nkilled with {len(done)} day(s) done and {end_offsets(kafka, topic):,} records in the topic")
+    done, in_topic = markers(progress, ".done"), end_offsets(kafka, topic)
+    assert sum(per_day[d] for d in done) < in_topic  # part of an unfinished unit is in the topic
+    print(f"\nkilled with {len(done)} day(s) done and {in_topic:,} records in the topic, "
+          f"{in_topic - sum(per_day[d] for d in done):,} of them from unfinished days")
 
     code, log = jobs.run(args, "retry-2m")
     assert code == 0, log[-3000:]
     assert "leaving out records already in the topic" in log
     found = scan_topic(kafka, topic, None)
-    expected_per_day = Counter(SPEC.day_text(n) for n in range(SPEC.rows))
-    assert found["per_day"] == expected_per_day
+    assert found["per_day"] == per_day
     assert (found["duplicates"], found["order_breaks"], found["split_keys"]) == (0, 0, 0)

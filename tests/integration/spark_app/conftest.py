@@ -168,3 +168,18 @@ def end_offsets(broker: KafkaBroker, topic: str) -> int:
         return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions)
     finally:
         consumer.close()
+
+
+def markers(progress: Path, suffix: str) -> set[str]:
+    folder = progress / "days"
+    return {p.name[: -len(suffix)] for p in folder.glob(f"*{suffix}")} if folder.is_dir() else set()
+
+
+def half_written(broker: KafkaBroker, topic: str, progress: Path, per_day: dict[str, int]) -> bool:
+    """Whether a write unit is part-way into the topic: more records than the finished days hold, fewer than
+    the started days hold. Read in this order (offsets, started, done) it never mistakes the moment a
+    finished unit is being marked done for a half-written one."""
+    in_topic = end_offsets(broker, topic)
+    started = markers(progress, ".started")
+    done = markers(progress, ".done")
+    return sum(per_day[d] for d in done) < in_topic < sum(per_day[d] for d in started)
