@@ -89,24 +89,34 @@ def job_pods() -> dict[str, dict[str, Any]]:
 
 
 def spark_pods() -> dict[str, dict[str, Any]]:
-    """Driver and executor pods as the Spark operator makes them from the SparkApplication Reprise builds:
-    `podSecurityContext` and `securityContext` of spec.driver / spec.executor go onto the pod and its
-    container (kubeflow/spark-operator internal/webhook: the pod patches)."""
-    try:
-        from reprise_operator.lakereplay import spark_application  # type: ignore[attr-defined]
-    except ImportError:
-        pytest.skip("the operator builds no SparkApplication yet (reprise_operator.lakereplay.spark_application)")
+    """Driver and executor pods as the Spark operator makes them from the SparkApplication Reprise builds
+    (`reprise_operator.lakereplay.spark_application`): spec.driver / spec.executor `podSecurityContext` on the
+    pod, `securityContext` on the container, `secrets` and `configMaps` as volumes, `envFrom` as is, plus the
+    emptyDir Spark uses for its local directories (kubeflow/spark-operator's pod mutation, spark-submit)."""
     from reprise_operator.api import LakeReplaySpec
+    from reprise_operator.lakereplay import spark_application
 
     spec = LakeReplaySpec.model_validate(yaml.safe_load((REPO / "examples/lakereplay.yaml").read_text())["spec"])
-    app = spark_application(owner=Owner("reprise.io/v1alpha1", "LakeReplay", "l", "u"), namespace="x", spec=spec)
+    owner = Owner("reprise.io/v1alpha1", "LakeReplay", "accounts-2025h1", "00000000-0000-0000-0000-000000000003")
+    app = spark_application(owner=owner, namespace="x", spec=spec)
     pods = {}
     for role in ("driver", "executor"):
-        side = app["spec"].get(role) or {}
+        side = app["spec"][role]
+        volumes = [{"name": "spark-local-dir-1", "emptyDir": {}}]
+        mounts = [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-local-dir-1"}]
+        for index, item in enumerate(side.get("secrets") or []):
+            volumes.append({"name": f"secret-{index}", "secret": {"secretName": item["name"]}})
+            mounts.append({"name": f"secret-{index}", "mountPath": item["path"]})
+        for index, item in enumerate(side.get("configMaps") or []):
+            volumes.append({"name": f"configmap-{index}", "configMap": {"name": item["name"]}})
+            mounts.append({"name": f"configmap-{index}", "mountPath": item["path"]})
         container = {"name": f"spark-kubernetes-{role}", "image": side.get("image") or app["spec"]["image"],
-                     "securityContext": side.get("securityContext") or {}}
+                     "args": [role], "securityContext": side.get("securityContext") or {}, "volumeMounts": mounts}
+        if side.get("envFrom"):
+            container["envFrom"] = side["envFrom"]
         pods[f"spark-{role}"] = {"metadata": {"labels": side.get("labels") or {}},
-                                 "spec": {"securityContext": side.get("podSecurityContext") or {}, "containers": [container]}}
+                                 "spec": {"securityContext": side.get("podSecurityContext") or {},
+                                          "containers": [container], "volumes": volumes}}
     return pods
 
 
