@@ -292,3 +292,18 @@ def test_helm_lint_is_clean(helm, tmp_path, values) -> None:
     proc = run_helm(helm, "lint", str(CHART), "--strict", "--namespace", NAMESPACE, "--values", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout and "[INFO]" not in proc.stdout, proc.stdout
+
+
+def test_lakereplay_defaults_reach_the_operator_settings(render) -> None:
+    defaults = settings_of(operator_container(render()))
+    assert defaults.spark_image == OperatorSettings.spark_image, "unset values leave the operator's defaults"
+    container = operator_container(render({"operator": {"spark": {
+        "image": "registry.local/reprise-spark:4.1.4", "version": "4.1.4", "driverServiceAccount": "spark",
+        "jars": ["local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar"], "progressUri": "s3a://lake/_reprise",
+    }}}))
+    settings = settings_of(container)
+    assert settings.spark_image == "registry.local/reprise-spark:4.1.4"
+    assert settings.spark_version == "4.1.4"
+    assert settings.spark_service_account == "spark"
+    assert settings.spark_jars == ("local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar")
+    assert settings.spark_progress_uri == "s3a://lake/_reprise"
