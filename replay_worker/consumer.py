@@ -102,6 +102,7 @@ class ReplayConsumer:
         self.settings = settings
         self.delivery = delivery
         self.filter = record_filter
+        self._predicate = record_filter.predicate()
         self.metrics = metrics
         self.plan = {k: p.start for k, p in state.partitions.items() if p.start is not None}
         self.throttle = Throttle(settings.max_records_per_second, settings.max_bytes_per_second)
@@ -177,27 +178,49 @@ class ReplayConsumer:
             log.info("replay consumer stopped")
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
+        # The hot loop: once per record. Messages come in runs per partition, so the partition's state is
+        # looked up once per run, not once per record.
+        parts = self.parts
         batch: list[Message] = []
+        append = batch.append
         size = 0
+        last_topic: str | None = None
+        last_partition = -1
+        part: PartitionProgress | None = None
+        take = bounded = False
         for message in messages:
             error = message.error()
             if error is not None:
                 self._on_error(message, error)
+                last_topic = None
                 continue
-            part = self.parts.get((message.topic(), message.partition()))
-            if part is None or part.finished or part.end_met is not None:
-                continue  # not ours (any more), or finished: never processed past the stop offset
+            partition = message.partition()
+            topic = message.topic()
+            if partition != last_partition or topic != last_topic:
+                last_topic, last_partition = topic, partition
+                part = parts.get((topic, partition))
+                # Not ours (any more), or finished: never processed past the stop offset.
+                take = part is not None and not part.finished and part.end_met is None
+                if take:
+                    assert part is not None
+                    part.at_end = False
+                    bounded = part.end_offset is not None or part.end_timestamp_ms is not None
+            if not take:
+                continue
+            assert part is not None
             offset = message.offset()
-            if part.end_offset is not None or part.end_timestamp_ms is not None:
+            if bounded:
                 ts_type, ts = message.timestamp()
                 if record_ends_partition(part.end_offset, part.end_timestamp_ms, offset, ts if ts_type else None):
                     part.end_met = offset
+                    take = False
                     continue
-            part.at_end = False
             part.position = offset + 1
-            batch.append(message)
-            size += len(message.value() or b"") + len(message.key() or b"")
-        if not batch and not any(p.at_end or p.end_met is not None for p in self.parts.values()):
+            append(message)
+            value = message.value()
+            if value is not None:
+                size += len(value)
+        if not batch and not any(p.at_end or p.end_met is not None for p in parts.values()):
             return
         self.metrics.consumed.inc(len(batch))
         self.metrics.bytes.inc(size)
@@ -207,11 +230,11 @@ class ReplayConsumer:
         self.metrics.delivered.inc(outcome.delivered)
         self.metrics.dead_lettered.inc(outcome.dead_lettered)
         self.metrics.poison_skipped.inc(outcome.poison_skipped)
-        for part in self.parts.values():
-            if part.end_met is not None and not part.finished:
-                part.position = max(part.position or part.end_met, part.end_met)
-            elif part.at_end and part.end_event_offset is not None and part.position is not None:
-                part.position = max(part.position, part.end_event_offset)
+        for state in parts.values():
+            if state.end_met is not None and not state.finished:
+                state.position = max(state.position or state.end_met, state.end_met)
+            elif state.at_end and state.end_event_offset is not None and state.position is not None:
+                state.position = max(state.position, state.end_event_offset)
         self._checkpoint(consumer)
 
     def _deliver(self, batch: list[Message]) -> Outcome:
@@ -219,13 +242,14 @@ class ReplayConsumer:
             matching = batch
             self.metrics.matched.inc(len(batch))
             return self.delivery.deliver(matching)
-        matching = []
+        matching: list[Message] = []
+        keep = matching.append
         poison: list[tuple[Message, str]] = []
-        matches = self.filter.matches
+        predicate = self._predicate
         for message in batch:
             try:
-                if matches(message.key(), message.headers(), message.value()):
-                    matching.append(message)
+                if predicate(message):
+                    keep(message)
             except Undecodable as exc:
                 poison.append((message, f"undecodable: {exc}"))
         self.metrics.matched.inc(len(matching))

@@ -49,8 +49,17 @@ class FakeProducer:
 
     produced: list[dict[str, Any]] = field(default_factory=list)
 
-    def produce(self, **kwargs: Any) -> None:
+    def produce(self, topic: str | None = None, **kwargs: Any) -> None:
+        """Recorded in `forward_args`' form: defaults (no partition, no timestamp, no headers) left out."""
         kwargs.pop("on_delivery", None)
+        if topic is not None:
+            kwargs["topic"] = topic
+        if kwargs.get("partition", -1) == -1:
+            kwargs.pop("partition", None)
+        if not kwargs.get("timestamp"):
+            kwargs.pop("timestamp", None)
+        if not kwargs.get("headers"):
+            kwargs.pop("headers", None)
         self.produced.append(kwargs)
 
     def poll(self, _timeout: float = 0) -> int:

@@ -98,3 +98,68 @@ def test_spec_round_trip_and_inlined_keys(tmp_path) -> None:
     assert FilterSpec.parse(spec.to_json()) == spec
     inlined = spec.to_obj(inline_keys=True)
     assert inlined["keys"] == ["k1", "k2"] and "keysFile" not in inlined
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"kind":"even","n":1}', b'{ "n" : 1 , "kind" : "even" }', b'{"a":{"kind":"odd"},"kind":"even"}',
+    b'{"kind":"odd","kind":"even"}', b'{"kind":"even","kind":"odd"}', b'{"kind":["even"]}', b'["even"]',
+    b'{"kind":"even"', b'{"kind":"even",}', b'{"x":"even"}', b'{"kind":"even\\u0021"}', b'"even"',
+    b'{"n":{"deep":[1,2,{"kind":"even"}]},"kind":"odd"}', b'{"kind":"even","tail":broken}',
+])
+def test_the_shortcuts_agree_with_a_full_parse(raw: bytes) -> None:
+    """Whatever the walk answers "yes" to, a full parse answers "yes" or cannot parse (undecodable, which
+    also counts as matching for the guard); every "no" is a full parse's answer."""
+    flt = f({"json": [{"path": "kind", "equals": "even"}]})
+    try:
+        document = json.loads(raw)
+        expected: bool | None = isinstance(document, dict) and document.get("kind") == "even"
+    except ValueError:
+        expected = None  # undecodable
+    try:
+        answer: bool | None = flt.matches(None, None, raw)
+    except Undecodable:
+        answer = None
+    if expected is None:
+        assert answer in (True, None)
+    else:
+        assert answer == expected
+
+
+def test_nested_paths_walk_and_fall_back() -> None:
+    flt = f({"json": [{"path": "order.status", "equals": "paid"}, {"path": "order.items.0.sku", "equals": "x"}]})
+    assert flt.matches(None, None, value(order={"id": 1, "status": "paid", "items": [{"sku": "x"}]}))
+    assert not flt.matches(None, None, value(order={"status": "paid", "items": [{"sku": "y"}]}))
+
+
+def test_predicate_reads_only_what_it_needs() -> None:
+    from .fakes import FakeMessage
+
+    class Counting(FakeMessage):
+        asked: int = 0
+
+        def headers(self):
+            Counting.asked += 1
+            return super().headers()
+
+    assert f({"json": [{"path": "a", "equals": 1}]}).predicate()(Counting(_value=b'{"a":1}'))
+    assert Counting.asked == 0
+    assert f({"headers": {"t": ["x"]}}).predicate()(Counting(_headers=[("t", b"x")]))
+    assert Counting.asked == 1
+    assert f(None).predicate()(Counting())
+
+
+@pytest.mark.parametrize("raw", [b'{"kind":"even"}', b'{"kind":"odd"}', b'{"kind":"ev\\u0065n"}', b'{"x":{"kind":"even"}}',
+                                 b'["even"]', b'{"kind":["even"]}', b'{"kind":"even"', None, b'{"kind":"even2","y":"even"}'])
+def test_the_single_field_predicate_answers_like_matches(raw) -> None:
+    from .fakes import FakeMessage
+
+    flt = f({"json": [{"path": "kind", "equals": "even"}]})
+    predicate = flt.predicate()
+
+    def answer(fn):
+        try:
+            return fn()
+        except Undecodable:
+            return "undecodable"
+
+    assert answer(lambda: predicate(FakeMessage(_value=raw))) == answer(lambda: flt.matches(None, None, raw))

@@ -1,0 +1,75 @@
+"""`make bench`: run every benchmark module of this package and print its figures and ratios.
+
+    python -m benchmarks                 # all of them, full size
+    python -m benchmarks worker spark    # some of them
+    python -m benchmarks --quick         # smaller sizes, for a quick check (REPRISE_BENCH_QUICK=1)
+
+A benchmark is a module `benchmarks/<name>.py` with `run() -> dict`: the figures it measured, with baselines
+measured in the same run, and `meets_target` (bool) when it has targets. Each module starts what it needs
+(its own broker, ...) and stops it by PID. The runner imports and calls them one after another, prints a
+summary, writes all figures to `$REPRISE_CACHE/bench/results.json`, and exits 1 when a module failed or
+missed a target. No module is timed by the test suite: performance lives here, as ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import benchmarks
+
+
+def available() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if not m.name.startswith("_"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default all: {', '.join(available())})")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (sets REPRISE_BENCH_QUICK=1)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        os.environ["REPRISE_BENCH_QUICK"] = "1"
+    names = args.names or available()
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}")
+    results: dict[str, Any] = {}
+    failed = False
+    for name in names:
+        print(f"== benchmark {name}", flush=True)
+        began = time.monotonic()
+        try:
+            figures = importlib.import_module(f"benchmarks.{name}").run()
+        except Exception as exc:  # one broken benchmark must not hide the others' figures
+            traceback.print_exc()
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            failed = True
+            continue
+        figures = dict(figures or {})
+        figures.setdefault("seconds", round(time.monotonic() - began, 1))
+        results[name] = figures
+        if figures.get("meets_target") is False:
+            failed = True
+    print("\n== summary")
+    for name, figures in results.items():
+        verdict = "ERROR" if "error" in figures else {True: "meets targets", False: "MISSES TARGETS", None: "figures only"}[
+            figures.get("meets_target")]
+        print(f"  {name:<10} {verdict}")
+    cache = Path(os.environ.get("REPRISE_CACHE") or Path.home() / ".cache" / "reprise") / "bench"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    print(f"  figures: {cache / 'results.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
