@@ -5,6 +5,7 @@ Events, status or metrics."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import secrets
@@ -174,15 +175,44 @@ def container_logs(kube, namespace: str) -> dict[str, str]:
     return logs
 
 
-def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(installed: Installed, kafka, topic_name, tmp_path) -> None:
-    from local_platform.processes import free_port
-
-    kube, apps = installed.kube, installed.apps
+@pytest.fixture(scope="module")
+def kafka_secret(installed: Installed) -> str:
+    """A Secret of librdkafka settings whose sasl.password is a value found nowhere else."""
     password = f"sasl-pw-{secrets.token_hex(12)}"
-    apply(kube, apps, {
+    apply(installed.kube, installed.apps, {
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "accounts-kafka-client"},
         "stringData": {"sasl.username": "reprise-test", "sasl.password": password},
     })
+    return password
+
+
+def assert_nowhere(installed: Installed, password: str, extra: dict[str, str]) -> None:
+    """The Secret's value is in none of: the operator log, every container log of the workloads' namespace,
+    the Events of the whole cluster, the replays with their status, the workloads, and `extra`."""
+    kube, apps = installed.kube, installed.apps
+    operator_log = installed.operator_log()
+    # Everything the operator did was allowed: no refusal anywhere in its log.
+    refusals = [line for line in operator_log.splitlines() if re.search(r"[Ff]orbidden|(?:[Cc]ode|status):? ?403\b|\(403\)", line)]
+    assert refusals == [], refusals[:5]
+    logs = container_logs(kube, apps)
+    places = {
+        "operator log": operator_log,
+        "events": kube.kubectl("get", "events", "-A", "-o", "yaml").stdout,
+        "replays": kube.kubectl("get", "reconsumes,backfills,lakereplays", "-n", apps, "-o", "yaml").stdout,
+        "workloads": kube.kubectl("get", "replicasets,deployments,jobs,configmaps", "-n", apps, "-o", "yaml").stdout,
+        **logs, **extra,
+    }
+    leaked = [where for where, text in places.items() if password in text]
+    assert leaked == [], f"the Secret value appears in: {leaked}"
+    # The check itself can fail: the value is in the Secret, where it belongs.
+    secret = json.loads(kube.kubectl("get", "secret", "accounts-kafka-client", "-n", apps, "-o", "json").stdout)
+    assert base64.b64decode(secret["data"]["sasl.password"]).decode() == password
+
+
+def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(installed: Installed, kafka, kafka_secret, topic_name, tmp_path) -> None:
+    from local_platform.processes import free_port
+
+    kube, apps = installed.kube, installed.apps
     kafka.create_topic(topic_name, PARTITIONS)
     produce(kafka.bootstrap, topic_name, HISTORY)
     sink = tmp_path / "processed"
@@ -221,24 +251,33 @@ def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(i
     conditions = {c["type"]: c["status"] for c in done["status"]["conditions"]}
     assert conditions["Complete"] == "True"
 
-    # Everything the operator did was allowed: no refusal anywhere in its log.
-    operator_log = installed.operator_log()
-    assert not re.search(r"\b403\b|[Ff]orbidden", operator_log), [l for l in operator_log.splitlines() if "403" in l or "orbidden" in l][:5]
-
-    # The Secret's value is nowhere: operator log, every container log (live service and replay pods),
-    # Events of the whole cluster, the resource with its status, and the metrics of operator and worker.
-    events = kube.kubectl("get", "events", "-A", "-o", "yaml").stdout
-    resource = kube.kubectl("get", "reconsume", "replay-accounts", "-n", apps, "-o", "yaml").stdout
-    replica_sets = kube.kubectl("get", "replicasets,deployments,jobs", "-n", apps, "-o", "yaml").stdout
-    places = {"operator log": operator_log, "events": events, "reconsume": resource, "workloads": replica_sets,
-              "metrics": "\n".join(scrapes), **container_logs(kube, apps)}
     assert any("reprise_worker" in s for s in scrapes), "the worker's metrics were scraped at least once"
     assert any("reprise_replay_lag_records" in s for s in scrapes), "the operator's metrics were scraped"
     assert len(container_logs(kube, apps)) >= 2, "logs of the live service and of the replay pod"
-    leaked = [where for where, text in places.items() if password in text]
-    assert leaked == [], f"the Secret value appears in: {leaked}"
-    # The check itself can fail: the value is in the Secret, where it belongs.
-    secret = json.loads(kube.kubectl("get", "secret", "accounts-kafka-client", "-n", apps, "-o", "json").stdout)
-    import base64
+    assert_nowhere(installed, kafka_secret, {"metrics": "\n".join(scrapes)})
 
-    assert base64.b64decode(secret["data"]["sasl.password"]).decode() == password
+
+def test_a_backfill_completes_under_the_chart_rbac_and_its_secret_never_leaks(installed: Installed, kafka, kafka_secret, topic_name) -> None:
+    """The topic source: the operator runs Reprise's worker as a Job (the chart's image) with the Secret mounted."""
+    from tests.integration.operator.backfill_scenario import produce_keyed
+
+    kube, apps = installed.kube, installed.apps
+    state, target = f"{topic_name}-state", topic_name
+    kafka.create_topic(state, 2)
+    kafka.create_topic(target, 2)
+    produce_keyed(kafka.bootstrap, state, [(f"user-{i}", json.dumps({"v": i})) for i in range(50)])
+    apply(kube, apps, {
+        "apiVersion": "reprise.io/v1alpha1", "kind": "Backfill", "metadata": {"name": "users-fix"},
+        "spec": {"kafka": {"bootstrapServers": kafka.bootstrap, "configFrom": {"secretRef": {"name": "accounts-kafka-client"}}},
+                 "topic": target, "keys": [f"user-{i}" for i in range(0, 50, 5)], "source": {"topic": {"name": state}}},
+    })
+    try:
+        done = wait_phase(kube, apps, "backfill", "users-fix", "Complete", timeout=180)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\noperator log:\n{installed.operator_log()[-6000:]}") from None
+    assert done["status"]["keysProduced"] == 10
+    jobs = json.loads(kube.kubectl("get", "jobs", "-n", apps, "-l", "reprise.io/replay=users-fix", "-o", "json").stdout)["items"]
+    for job in jobs:  # the Job ran the chart's image, and its pod was admitted under `restricted`
+        assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "reprise:dev"
+        assert job["status"].get("succeeded") == 1
+    assert_nowhere(installed, kafka_secret, {})
