@@ -8,4 +8,4 @@ end, also when tests fail:
   namespace per test.
 """
 
-pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures.operator"]
+pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures.operator", "tests.fixtures.spark"]
