@@ -34,11 +34,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from . import kafka_clients
 from .delivery import Delivery, DeliveryError, Outcome
 from .filters import RecordFilter, Undecodable
-from .handover import CommitMark, HandoverInfo, HandoverView, ReplayHandover, record_ends_partition, replay_finish
+from .handover import CommitMark, HandoverInfo, HandoverView, ProgressInfo, ReplayHandover, record_ends_partition, replay_finish
 from .handover_topic import HandoverFollower, HandoverTopic, now_ms
 from .metrics import WorkerMetrics
 from .settings import WorkerSettings
 from .throttle import Throttle
+
+#: Seconds between two `progress` records of one replica (the operator's status moves at this pace at most).
+PROGRESS_INTERVAL = 2.0
 
 log = logging.getLogger("replay_worker.consumer")
 
@@ -116,6 +119,9 @@ class ReplayConsumer:
         self._follower: HandoverFollower[_ReplayFacts] | None = None
         self._live: dict[tuple[str, int], int] = {}
         self._last_check = 0.0
+        #: What the last `progress` records said, per partition, and when they were sent.
+        self._reported: dict[tuple[str, int], tuple[int, bool]] = {}
+        self._last_report = 0.0
         self.ready = False
         self.done = False
 
@@ -381,7 +387,31 @@ class ReplayConsumer:
 
     # -- slow checks: the live group's offsets, end offsets for lag
 
+    def _report_progress(self) -> None:
+        """Publish the committed position of partitions that moved (at most every PROGRESS_INTERVAL s), so
+        the operator follows this replay by tailing the handover topic instead of querying its group."""
+        if self._handover is None or time.monotonic() - self._last_report < PROGRESS_INTERVAL:
+            return
+        self._last_report = time.monotonic()
+        records = []
+        for part in self.parts.values():
+            if part.committed is None:
+                continue
+            now = (part.committed, part.at_end)
+            if self._reported.get(part.key) != now:
+                records.append(ProgressInfo(self.settings.replay_id, part.topic, part.partition, part.committed,
+                                            part.at_end, self.settings.member_name, now_ms()))
+                self._reported[part.key] = now
+        if not records:
+            return
+        try:
+            self._handover.publish(*records)
+        except Exception as exc:  # advisory: the next report says it again
+            self._reported.clear()
+            log.warning("publishing progress failed", extra={"error": str(exc)})
+
     def _slow_checks(self, consumer: Consumer) -> None:
+        self._report_progress()
         active = [p for p in self.parts.values() if not p.finished]
         if self._live_reader is not None and active:
             try:

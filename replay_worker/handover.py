@@ -26,7 +26,7 @@ from .filters import FilterSpec, Headers, RecordFilter, Undecodable
 FORMAT_VERSION = 1
 Mode = Literal["Parallel", "Handover", "Drain"]
 MODES: tuple[str, ...] = ("Parallel", "Handover", "Drain")
-RecordKind = Literal["replay", "start", "handover", "guard", "ack", "result"]
+RecordKind = Literal["replay", "start", "handover", "guard", "ack", "progress", "result"]
 FinishReason = Literal["end-bound", "end-of-partition", "live-offset", "caught-up", "forced", "not-in-plan"]
 TopicPartitionKey = tuple[str, int]
 
@@ -106,6 +106,22 @@ class AckInfo:
 
 
 @dataclass(frozen=True)
+class ProgressInfo:
+    """`progress` record: the replay group's committed position of p (advisory, for the operator's status).
+
+    Published by the replica that owns p every few seconds while it moves, so the operator follows every
+    replay on a cluster by tailing this topic instead of asking Kafka for each replay group's offsets."""
+
+    replay_id: str
+    topic: str
+    partition: int
+    position: int
+    at_end: bool = False
+    member: str = ""
+    at_ms: int = 0
+
+
+@dataclass(frozen=True)
 class ResultInfo:
     """`result` record: the outcome of a run-to-completion worker (a Backfill Job)."""
 
@@ -114,7 +130,7 @@ class ResultInfo:
     at_ms: int = 0
 
 
-HandoverRecord = ReplayInfo | StartInfo | HandoverInfo | GuardInfo | AckInfo | ResultInfo
+HandoverRecord = ReplayInfo | StartInfo | HandoverInfo | GuardInfo | AckInfo | ProgressInfo | ResultInfo
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,7 @@ def _key_of(record: HandoverRecord) -> bytes:
         return encode_key(record.replay_id, "replay")
     if isinstance(record, ResultInfo):
         return encode_key(record.replay_id, "result")
-    kind: RecordKind = {StartInfo: "start", HandoverInfo: "handover", GuardInfo: "guard", AckInfo: "ack"}[type(record)]  # type: ignore[assignment]
+    kind: RecordKind = {StartInfo: "start", HandoverInfo: "handover", GuardInfo: "guard", AckInfo: "ack", ProgressInfo: "progress"}[type(record)]  # type: ignore[assignment]
     return encode_key(record.replay_id, kind, record.topic, record.partition)  # type: ignore[union-attr]
 
 
@@ -178,6 +194,9 @@ def encode(record: HandoverRecord) -> tuple[bytes, bytes]:
     elif isinstance(record, AckInfo):
         body = {"kind": "ack", "topic": record.topic, "partition": record.partition, "offset": record.offset,
                 "committed": record.committed, "member": record.member}
+    elif isinstance(record, ProgressInfo):
+        body = {"kind": "progress", "topic": record.topic, "partition": record.partition, "position": record.position,
+                "at_end": record.at_end, "member": record.member}
     else:
         body = {"kind": "result", "result": dict(record.body)}
     value = {"v": FORMAT_VERSION, "replay_id": record.replay_id, **body, "at_ms": record.at_ms}
@@ -214,6 +233,8 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
             return key, HandoverInfo(rid, t, p, int(v["offset"]), str(v.get("reason", "")), str(v.get("by", "replay")), at)
         if key.kind == "guard":
             return key, GuardInfo(rid, t, p, int(v["first_skipped"]), int(v["seen_until"]), str(v.get("member", "")), at)
+        if key.kind == "progress":
+            return key, ProgressInfo(rid, t, p, int(v["position"]), bool(v.get("at_end")), str(v.get("member", "")), at)
         if key.kind == "ack":
             return key, AckInfo(rid, t, p, int(v["offset"]), int(v["committed"]), str(v.get("member", "")), at)
     except (KeyError, TypeError, ValueError) as exc:
@@ -241,6 +262,7 @@ class PartitionHandover:
     handover: HandoverInfo | None = None
     guard: GuardInfo | None = None
     ack: AckInfo | None = None
+    progress: ProgressInfo | None = None
 
     @property
     def start_offset(self) -> int | None:
@@ -329,9 +351,9 @@ class ReplayHandover:
         if key.topic is None or key.partition is None:
             return
         part = self.partition(key.topic, key.partition)
-        if key.kind in ("start", "handover", "guard", "ack"):
+        if key.kind in ("start", "handover", "guard", "ack", "progress"):
             setattr(part, key.kind, record)
-        if not (part.start or part.handover or part.guard or part.ack):
+        if not (part.start or part.handover or part.guard or part.ack or part.progress):
             del self.partitions[(key.topic, key.partition)]
 
 

@@ -25,6 +25,7 @@ class HandoverReaders:
     def __init__(self) -> None:
         self._followers: dict[tuple[str, str], HandoverFollower[int]] = {}
         self._topics: dict[tuple[str, str], HandoverTopic] = {}
+        self._ensured: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     def _key(self, bootstrap: str, config: Mapping[str, str], topic: str) -> tuple[str, str]:
@@ -37,6 +38,14 @@ class HandoverReaders:
             if handle is None:
                 handle = self._topics[key] = HandoverTopic(bootstrap, topic, dict(config), client_id="reprise-operator")
             return handle
+
+    def ensure(self, bootstrap: str, config: Mapping[str, str], topic: str) -> None:
+        """Create the handover topic if missing, once per process and cluster (not once per replay)."""
+        key = self._key(bootstrap, config, topic)
+        if key in self._ensured:
+            return
+        self.topic(bootstrap, config, topic).ensure()
+        self._ensured.add(key)
 
     def replay(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str) -> ReplayHandover:
         """What the handover topic says of one replay, as of the follower's last read."""

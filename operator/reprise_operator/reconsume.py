@@ -249,8 +249,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         delivery=delivery_from_env(template_env, user_env),
         has_secret=spec.kafka.config_from is not None,
     )
-    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(topic.ensure)
+    await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
     manifest = replay_deployment_manifest(
         owner=_owner(resource),
@@ -303,14 +302,11 @@ _record_progress = record_progress
 async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
     rt = resource.rt
     cluster, config = await resource.kafka(spec.kafka)
-    children = resource.status.get("children") or {}
-    group = children.get("replayGroup")
     plan = plan_from_status(resource.status.get("plan") or {})
     rid = replay_id(resource.namespace, resource.name, resource.uid)
-    ends, committed = await asyncio.gather(
-        asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2),
-        asyncio.to_thread(cluster.committed_offsets, group, list(plan)),
-    )
+    # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
+    # records in the handover topic, which one tailing reader follows for every replay on the cluster.
+    ends = await asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2)
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     handover_mode = spec.mode.value == "Handover"
     views = []
@@ -325,10 +321,10 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
                 partition=key[1],
                 start=start,
                 end=ends[key],
-                position=committed.get(key),
+                position=part.progress.position if part and part.progress else None,
                 target=h,
                 handed_over=acked if handover_mode else h is not None,
-                at_end=reason == "end-of-partition",
+                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
                 handover_offset=h,
             )
         )
