@@ -45,6 +45,8 @@ def test_helm_install_deployed_the_operator_and_the_crds(installed: Installed) -
     kube = installed.kube
     status = json.loads(kube.helm("status", installed.release, "-n", installed.namespace, "-o", "json").stdout)
     assert status["info"]["status"] == "deployed"
+    notes = kube.helm("get", "notes", installed.release, "-n", installed.namespace).stdout
+    assert f"installed in namespace {installed.namespace}" in notes and "all namespaces" in notes
     deployment = json.loads(kube.kubectl("get", "deployment", installed.release, "-n", installed.namespace, "-o", "json").stdout)
     assert deployment["status"].get("readyReplicas") == 1
     kube.kubectl("wait", "--for=condition=Established", "--timeout=30s",
