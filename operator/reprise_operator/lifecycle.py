@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
 from . import metrics
 from .conditions import rfc3339, set_condition, utc_now
@@ -151,7 +152,16 @@ class Resource:
         config: dict[str, str] = {}
         if kafka_spec.config_from is not None:
             secret = kafka_spec.config_from.secret_ref.name
-            data = await self.rt.kube.run(self.rt.kube.secret_data, self.namespace, secret)
+            try:
+                data = await self.rt.kube.run(self.rt.kube.secret_data, self.namespace, secret)
+            except ApiException as exc:
+                if exc.status != 403:
+                    raise
+                raise Waiting(
+                    "SecretForbidden",
+                    f"spec.kafka.configFrom.secretRef: the operator may not read Secret {self.namespace}/{secret}; "
+                    "allow it in the chart (rbac.secrets.names or watchNamespaces)",
+                ) from None
             if data is None:
                 raise Waiting(
                     "SecretNotFound",

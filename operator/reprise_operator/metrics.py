@@ -130,12 +130,16 @@ class Heartbeat:
     def __init__(self, stale_after: float) -> None:
         self.stale_after = stale_after
         self._last = time.monotonic()
+        #: True while this replica waits for the leader Lease: it runs no loop yet, and must not be
+        #: restarted by its liveness probe for waiting (the Lease renewal exits the process if it fails).
+        self.standby = True
 
     def beat(self) -> None:
+        self.standby = False
         self._last = time.monotonic()
 
     def healthy(self) -> bool:
-        return time.monotonic() - self._last < self.stale_after
+        return self.standby or time.monotonic() - self._last < self.stale_after
 
 
 def serve(port: int, healthy: Callable[[], bool]) -> ThreadingHTTPServer:
