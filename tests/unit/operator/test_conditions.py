@@ -48,11 +48,3 @@ def test_reason_must_be_one_camel_case_word(reason):
     with pytest.raises(ValueError):
         set_condition([], "Failed", "True", reason, "")
 
-
-def test_heartbeat_is_healthy_while_standby_then_goes_stale():
-    from reprise_operator.metrics import Heartbeat
-
-    heartbeat = Heartbeat(stale_after=0.0)
-    assert heartbeat.healthy(), "a replica waiting for the leader Lease is alive"
-    heartbeat.beat()
-    assert not heartbeat.healthy(), "once leading, a loop that stops beating is unhealthy"
