@@ -9,6 +9,7 @@ batches the killed processes had not committed). The long version of this loop i
 from __future__ import annotations
 
 import os
+import random
 import signal
 import time
 from pathlib import Path
@@ -35,8 +36,12 @@ def _state(bootstrap: str, handover_topic: str, replay_id: str):
 
 
 def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_dir: Path, worker_env, *,
-                 kills: bool, history: int = 16000, live_records: int = 10000, rate: float = 600):
-    """One Handover run; returns (report, allowance)."""
+                 faults: list[str], seed: int = 0, history: int = 16000, live_records: int = 10000, rate: float = 600):
+    """One Handover run with `faults` injected one after another while the guard skips: `kill-live`,
+    `kill-replay` (kill -9 and a replacement), `add-replay`, `add-live`, `restart-broker`.
+    Returns (report, allowance): the duplicates the faults may cause (the batches the killed processes had
+    handled but not committed; a broker restart may cost every running process one batch)."""
+    rng = random.Random(seed)
     bootstrap = kafka.bootstrap
     kafka.create_topic(topic, PARTITIONS)
     produce(bootstrap, topic, PARTITIONS, history)
@@ -47,7 +52,7 @@ def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_d
                                                          end_offsets(bootstrap, topic, PARTITIONS).values())),
              120, "the live service caught up", processes_to_watch=lives)
     live_from = {p: o for p, (o, _) in committed(bootstrap, live_group, topic, PARTITIONS).items()}
-    producer = ProducerThread(bootstrap, topic, PARTITIONS, rate=rate, total=live_records)
+    producer = ProducerThread(bootstrap, topic, PARTITIONS, rate=rate, total=live_records, seed=seed)
     producer.start()
     env = worker_env(REPRISE_MODE="Handover", REPRISE_LIVE_GROUP=live_group, REPRISE_BATCH_SIZE=str(REPLAY_BATCH),
                      REPRISE_MAX_RECORDS_PER_SECOND="2500")
@@ -55,19 +60,33 @@ def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_d
     workers = [procs.worker("w1", env), procs.worker("w2", env)]
     allowance = 0
     try:
-        if kills:
+        if faults:
             def skipping() -> bool:
                 state = _state(bootstrap, handover_topic, replay_id)
                 return state is not None and any(p.guard is not None for p in state.partitions.values())
 
             wait_for(skipping, 120, "the guard skipping", processes_to_watch=lives + workers)
-            procs.kill9(lives[0])
-            allowance += LIVE_BATCH
-            lives[0] = procs.live("live1b", bootstrap, live_group, topic, out_dir, handover_topic, LIVE_BATCH)
-            time.sleep(2)
-            procs.kill9(workers[0])
-            allowance += REPLAY_BATCH
-            workers[0] = procs.worker("w1b", env)
+        for number, fault in enumerate(faults):
+            if fault == "kill-live":
+                victim = rng.randrange(len(lives))
+                procs.kill9(lives[victim])
+                allowance += LIVE_BATCH
+                lives[victim] = procs.live(f"live-{number}", bootstrap, live_group, topic, out_dir, handover_topic, LIVE_BATCH)
+            elif fault == "kill-replay":
+                victim = rng.randrange(len(workers))
+                procs.kill9(workers[victim])
+                allowance += REPLAY_BATCH
+                workers[victim] = procs.worker(f"w-{number}", env)
+            elif fault == "add-replay":
+                workers.append(procs.worker(f"w-{number}", env))
+            elif fault == "add-live":
+                lives.append(procs.live(f"live-{number}", bootstrap, live_group, topic, out_dir, handover_topic, LIVE_BATCH))
+            elif fault == "restart-broker":
+                kafka.restart()
+                allowance += LIVE_BATCH * len(lives) + REPLAY_BATCH * len(workers)
+            else:
+                raise ValueError(f"unknown fault {fault}")
+            time.sleep(rng.uniform(0.5, 3.0))
 
         def complete() -> bool:
             state = _state(bootstrap, handover_topic, replay_id)
@@ -94,15 +113,15 @@ def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_d
     return report, allowance
 
 
-@pytest.mark.parametrize("kills", [False, True], ids=["calm", "kill-9-live-and-replay"])
+@pytest.mark.parametrize("faults", [[], ["kill-live", "kill-replay"]], ids=["calm", "kill-9-live-and-replay"])
 def test_handover_every_record_from_the_first_skip_is_processed_by_exactly_one_group(
-        kafka, topic_name, handover_topic, procs, out_dir, worker_env, kills) -> None:
-    report, allowance = run_handover(kafka, topic_name, handover_topic, procs, out_dir, worker_env, kills=kills)
+        kafka, topic_name, handover_topic, procs, out_dir, worker_env, faults) -> None:
+    report, allowance = run_handover(kafka, topic_name, handover_topic, procs, out_dir, worker_env, faults=faults)
     print(report.summary())
     assert report.lost == []
     assert any(f is not None for f in report.first_skipped.values()), "the guard never skipped: nothing was tested"
     duplicates = sum(report.duplicates.values()) - len(report.duplicates)
-    if kills:
+    if faults:
         assert duplicates <= allowance, report.summary()
     else:
         assert duplicates == 0 and report.both == [], report.summary()
