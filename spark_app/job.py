@@ -112,9 +112,10 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
         records = T.in_key_order(lake.records(unit.days), partitions)
         if unit.resume:
             written = T.replay_headers(topic.read(spark, settings.topic, consumer), origin, label, unit.resume)
-            records = T.resorted(T.without_written(records, written.select("day", "key", "seq")), partitions)
-            log.info("unit %d: %s started by an earlier attempt: leaving out records already in the topic",
-                     number, _days_text(unit.resume))
+            written = written.select("day", "key", "seq").persist(StorageLevel.MEMORY_AND_DISK)
+            records = T.resorted(T.without_written(records, written), partitions)
+            log.info("unit %d: %s started by an earlier attempt: leaving out records already in the topic (%d)",
+                     number, _days_text(unit.resume), written.count())
         if unit.slices > 1:
             records = records.persist(StorageLevel.MEMORY_AND_DISK)
         try:
@@ -128,6 +129,8 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
         finally:
             if unit.slices > 1:
                 records.unpersist()
+            if unit.resume:
+                written.unpersist()
         for day in unit.days:
             progress.mark_done(day, counts[day])
         outcome.units_written += 1

@@ -17,7 +17,7 @@ from typing import Literal, Sequence
 Format = Literal["parquet", "json", "delta", "iceberg"]
 FORMATS: tuple[Format, ...] = ("parquet", "json", "delta", "iceberg")
 
-DEFAULT_MAX_RECORDS_PER_WRITE = 1_000_000
+DEFAULT_MAX_RECORDS_PER_WRITE = 5_000_000
 DEFAULT_SLICE_SECONDS = 5.0
 
 # As the LakeReplay API allows: a name, or a dotted path into a struct column.
