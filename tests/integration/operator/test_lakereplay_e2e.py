@@ -89,7 +89,7 @@ def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_liv
     start, seam = datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 1, 5, 12, tzinfo=UTC)
     # The live topic keeps the last two days, so it overlaps the lake by half a day before the seam.
     kept_from = datetime(2024, 1, 5, tzinfo=UTC)
-    in_kafka = [r for _, r in lake.expected(kept_from, datetime(2024, 1, 7, tzinfo=UTC))]
+    in_kafka = [r for _, r in lake.expected(kept_from, datetime(2024, 1, 7, tzinfo=UTC)).values()]
     kafka.create_topic(topic_name, 3)
     produce_events(kafka.bootstrap, topic_name, in_kafka)
     sink = tmp_path / "sink"
