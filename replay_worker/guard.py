@@ -279,7 +279,12 @@ class GuardedConsumer:
             offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         if offsets is not None:
             return self._consumer.commit(offsets=self._marked(offsets), asynchronous=asynchronous)
-        return self._consumer.commit(asynchronous=asynchronous)
+        # What is stored, committed explicitly: while the guard re-reads after a handover, the stored offsets
+        # are below the committed ones and a plain commit() would send nothing (librdkafka's _NO_OFFSET).
+        stores = self._book.stored_offsets()
+        if not stores:
+            return self._consumer.commit(asynchronous=asynchronous)
+        return self._consumer.commit(offsets=[_offset(*s_) for s_ in _fields(stores)], asynchronous=asynchronous)
 
     # -- progress: tail commits, guard records, the floor commit of quiet partitions
 

@@ -182,6 +182,19 @@ class GuardBook:
         self._note(part, store, tail=False)
         return store
 
+    def stored_offsets(self) -> list[Store]:
+        """What a plain `commit()` of the service commits: every partition's stored offset with its mark,
+        explicitly (librdkafka would skip those not above its committed offset; see the module doc)."""
+        stores = []
+        for key, part in self.parts.items():
+            if part.stored_until is None or part.ticket is not None:
+                continue
+            mark = part.rules.commit_mark(part.stored_until)
+            stores.append(Store(key[0], key[1], part.stored_until, mark.encode() if mark else None))
+            part.guard_commit = None
+            part.high_water = max(part.high_water or 0, part.stored_until)
+        return stores
+
     # -- periodic
 
     def take_guard_commits(self) -> list[Store]:

@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
             "      --replay-group demo-replay --start '{\"duration\":\"2h\"}' --forward-topic orders-copy\n"
             "  python -m replay_worker --mode Handover --live-group accounts --replay-group accounts-replay \\\n"
             "      --replay-id accounts-1 --topics transactions --bootstrap-servers kafka:9092 \\\n"
-            "      --handler accounts_service.handlers:apply_batch\n\n"
+            "      --handler examples.accounts_service.handlers:apply_batch\n\n"
             "Kafka credentials: put librdkafka settings as files in a folder (file name = setting) and pass it with\n"
             "--kafka-config-dir; their values are never logged."),
         formatter_class=argparse.RawDescriptionHelpFormatter,

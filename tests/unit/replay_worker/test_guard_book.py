@@ -92,3 +92,17 @@ def test_skip_reports_only_when_seen_moves() -> None:
     feed(b, range(10, 13))
     assert [(r.first_skipped, r.seen_until) for r in b.skip_reports()] == [(10, 13)]
     assert b.skip_reports() == []
+
+
+def test_a_plain_commit_sends_every_stored_offset_with_its_mark() -> None:
+    b = book()
+    b.release(KEY, ActiveHandover(RID, 12, None, ALL))
+    feed(b, range(10, 20))
+    b.after_batch(KEY)
+    assert b.stored_offsets() == [Store("orders", 0, 20, CommitMark(RID, skip_from=12).encode())]
+    assert b.take_guard_commits() == []  # the plain commit carried it
+    b.apply({KEY: ActiveHandover(RID, 12, 15, ALL)})
+    feed(b, range(15, 17))
+    b.after_batch(KEY)
+    # Below what was committed: sent explicitly all the same, with the re-read mark.
+    assert b.stored_offsets() == [Store("orders", 0, 17, CommitMark(RID, reread_until=20).encode())]

@@ -133,9 +133,13 @@ class World:
                 # The service stores what it processed (through the guard, which adds the mark).
                 store = book.service_store(TOPIC, 0, book.parts[KEY].handed_until)
                 live.stored = (store.offset, store.metadata)
-            # The service processed the batch (the ledger) and commits what is stored.
-            if self.rng.random() < 0.8:
+            # The service processed the batch (the ledger) and commits what is stored; or librdkafka's
+            # automatic commit sends the stored offsets now and then.
+            roll = self.rng.random()
+            if roll < 0.6:
                 self._live_commit_stored()
+            elif roll < 0.8:
+                self._librdkafka_commit_stored()
         self._live_progress()
 
     def _hand(self, offset: int) -> None:
@@ -149,15 +153,18 @@ class World:
         self.live.handed_uncommitted = {o for o in self.live.handed_uncommitted if o >= offset}
 
     def _live_commit_stored(self) -> None:
+        """The service calls `GuardedConsumer.commit()`: the stored offsets, committed explicitly."""
         assert self.live is not None
-        # As librdkafka: committing the stored offsets sends only those above the committed offset (an equal
-        # or lower stored offset is silently not committed, whatever its metadata).
-        if self.live.stored is None:
-            return
-        # The service has done its part: what it processed counts as committed from its point of view, so a
-        # crash after this may only duplicate records handed later (the at-least-once window).
-        self.live.handed_uncommitted = {o for o in self.live.handed_uncommitted if o >= self.live.stored[0]}
-        if self.live.stored[0] > self.live_committed[0]:
+        for store in self.live.book.stored_offsets():
+            # The service has done its part: a crash after this may only duplicate records handed later.
+            self.live.handed_uncommitted = {o for o in self.live.handed_uncommitted if o >= store.offset}
+            self._live_commit(store.offset, store.metadata)
+
+    def _librdkafka_commit_stored(self) -> None:
+        """librdkafka's own commit of stored offsets (enable.auto.commit): only offsets above the committed one
+        are sent, an equal or lower one silently not, whatever its metadata."""
+        assert self.live is not None
+        if self.live.stored is not None and self.live.stored[0] > self.live_committed[0]:
             self._live_commit(*self.live.stored)
 
     def _live_progress(self) -> None:
