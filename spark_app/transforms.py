@@ -232,14 +232,15 @@ def replay_headers(kafka_df: DataFrame, origin: str, day_label: str, days: Seque
 def read_back_checks(records: DataFrame) -> DataFrame:
     """Per day, from `replay_headers` rows: records, duplicates (same key and seq twice) and order breaks
     (a key's record followed in its partition by one of an earlier (day, seq); a copy right after its
-    original is a duplicate, not an order break). Columns day, records,
+    original is a duplicate, not an order break; records without a key have no order). Columns day, records,
     duplicates, out_of_order."""
     along_log = Window.partitionBy(F.col("key")).orderBy(F.col("partition"), F.col("offset"))
     previous_day = F.lag(F.col("day")).over(along_log)
     previous_seq = F.lag(F.col("seq")).over(along_log)
     checked = records.select(
         "day", "key", "seq",
-        F.when(previous_day.isNull(), F.lit(0))
+        # Records without a key have no order to keep: Kafka spreads them over partitions.
+        F.when(previous_day.isNull() | F.col("key").isNull(), F.lit(0))
         .when((F.col("day") < previous_day) | ((F.col("day") == previous_day) & (F.col("seq") < previous_seq)),
               F.lit(1)).otherwise(F.lit(0)).alias("out_of_order"),
     )

@@ -126,13 +126,14 @@ def test_read_back_finds_this_replays_days_and_its_duplicates_and_order_breaks(s
     topic = kafka_like(spark, [
         ("a", 0, 0, o + "2024-01-01", 1), ("a", 0, 1, o + "2024-01-01", 2), ("a", 0, 2, o + "2024-01-01", 2),
         ("b", 1, 0, o + "2024-01-02", 2), ("b", 1, 1, o + "2024-01-02", 1),
-        ("c", 1, 2, "file:///other#dt=2024-01-01", 1), (None, 0, 3, o + "2024-01-02", 1),
+        ("c", 1, 2, "file:///other#dt=2024-01-01", 1), (None, 0, 3, o + "2024-01-02", 2),
+        (None, 1, 3, o + "2024-01-02", 1),  # no key: spread over partitions, no order to check
     ])
     mine = T.replay_headers(topic, "file:///lake", "dt")
-    assert mine.count() == 6
+    assert mine.count() == 7
     checks = {r.day: (r.records, r.duplicates, r.out_of_order) for r in T.read_back_checks(mine).collect()}
-    assert checks == {"2024-01-01": (3, 1, 0), "2024-01-02": (3, 0, 1)}
-    assert T.replay_headers(topic, "file:///lake", "dt", ["2024-01-02"]).count() == 3
+    assert checks == {"2024-01-01": (3, 1, 0), "2024-01-02": (4, 0, 1)}
+    assert T.replay_headers(topic, "file:///lake", "dt", ["2024-01-02"]).count() == 4
 
 
 def test_records_already_in_the_topic_are_left_out_null_keys_included(spark):
