@@ -3,9 +3,11 @@
 `LakeTable.records(days)` gives the records of the range (or of some of its days) evolved to the latest
 schema, time-ranged, filtered and labelled (see transforms.py), ready to be ordered per key and written.
 
-- Parquet: the files of the range's day partitions are listed (partition pruning through Spark's own file
-  index), their footers read on the driver, and files with the same footer schema read as one group with
-  that exact schema. Each group is evolved knowing its writer schema, then the groups are unioned: one scan.
+- Parquet: only the range's day folders are listed (Hadoop FileSystem, so s3a works the same), the files'
+  footers read on the driver, and files with the same footer schema read as one group with that exact
+  schema. Each group is evolved knowing its writer schema, then the groups are unioned: one scan. (A plain
+  `spark.read.parquet` would merge all versions into one schema, where a missing field and a written null
+  look alike, and int/long versions of a column do not merge at all.)
 - JSON: read with the latest schema (plus the older names of renamed fields) as the read schema, so no
   inference pass over the data; JSON values widen by being parsed as the wider type.
 - Delta and Iceberg: through their Spark data sources, which resolve their own schema history; only when
@@ -53,7 +55,6 @@ class LakeTable:
         self.settings = settings
         self.latest = latest
         self.first_day, self.last_day = T.day_bounds(settings.start, settings.end)
-        self._fields: list[str] | None = None
         self._footer_schemas: dict[str, str] = {}  # file -> schema JSON: each footer is read once per run
 
     @property
@@ -74,7 +75,6 @@ class LakeTable:
             end = min(end, _midnight(max(days)) + timedelta(days=1))
         evolved = self._evolved(days)
         fields = [f for f in evolved.columns if f != pc] if self.latest is None else self.latest.names
-        self._fields = fields
         ranged = T.within_time_range(evolved, s.timestamp_column, start, end)
         kept = T.keep_matching(ranged, s.filter)
         if pc:

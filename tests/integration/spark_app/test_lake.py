@@ -11,7 +11,7 @@ import pytest
 
 from spark_app import transforms as T
 from spark_app.job import latest_schema_of, run
-from spark_app.lake import LakeLayoutError, LakeTable
+from spark_app.lake import LakeFormatUnavailable, LakeLayoutError, LakeTable
 from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, expected_records, write_lake
 from spark_app.settings import parse_settings
 
@@ -73,3 +73,10 @@ def test_a_wrong_partition_column_is_named(spark, lake):
     with pytest.raises(LakeLayoutError, match="no column day"):
         LakeTable(spark, settings(lake.uri, lake.schema_path, "--format", "json", "--partition-column", "day"),
                   latest_schema_of(settings(lake.uri, lake.schema_path))).records().count()
+
+
+@pytest.mark.parametrize("fmt, package", [("delta", "io.delta:delta-spark_2.13"), ("iceberg", "iceberg-spark-runtime")])
+def test_table_formats_without_their_package_say_what_to_add(spark, lake, fmt, package):
+    s = settings(lake.uri, lake.schema_path, "--format", fmt, "--partition-column", "dt")
+    with pytest.raises(LakeFormatUnavailable, match=package):
+        LakeTable(spark, s, latest_schema_of(s)).records()
