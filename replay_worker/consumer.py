@@ -45,6 +45,9 @@ PROGRESS_INTERVAL = 2.0
 
 log = logging.getLogger("replay_worker.consumer")
 
+#: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
+MAX_UNCOMMITTED_BATCHES = 2
+
 _MEMBERSHIP_ERRORS = {
     KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
     KafkaError.FENCED_INSTANCE_ID, KafkaError._ASSIGNMENT_LOST,
@@ -124,6 +127,7 @@ class ReplayConsumer:
         self._last_report = 0.0
         self.ready = False
         self.done = False
+        self._uncommitted_batches = 0
 
     # -- control
 
@@ -168,6 +172,7 @@ class ReplayConsumer:
                     log.info("every partition of the replay is finished; exiting")
                     self.done = True
                     break
+            self._checkpoint(consumer, force=True)  # SIGTERM: the last batches are committed before leaving
         finally:
             self.ready = False
             try:
@@ -265,9 +270,18 @@ class ReplayConsumer:
             self.delivery.poison(message, reason, outcome)
         return outcome
 
-    def _checkpoint(self, consumer: Consumer) -> None:
+    def _checkpoint(self, consumer: Consumer, force: bool = False) -> None:
+        """Commit the positions once what was delivered is durable.
+
+        A forward whose records are still in flight may wait one more batch instead of blocking on the
+        producer (`MAX_UNCOMMITTED_BATCHES`): the producer keeps sending while the next batch is read, which is
+        most of the forward's speed. So the uncommitted window is at most that many batches."""
         offsets = [TopicPartition(p.topic, p.partition, p.position) for p in self.parts.values()
                    if not p.finished and p.position is not None and p.position != p.committed]
+        if not force and offsets and self._uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES \
+                and self.delivery.in_flight():
+            self._uncommitted_batches += 1
+            return
         if not offsets and not self.delivery.transactional:
             self.delivery.checkpoint(consumer, [])  # dead letters still become durable
             return
@@ -294,6 +308,7 @@ class ReplayConsumer:
                 log.warning("commit failed, retrying", extra={"error": error.str()})
                 time.sleep(0.5)
         self.metrics.commits.inc()
+        self._uncommitted_batches = 0
         for tp in offsets:
             part = self.parts.get((tp.topic, tp.partition))
             if part is not None:

@@ -12,7 +12,8 @@
   when one is set, else counted and skipped. Never a crash loop.
 
 A batch's offsets are committed only after its records are durable (`checkpoint`): at-least-once, with the
-uncommitted batch as the duplicate window after a crash.
+uncommitted batch as the duplicate window after a crash (a forward may let the producer finish one batch while
+it reads the next, so its window is two batches; see `consumer.MAX_UNCOMMITTED_BATCHES`).
 """
 
 from __future__ import annotations
@@ -186,6 +187,10 @@ class Delivery:
     def poison(self, message: Message, reason: str, outcome: Outcome) -> None:
         self.dead_letters.handle(message, reason, outcome)
 
+    def in_flight(self) -> bool:
+        """Records handed on but not yet durable (a checkpoint now would wait for them)."""
+        return False
+
     def checkpoint(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
         self._make_durable()
         if offsets:
@@ -289,12 +294,19 @@ class ForwardDelivery(Delivery):
         _flush(self.producer, self.timeout, self.failures, "forwarded")
         super()._make_durable()
 
+    def in_flight(self) -> bool:
+        self.producer.poll(0)
+        return len(self.producer) > 0
+
 
 class TransactionalForwardDelivery(ForwardDelivery):
     """Forwarding exactly-once: per batch one transaction holds the copies, the dead letters and the consumed
     offsets. A crash aborts the open transaction; the batch is read again and copied once."""
 
     transactional = True
+
+    def in_flight(self) -> bool:
+        return False  # every batch ends with its transaction
 
     def __init__(self, base: Mapping[str, Any], target: str, mapping: PartitionMapping, dead_letters_topic: str | None,
                  replay_id: str, member: str, timeout: float = 60.0) -> None:
