@@ -163,3 +163,11 @@ def test_the_single_field_predicate_answers_like_matches(raw) -> None:
             return "undecodable"
 
     assert answer(lambda: predicate(FakeMessage(_value=raw))) == answer(lambda: flt.matches(None, None, raw))
+
+
+@pytest.mark.parametrize("raw", ['{"a":"é"}'.encode("utf-8"), '{"a":"é"}'.encode("utf-8-sig"), '{"a":"é"}'.encode("utf-16"),
+                                 '{"a":"é"}'.encode("utf-32-le"), b"[1, 2]", b" {}"])
+def test_parse_json_is_json_loads(raw: bytes) -> None:
+    from replay_worker.filters import parse_json
+
+    assert parse_json(raw) == json.loads(raw)
