@@ -297,11 +297,19 @@ def parse_json(value: bytes) -> Any:
 
 def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[Any], bool]:
     loads = parse_json
+    key_token = json.dumps(key, ensure_ascii=False).encode("utf-8")
+    # Compact JSON that starts with the field: `{"kind":"even",...`. Then the top-level field is that value,
+    # unless the key comes again later (the last duplicate wins) or an escape could hide such a repeat.
+    prefix = b"{" + key_token + b":" + needle
+    after = len(prefix)
 
     def match(message: Any) -> bool:
         value = message.value()
         if value is None:
             return False
+        if value.startswith(prefix) and value[after:after + 1] in (b",", b"}") \
+                and value.find(key_token, after) < 0 and b"\\" not in value:
+            return True
         if needle not in value and b"\\" not in value:
             return False  # the same shortcut as `RecordFilter.matches`
         try:

@@ -149,6 +149,8 @@ def test_predicate_reads_only_what_it_needs() -> None:
 
 
 @pytest.mark.parametrize("raw", [b'{"kind":"even"}', b'{"kind":"odd"}', b'{"kind":"ev\\u0065n"}', b'{"x":{"kind":"even"}}',
+                                 b'{"kind":"even","kind":"odd"}', b'{"kind":"even","k\\u0069nd":"odd"}', b'{"kind":"evenx"}',
+                                 b'{"kind":"even","x":{"kind":"odd"}}', b'{"kind":"even","n":1}', b'{"kind":"even" , "n":1}',
                                  b'["even"]', b'{"kind":["even"]}', b'{"kind":"even"', None, b'{"kind":"even2","y":"even"}'])
 def test_the_single_field_predicate_answers_like_matches(raw) -> None:
     from .fakes import FakeMessage
