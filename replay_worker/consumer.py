@@ -122,6 +122,9 @@ class ReplayConsumer:
         self._follower: HandoverFollower[_ReplayFacts] | None = None
         self._live: dict[tuple[str, int], int] = {}
         self._last_check = 0.0
+        self._last_metrics = 0.0
+        self._ends: dict[tuple[str, int], int] = {}
+        self._progress_topic: HandoverTopic | None = None
         #: What the last `progress` records said, per partition, and when they were sent.
         self._reported: dict[tuple[str, int], tuple[int, bool]] = {}
         self._last_report = 0.0
@@ -145,9 +148,6 @@ class ReplayConsumer:
         s = self.settings
         self._handover = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
                                        client_id=f"reprise-{s.member_name}")
-        self._follower = HandoverFollower(s.bootstrap_servers, s.handover_topic, self._client_config,
-                                          _facts_of(s.replay_id), interval=0.2,
-                                          client_id=f"reprise-{s.member_name}-follower").start()
         if s.mode in ("Parallel", "Handover") and s.live_group:
             self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
         consumer = self._consumer = Consumer(kafka_clients.consumer_config(self._base, s.replay_group or "", **{
@@ -155,6 +155,13 @@ class ReplayConsumer:
             "fetch.max.bytes": 52428800,
             "queued.max.messages.kbytes": 65536,
         }))
+        # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
+        # thread: each is a request to Kafka, and the consume loop must not wait for them.
+        self._progress_topic = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
+                                             client_id=f"reprise-{s.member_name}-progress")
+        self._follower = HandoverFollower(s.bootstrap_servers, s.handover_topic, self._client_config,
+                                          _facts_of(s.replay_id), interval=0.2, on_tick=self._background_checks,
+                                          client_id=f"reprise-{s.member_name}-follower").start()
         try:
             consumer.subscribe(list(s.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
             self.ready = True
@@ -164,9 +171,9 @@ class ReplayConsumer:
                 messages = consumer.consume(s.batch_size, 0.2)
                 self.metrics.beat()
                 self._process(consumer, messages)
-                if time.monotonic() - self._last_check >= s.check_interval:
-                    self._last_check = time.monotonic()
-                    self._slow_checks(consumer)
+                if time.monotonic() - self._last_metrics >= s.check_interval:
+                    self._last_metrics = time.monotonic()
+                    self._update_metrics()
                 self._decide(consumer)
                 if s.exit_when_done and self._all_done():
                     log.info("every partition of the replay is finished; exiting")
@@ -175,15 +182,16 @@ class ReplayConsumer:
             self._checkpoint(consumer, force=True)  # SIGTERM: the last batches are committed before leaving
         finally:
             self.ready = False
+            if self._follower is not None:
+                self._follower.stop()  # first: its thread reads the consumer's end offsets
             try:
                 consumer.close()  # commits nothing itself (auto commit is off); leaves the group now
             except KafkaException as exc:
                 log.warning("closing the consumer failed", extra={"error": str(exc)})
             self.delivery.close()
-            if self._follower is not None:
-                self._follower.stop()
             if self._handover is not None:
                 self._handover.close()
+            self._progress_topic.close()
             if self._live_reader is not None:
                 self._live_reader.close()
             log.info("replay consumer stopped")
@@ -402,14 +410,48 @@ class ReplayConsumer:
 
     # -- slow checks: the live group's offsets, end offsets for lag
 
-    def _report_progress(self) -> None:
+    def _background_checks(self) -> None:
+        """In the follower's thread, every check interval: the live group's offsets (Parallel, Handover), the
+        end offsets (for lag), progress records. Results are swapped in whole; the loop only reads them."""
+        if time.monotonic() - self._last_check < self.settings.check_interval:
+            return
+        self._last_check = time.monotonic()
+        parts = list(self.parts.values())
+        self._report_progress(parts)
+        active = [p for p in parts if not p.finished]
+        if self._live_reader is not None and active:
+            try:
+                self._live = self._live_offsets([TopicPartition(p.topic, p.partition) for p in active])
+            except Exception as exc:
+                self.metrics.errors.inc()
+                log.warning("reading the live group's offsets failed", extra={"error": str(exc)})
+        consumer = self._consumer
+        ends = {}
+        for part in parts:
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
+            except (KafkaException, RuntimeError):
+                continue
+            if high is not None and high >= 0:
+                ends[part.key] = high
+        self._ends = ends
+
+    def _update_metrics(self) -> None:
+        ends = self._ends
+        for part in list(self.parts.values()):
+            high = ends.get(part.key)
+            if high is not None and part.position is not None:
+                goal = high if part.end_offset is None else min(high, part.end_offset)
+                self.metrics.partition(part.topic, part.partition, position=part.position, end=goal)
+
+    def _report_progress(self, parts: list[PartitionProgress]) -> None:
         """Publish the committed position of partitions that moved (at most every PROGRESS_INTERVAL s), so
         the operator follows this replay by tailing the handover topic instead of querying its group."""
-        if self._handover is None or time.monotonic() - self._last_report < PROGRESS_INTERVAL:
+        if time.monotonic() - self._last_report < PROGRESS_INTERVAL:
             return
         self._last_report = time.monotonic()
         records = []
-        for part in self.parts.values():
+        for part in parts:
             if part.committed is None:
                 continue
             now = (part.committed, part.at_end)
@@ -419,29 +461,12 @@ class ReplayConsumer:
                 self._reported[part.key] = now
         if not records:
             return
+        assert self._progress_topic is not None
         try:
-            self._handover.publish(*records)
+            self._progress_topic.publish(*records)
         except Exception as exc:  # advisory: the next report says it again
             self._reported.clear()
             log.warning("publishing progress failed", extra={"error": str(exc)})
-
-    def _slow_checks(self, consumer: Consumer) -> None:
-        self._report_progress()
-        active = [p for p in self.parts.values() if not p.finished]
-        if self._live_reader is not None and active:
-            try:
-                self._live = self._live_offsets([TopicPartition(p.topic, p.partition) for p in active])
-            except Exception as exc:
-                self.metrics.errors.inc()
-                log.warning("reading the live group's offsets failed", extra={"error": str(exc)})
-        for part in self.parts.values():
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
-            except KafkaException:
-                continue
-            if high is not None and high >= 0 and part.position is not None:
-                goal = high if part.end_offset is None else min(high, part.end_offset)
-                self.metrics.partition(part.topic, part.partition, position=part.position, end=goal)
 
     def _live_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
         assert self._live_reader is not None
