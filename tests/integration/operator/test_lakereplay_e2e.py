@@ -181,3 +181,89 @@ def read_live(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, dic
     finally:
         consumer.close()
     return found
+
+
+# ------------------------------------------------------------------------------------------ faults
+
+
+def patch_spec(kube, namespace: str, name: str, spec: dict) -> None:
+    import json
+
+    kube.kubectl("patch", "lakereplay", name, "-n", namespace, "--type", "merge", "-p", json.dumps({"spec": spec}))
+
+
+def written(kube, namespace: str, name: str) -> int:
+    body = get(kube, namespace, "lakereplay", name) or {}
+    return ((body.get("status") or {}).get("spark") or {}).get("recordsWritten") or 0
+
+
+def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_without_duplicates(
+        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    """Approval, an operator crash while Spark writes, a suspend (the SparkApplication's own `suspend`, the drain
+    scaled to zero), another crash while suspended, and a resume: every event of the range processed once."""
+    from tests.fixtures.kube import wait_for
+
+    start, end = datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 1, 5, tzinfo=UTC)
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    schema_configmap(kube, namespace)
+    body = lake_replay("paused", kafka.bootstrap, lake, spark_version, start="2024-01-03T00:00:00Z",
+                       to="2024-01-05T00:00:00Z", consumer=drain_consumer(sink), approval="Manual")
+    # Slow enough that the crash and the suspend happen while Spark writes (the job paces itself).
+    body["spec"]["spark"]["maxRecordsPerSecond"] = 250
+    apply(kube, namespace, body)
+    watch(kube, namespace, "paused", "PlanReady", 120, operator)
+    assert get(kube, namespace, "sparkapplication", "paused-spark") is None, "nothing runs before approval"
+    kube.kubectl("annotate", "lakereplay", "paused", "-n", namespace, "reprise.io/approve=true")
+
+    wait_for(lambda: written(kube, namespace, "paused") > 0, 300, "Spark to write the first records")
+    operator.kill()
+    patch_spec(kube, namespace, "paused", {"suspend": True})
+    operator.start()
+    seen = watch(kube, namespace, "paused", "Suspended", 120, operator, spark_operator)
+    app = wait_for(lambda: (a := get(kube, namespace, "sparkapplication", "paused-spark"))
+                   and a["status"]["applicationState"]["state"] == "SUSPENDED" and a, 120, "Spark to be SUSPENDED")
+    assert app["spec"]["suspend"] is True and spark_operator.pid(namespace, "paused-spark") is None
+    drain = get(kube, namespace, "deployment", "paused-drain")
+    assert drain["spec"]["replicas"] == 0
+    assert written(kube, namespace, "paused") < len(lake.expected(start, end)), "Spark finished before the suspend"
+
+    operator.kill()
+    operator.start()
+    patch_spec(kube, namespace, "paused", {"suspend": False})
+    seen = watch(kube, namespace, "paused", "Complete", 900, operator, spark_operator, seen)
+    status = seen.body["status"]
+
+    expected = lake.expected(start, end)
+    counts = Sink.read(sink).event_counts(status["children"]["backfillTopic"])
+    assert set(counts) == set(expected) and max(counts.values()) == 1
+    assert status["spark"]["attempts"] >= 2, "the resumed application is submitted again"
+    assert status["spark"]["recordsWritten"] == len(expected), "the retried job wrote no record twice"
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert (conditions["Suspended"]["status"], conditions["Suspended"]["reason"]) == ("False", "Resumed")
+    assert conditions["Approved"]["status"] == "True"
+    assert "Suspended" in seen.phases and seen.phases[-1] == "Complete"
+    assert_lake_children_gone(kube, kafka, namespace, "paused", status)
+
+
+def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
+        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    from tests.fixtures.kube import wait_for
+
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    schema_configmap(kube, namespace)
+    body = lake_replay("doomed", kafka.bootstrap, lake, spark_version, to="2024-01-07T00:00:00Z",
+                       consumer=drain_consumer(sink))
+    body["spec"]["spark"]["maxRecordsPerSecond"] = 100
+    apply(kube, namespace, body)
+    wait_for(lambda: written(kube, namespace, "doomed") > 0, 300, "Spark to write the first records")
+    status = get(kube, namespace, "lakereplay", "doomed")["status"]
+    pid = spark_operator.pid(namespace, "doomed-spark")
+    assert pid is not None
+
+    kube.kubectl("delete", "lakereplay", "doomed", "-n", namespace, "--wait=true", "--timeout=180s")
+
+    assert get(kube, namespace, "lakereplay", "doomed") is None
+    assert_lake_children_gone(kube, kafka, namespace, "doomed", status)
+    assert spark_operator.pid(namespace, "doomed-spark") is None, "the spark-submit must be stopped"
