@@ -207,8 +207,8 @@ def forward_worker(bootstrap: str, source: str, target: str, records: int, workd
             entry = json.loads(line)
         except ValueError:
             continue
-        if entry.get("msg") == "partitions assigned" and started is None:
-            started = entry["ts"]
+        if entry.get("msg") == "first records read" and started is None:
+            started = entry["ts"]  # from the first record, as the loops are timed
         if entry.get("msg", "").startswith("every partition of the replay is finished"):
             finished = entry["ts"]
     if started is None or finished is None:

@@ -123,6 +123,7 @@ class ReplayConsumer:
         self._live: dict[tuple[str, int], int] = {}
         self._last_check = 0.0
         self._last_metrics = 0.0
+        self._reading = False
         self._ends: dict[tuple[str, int], int] = {}
         self._progress_topic: HandoverTopic | None = None
         #: What the last `progress` records said, per partition, and when they were sent.
@@ -241,6 +242,9 @@ class ReplayConsumer:
                 size += len(value)
         if not batch and not any(p.at_end or p.end_met is not None for p in parts.values()):
             return
+        if batch and not self._reading:
+            self._reading = True
+            log.info("first records read", extra={"records": len(batch)})
         self.metrics.consumed.inc(len(batch))
         self.metrics.bytes.inc(size)
         if not self.throttle.unlimited and batch:
