@@ -354,11 +354,12 @@ class ReplayConsumer:
     def _decide(self, consumer: Consumer) -> None:
         mode = self.settings.mode
         guards = self._follower.snapshot.guard_positions if self._follower else {}
+        finishing: list[tuple[PartitionProgress, str]] = []
         for part in list(self.parts.values()):
             if part.finished or part.position is None:
                 continue
             if part.end_met is not None:
-                self._finish(consumer, part, "end-bound")
+                finishing.append((part, "end-bound"))
                 continue
             live = self._live.get(part.key)
             guard = guards.get(part.key)
@@ -367,32 +368,40 @@ class ReplayConsumer:
             reason = replay_finish(mode, part.position, end_offset=part.end_offset, end_timestamp_ms=part.end_timestamp_ms,
                                    at_end=part.at_end, live_committed=live)
             if reason is not None:
-                self._finish(consumer, part, reason)
+                finishing.append((part, reason))
+        if finishing:
+            self._finish(consumer, finishing)
 
-    def _finish(self, consumer: Consumer, part: PartitionProgress, reason: str) -> None:
-        """Commit the stop offset with a `finished` mark, then publish it as H, then stop reading the partition."""
-        assert part.position is not None
-        mark = CommitMark(self.settings.replay_id, finished=reason).encode()
-        if not self._commit(consumer, [TopicPartition(part.topic, part.partition, part.position, metadata=mark)]):
-            return  # not a member any more: whoever gets the partition decides again
-        part.finished = reason
-        self._publish_handover(part.topic, part.partition, part.position, reason)
-        self._pause(consumer, part)
-        self.metrics.partition(part.topic, part.partition, position=part.position, state="finished")
-        self.metrics.finished_partitions.inc()
-        log.info("partition finished", extra={"topic": part.topic, "partition": part.partition,
-                                              "handover_offset": part.position, "reason": reason})
+    def _finish(self, consumer: Consumer, finishing: list[tuple[PartitionProgress, str]]) -> None:
+        """Commit the stop offsets with `finished` marks, then publish them as H, then stop reading those
+        partitions. Partitions that finish together share one commit and one publish."""
+        offsets = []
+        for part, reason in finishing:
+            assert part.position is not None
+            mark = CommitMark(self.settings.replay_id, finished=reason).encode()
+            offsets.append(TopicPartition(part.topic, part.partition, part.position, metadata=mark))
+        if not self._commit(consumer, offsets):
+            return  # not a member any more: whoever gets the partitions decides again
+        for part, reason in finishing:
+            part.finished = reason
+        self._publish_handover(*[HandoverInfo(self.settings.replay_id, part.topic, part.partition, part.position or 0,
+                                              reason, self.settings.member_name, now_ms()) for part, reason in finishing])
+        for part, reason in finishing:
+            self._pause(consumer, part)
+            self.metrics.partition(part.topic, part.partition, position=part.position, state="finished")
+            self.metrics.finished_partitions.inc()
+            log.info("partition finished", extra={"topic": part.topic, "partition": part.partition,
+                                                  "handover_offset": part.position, "reason": reason})
 
-    def _publish_handover(self, topic: str, partition: int, offset: int, reason: str) -> None:
+    def _publish_handover(self, *records: HandoverInfo) -> None:
         assert self._handover is not None
-        record = HandoverInfo(self.settings.replay_id, topic, partition, offset, reason, self.settings.member_name, now_ms())
         deadline = time.monotonic() + 120.0
         while True:
             try:
-                self._handover.publish(record)
+                self._handover.publish(*records)
                 return
             except Exception as exc:
-                # H must be durable before anyone acts on it; the replay already stopped the partition, so
+                # H must be durable before anyone acts on it; the replay already stopped the partitions, so
                 # retrying here only delays the live side. A restart would re-publish from the commit mark.
                 if time.monotonic() > deadline:
                     raise
@@ -407,10 +416,14 @@ class ReplayConsumer:
             log.debug("pause failed (partition no longer assigned)", extra={"error": str(exc)})
 
     def _all_done(self) -> bool:
+        """Every planned partition is finished: here (this replica's own) or as the handover topic says."""
         facts = self._follower.snapshot if self._follower else None
-        if facts is None or not facts.planned:
+        planned = set(self.plan)
+        if not planned:
             return False
-        return all(k in facts.handover_offsets for k in facts.planned)
+        published = facts.handover_offsets if facts is not None else {}
+        parts = self.parts
+        return all(k in published or (k in parts and parts[k].finished) for k in planned)
 
     # -- slow checks: the live group's offsets, end offsets for lag
 
@@ -514,7 +527,8 @@ class ReplayConsumer:
                     to_pause.append(tp)
                     # The previous owner may have died between its commit and its publish: publish again
                     # (the same H under the same key: idempotent).
-                    self._publish_handover(tp.topic, tp.partition, offset, mark.finished)
+                    self._publish_handover(HandoverInfo(self.settings.replay_id, tp.topic, tp.partition, offset,
+                                                        mark.finished, self.settings.member_name, now_ms()))
                     self.metrics.partition(tp.topic, tp.partition, position=offset, state="finished")
                 else:
                     self.metrics.partition(tp.topic, tp.partition, position=offset, state="replaying")
