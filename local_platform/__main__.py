@@ -65,6 +65,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         _say(f"kafka {version}: resolving jars with Maven if not cached ...")
         libs = ensure_kafka()
         _say(f"kafka {version}: ready in {time.monotonic() - began:.0f}s ({libs})")
+        # LakeReplay's parts: Spark's Kafka connector jars (Maven) and the real SparkApplication CRD (Go proxy).
+        from .spark_jars import ensure_spark_jars
+        from .spark_operator import ensure_sparkapplication_crd
+
+        began = time.monotonic()
+        jars = ensure_spark_jars()
+        crd = ensure_sparkapplication_crd()
+        _say(f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})")
     _say(f"everything is in the cache ({time.monotonic() - total:.0f}s)")
     return 0
 
