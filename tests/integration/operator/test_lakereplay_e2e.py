@@ -267,3 +267,30 @@ def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
     assert get(kube, namespace, "lakereplay", "doomed") is None
     assert_lake_children_gone(kube, kafka, namespace, "doomed", status)
     assert spark_operator.pid(namespace, "doomed-spark") is None, "the spark-submit must be stopped"
+
+
+def test_a_spark_application_that_fails_fails_the_lakereplay_with_the_drivers_message(
+        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    """The job refuses a filter over a column the schema does not have (exit code 2); the controller retries
+    as restartPolicy says, then gives up: the LakeReplay fails with its message and leaves nothing in Kafka."""
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    schema_configmap(kube, namespace)
+    apply(kube, namespace, lake_replay("broken", kafka.bootstrap, lake, spark_version, start="2024-01-02T00:00:00Z",
+                                       to="2024-01-03T00:00:00Z", filter_="no_such_column > 1",
+                                       consumer=drain_consumer(sink)))
+    seen = watch(kube, namespace, "broken", "Failed", 600, operator, spark_operator)
+    status = seen.body["status"]
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert failed["status"] == "True" and failed["reason"] == "SparkFailed"
+    assert failed["message"].startswith("SparkApplication broken-spark is FAILED after 4 submission attempt(s)")
+    assert failed["message"].endswith("driver container failed with ExitCode: 2, Reason: Error")
+    assert "FAILING" in seen.spark_states and seen.spark_states[-1] == "FAILED"
+    assert "no_such_column" in spark_operator.log_path(namespace, "broken-spark").read_text(errors="replace")
+    # The failed SparkApplication stays for `kubectl describe` (it goes with the LakeReplay); what runs and what
+    # is in Kafka is removed.
+    assert get(kube, namespace, "sparkapplication", "broken-spark") is not None
+    children = status["children"]
+    assert get(kube, namespace, "deployment", children["deployment"]) is None
+    assert not topic_exists(kafka.bootstrap, children["backfillTopic"])
+    assert group_state(kafka.bootstrap, children["replayGroup"]) in ("DEAD", "Dead")
