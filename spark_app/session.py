@@ -45,10 +45,13 @@ def local_session(extra: Mapping[str, str] | None = None) -> SparkSession:
 
 
 def stop_local_session(spark: SparkSession) -> None:
-    """Stop the session and the JVM pyspark started for it, by that JVM's PID."""
+    """Stop the session and the JVM pyspark started for it, by that JVM's PID. A second call (two test
+    folders sharing the one session) finds the JVM already gone and does nothing."""
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
+    if gateway is None:
+        return
     process = getattr(gateway, "proc", None)
     spark.stop()
     if gateway is not None:
