@@ -6,6 +6,8 @@ resumes where a killed attempt stopped, and checks per-day counts against the to
 
 Layout: `settings` (the command line: the contract with the operator), `schema` and `evolution` (the latest
 schema and how older records reach it), `transforms` (pure DataFrame steps), `plan` (write units, pacing),
-`lake` and `topic` (the only I/O), `progress` (markers for retries), `validation`, `job` (one run),
-`main` (the entry point), `lakegen` (generated lakes for tests and benchmarks).
+`validation` (the per-day comparison), `kafka_settings` (client settings from the mounted Secret);
+`lake`, `topic` and `progress` (the only I/O: lake files, the backfill topic, retry markers); `session`,
+`job` (one run) and `main` (the entry point); `lakegen` (generated lakes for tests and benchmarks).
+`jars/pom.xml` names the Kafka connector jars; `Dockerfile` bakes them into the Spark image.
 """
