@@ -10,12 +10,14 @@ that precedes it is the same on both. A warm-up pass runs first so neither side 
 then the two sides alternate `repeats` times and the best pass of each counts (the machine is shared).
 
     python -m benchmarks.spark [rows]          # default 2,000,000 rows
+    python -m benchmarks spark [--quick]       # through the runner (`make bench`); --quick: 200,000 rows
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -25,11 +27,16 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_ROWS = 2_000_000
+QUICK_ROWS = 200_000
 TARGET_RATIO = 0.5
 
 
-def run(size: int = DEFAULT_ROWS, repeats: int = 2) -> dict[str, Any]:
-    """Run the benchmark on a lake of `size` rows; returns the figures (and prints them)."""
+def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
+    """Run the benchmark on a lake of `size` rows (default 2M; 200k with REPRISE_BENCH_QUICK=1); returns the
+    figures (and prints them)."""
+    quick = os.environ.get("REPRISE_BENCH_QUICK", "") not in ("", "0")
+    size = size or (QUICK_ROWS if quick else DEFAULT_ROWS)
+    repeats = repeats or (1 if quick else 2)
     from local_platform.kafka_broker import KafkaBroker
     from local_platform.spark_jars import ensure_spark_jars
     from spark_app.job import run as run_job
@@ -108,6 +115,6 @@ def _end_offsets(broker: Any, topic: str) -> int:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    result = run(int(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ROWS)
+    result = run(int(sys.argv[1]) if len(sys.argv) > 1 else None)
     print(json.dumps(result, indent=2))
     sys.exit(0 if result["meets_target"] else 1)

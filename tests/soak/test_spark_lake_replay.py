@@ -1,4 +1,4 @@
-"""LakeReplay's Spark job at the issue's scale, run by hand (`make soak`): a generated lake of 2,000,000 rows under
+"""LakeReplay's Spark job at the issue's scale, run by hand (`make soak`; tests/soak/conftest.py skips it otherwise): a generated lake of 2,000,000 rows under
 three schema versions, partitioned by day, replayed for a sub-range with a filter (the topic must hold exactly
 those rows, in the latest schema, in per-key order), and a run killed mid-way and retried (no day twice).
 
@@ -28,13 +28,6 @@ SPEC = LakeSpec(rows=2_000_000, days=60, keys=10_000)
 START = datetime(2024, 1, 6, 8, tzinfo=timezone.utc)
 END = datetime(2024, 2, 25, 20, tzinfo=timezone.utc)
 FILTER = "event_type <> 'view' AND amount >= 100"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def only_when_asked(request):
-    """`make test` collects every folder under tests/: run these only when tests/soak is named (`make soak`)."""
-    if not any("soak" in str(arg) for arg in request.config.invocation_params.args):
-        pytest.skip("a soak test of the 2M-row lake: run it with `make soak`")
 
 
 @pytest.fixture(scope="module")
