@@ -36,7 +36,7 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
     figures (and prints them)."""
     quick = os.environ.get("REPRISE_BENCH_QUICK", "") not in ("", "0")
     size = size or (QUICK_ROWS if quick else DEFAULT_ROWS)
-    repeats = repeats or (1 if quick else 2)
+    repeats = repeats or 2
     from local_platform.kafka_broker import KafkaBroker
     from local_platform.spark_jars import ensure_spark_jars
     from spark_app.job import run as run_job
