@@ -206,7 +206,9 @@ def _first_error(log: Path) -> str:
 
 
 def new_cluster_id() -> str:
-    """A random KRaft cluster id: a UUID in the 22 characters of URL-safe base64 Kafka uses."""
+    """A random KRaft cluster id: a UUID in the 22 characters of URL-safe base64 Kafka uses.
+
+    It may start with '-', so callers pass it as `--cluster-id=<id>`, never as a separate argument."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -376,7 +378,7 @@ class KafkaBroker:
     def _format(self, libs: Path, timeout: float) -> None:
         log = self.workdir / "format.log"
         argv = [*self._java(libs, server=False), "kafka.tools.StorageTool", "format",
-                "-t", new_cluster_id(), "-c", str(self.config_path)]
+                f"--cluster-id={new_cluster_id()}", "-c", str(self.config_path)]
         try:
             with open(log, "wb") as out:
                 code = subprocess.run(argv, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT,
