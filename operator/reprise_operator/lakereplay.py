@@ -343,7 +343,10 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
             "it when done, so it must be a new one: set spec.backfillTopic.name to a topic that does not exist",
         )
     partitions = backfill_partitions(spec, found)
-    continuation = await _continuation_plan(resource, spec, cluster) if spec.then is not None else None
+    continuation = None
+    if spec.then is not None:
+        continuation = await _continuation_plan(resource, spec, cluster)
+        _continuation_of(resource, spec, continuation.start_offsets())  # refused now, not after the lake
     summary = plan_summary(spec, topic, partitions, continuation)
     resource.condition("PlanReady", "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
@@ -581,6 +584,15 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
                    "from its progress markers)", warning=True)
 
 
+def _continuation_of(resource: Resource, spec: LakeReplaySpec, starts: dict[TopicPartitionKey, int]) -> dict:
+    try:
+        return continuation_manifest(owner=_owner(resource), name=continuation_name(resource.name),
+                                     namespace=resource.namespace, spec=spec, starts=starts)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise Failure("InvalidSpec", f"spec.then.reconsume: {first.get('msg')}") from None
+
+
 async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
     """then.reconsume: once the lake's children are gone, a Reconsume from the offsets at spec.source.to."""
     rt = resource.rt
@@ -594,13 +606,8 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         # Looked up again now: the seam is decided when the continuation starts, not when the plan was shown.
         plan = await _continuation_plan(resource, spec, cluster)
         starts = plan.start_offsets()
-        name = continuation_name(resource.name)
-        try:
-            manifest = continuation_manifest(owner=_owner(resource), name=name, namespace=resource.namespace,
-                                             spec=spec, starts=starts)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise Failure("InvalidSpec", f"spec.then.reconsume: {first.get('msg')}") from None
+        manifest = _continuation_of(resource, spec, starts)
+        name = manifest["metadata"]["name"]
         await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
         resource.status["continuation"] = {
             "reconsume": name,

@@ -9,12 +9,15 @@ tests/soak/test_spark_lake_replay.py and tests/integration/spark_app/test_resume
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from reprise_operator.constants import replay_group_name
+from tests.fixtures.kube import wait_for
 
 from .lake_scenario import (
     Sink,
@@ -44,7 +47,8 @@ def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_tor
     schema_configmap(kube, namespace)
     apply(kube, namespace, lake_replay("history", kafka.bootstrap, lake, spark_version,
                                        start="2024-01-02T06:00:00Z", to="2024-01-05T18:00:00Z",
-                                       filter_="event_type <> 'view'", consumer=drain_consumer(sink)))
+                                       filter_="event_type <> 'view'", consumer=drain_consumer(sink),
+                                       cleanup={"ttlSecondsAfterFinished": 5}))
 
     seen = watch(kube, namespace, "history", "Running", 120, operator, spark_operator)
     children = seen.body["status"]["children"]
@@ -80,6 +84,8 @@ def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_tor
     assert status["progress"]["lag"] == 0 and status["progress"]["processed"] == len(expected)
     assert "Running" in seen.phases and seen.phases[-1] == "Complete"
     assert_lake_children_gone(kube, kafka, namespace, "history", status)
+    # ttlSecondsAfterFinished: the finished LakeReplay itself goes.
+    wait_for(lambda: get(kube, namespace, "lakereplay", "history") is None, 60, "the TTL to delete the LakeReplay")
 
 
 def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_live_group(
@@ -164,10 +170,6 @@ def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_liv
 
 def read_live(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, dict[int, tuple[int, dict]]]:
     """partition -> offset -> (timestamp ms, value) of the live topic up to `ends`."""
-    import json
-
-    from confluent_kafka import Consumer, TopicPartition
-
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-read", "enable.auto.commit": False})
     found: dict[int, dict[int, tuple[int, dict]]] = {p: {} for p in ends}
     try:
@@ -187,8 +189,6 @@ def read_live(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, dic
 
 
 def patch_spec(kube, namespace: str, name: str, spec: dict) -> None:
-    import json
-
     kube.kubectl("patch", "lakereplay", name, "-n", namespace, "--type", "merge", "-p", json.dumps({"spec": spec}))
 
 
@@ -201,8 +201,6 @@ def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_withou
         kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
     """Approval, an operator crash while Spark writes, a suspend (the SparkApplication's own `suspend`, the drain
     scaled to zero), another crash while suspended, and a resume: every event of the range processed once."""
-    from tests.fixtures.kube import wait_for
-
     start, end = datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 1, 5, tzinfo=UTC)
     sink = tmp_path / "sink"
     sink.mkdir()
@@ -248,8 +246,6 @@ def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_withou
 
 def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
         kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
-    from tests.fixtures.kube import wait_for
-
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
