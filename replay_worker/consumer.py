@@ -6,11 +6,13 @@ The idioms (REFERENCE.md section 1, confluent-kafka's examples) and why:
   group, so an assignment never seeks: every replica and every restart resumes from committed offsets, and
   a rebalance cannot replay anything twice (seed 003's trap).
 - `enable.auto.commit=false`, `enable.auto.offset.store=false`: a batch's offsets are committed only after
-  its records are durable (`Delivery.checkpoint`). The uncommitted batch is the duplicate window after a
-  crash, and nothing is lost.
+  its records are durable (`Delivery.checkpoint`), and nothing is lost. The commit of a batch is sent
+  without waiting for it while the next batch is read; a forward may also let its producer finish one batch
+  while it reads the next. So the duplicate window after a crash is the batch in hand plus the one or two
+  before it whose commit had not landed yet.
 - Rebalance callbacks only run inside `consume()`, and every batch is checkpointed before the next
-  `consume()`, so a revoke finds nothing processed-but-uncommitted; it still commits what it holds
-  (commit on revoke). `on_lost` drops the partitions without committing (they are someone else's now).
+  `consume()`; a revoke commits the revoked partitions' positions synchronously (commit on revoke).
+  `on_lost` drops the partitions without committing (they are someone else's now).
 - A partition is finished (handed over / drained) when `handover.replay_finish` says so. Its final offset is
   committed with a `finished` mark in the commit metadata *before* H is published, so any replica that gets
   the partition later sees it is finished from the offset alone, and re-publishes H (idempotent).
@@ -132,6 +134,9 @@ class ReplayConsumer:
         self.ready = False
         self.done = False
         self._uncommitted_batches = 0
+        #: Asynchronous commits sent whose result has not come back; a failed one (see `_on_commit`).
+        self._commits_in_flight = 0
+        self._commit_failed = False
 
     # -- control
 
@@ -155,6 +160,7 @@ class ReplayConsumer:
             # Prefetch generously: the Python side is the bottleneck, librdkafka fills the queue meanwhile.
             "fetch.max.bytes": 52428800,
             "queued.max.messages.kbytes": 65536,
+            "on_commit": self._on_commit,
         }))
         # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
         # thread: each is a request to Kafka, and the consume loop must not wait for them.
@@ -288,8 +294,9 @@ class ReplayConsumer:
         A forward whose records are still in flight may wait one more batch instead of blocking on the
         producer (`MAX_UNCOMMITTED_BATCHES`): the producer keeps sending while the next batch is read, which is
         most of the forward's speed. So the uncommitted window is at most that many batches."""
+        # Forced (a stop): every position, synchronously, even those an asynchronous commit may still carry.
         offsets = [TopicPartition(p.topic, p.partition, p.position) for p in self.parts.values()
-                   if not p.finished and p.position is not None and p.position != p.committed]
+                   if not p.finished and p.position is not None and (force or p.position != p.committed)]
         if not force and offsets and self._uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES \
                 and self.delivery.in_flight():
             self._uncommitted_batches += 1
@@ -297,15 +304,26 @@ class ReplayConsumer:
         if not offsets and not self.delivery.transactional:
             self.delivery.checkpoint(consumer, [])  # dead letters still become durable
             return
-        self._commit(consumer, offsets)
+        # At most one commit on its way: if the previous one has not come back (a broker going away, a
+        # coordinator moving), this one waits, so a slow or failing commit never lets the uncommitted batches
+        # pile up.
+        asynchronous = not force and self._commits_in_flight == 0 and not self._commit_failed
+        self._commit_failed = False
+        if asynchronous:
+            self._commits_in_flight += 1
+        self._commit(consumer, offsets, asynchronous=asynchronous)
 
-    def _commit(self, consumer: Consumer, offsets: list[TopicPartition]) -> bool:
+    def _commit(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> bool:
         """Commit (after making the batch durable); retry while Kafka is briefly unavailable. False when this
-        replica is no longer a member (the rebalance that follows takes the partitions away)."""
+        replica is no longer a member (the rebalance that follows takes the partitions away).
+
+        A batch's commit is asynchronous (a round trip per batch would cost a fifth of a forward's speed);
+        a failed one is noticed in `_on_commit` and the positions are committed again with the next batch.
+        Finishing a partition, a revoke and a stop commit synchronously."""
         deadline = time.monotonic() + 60.0
         while True:
             try:
-                self.delivery.checkpoint(consumer, offsets)
+                self.delivery.checkpoint(consumer, offsets, asynchronous=asynchronous)
                 break
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
@@ -327,6 +345,23 @@ class ReplayConsumer:
                 part.committed = tp.offset
                 self.metrics.partition(tp.topic, tp.partition, position=tp.offset)
         return True
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """The result of a commit (served inside consume()). A failed one is retried with the next batch,
+        synchronously."""
+        self._commits_in_flight = max(0, self._commits_in_flight - 1)
+        failed = [tp for tp in partitions if error is not None or tp.error is not None]
+        if not failed:
+            return
+        self._commit_failed = True
+        self.metrics.errors.inc()
+        log.warning("a commit failed; it is made again with the next batch",
+                    extra={"error": (error or failed[0].error).str(),
+                           "partitions": [f"{tp.topic}[{tp.partition}]" for tp in failed]})
+        for tp in failed:
+            part = self.parts.get((tp.topic, tp.partition))
+            if part is not None and not part.finished:
+                part.committed = None
 
     def _on_error(self, message: Message, error: KafkaError) -> None:
         if error.code() == KafkaError._PARTITION_EOF:
@@ -562,12 +597,10 @@ class ReplayConsumer:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
-        pending = [TopicPartition(tp.topic, tp.partition, self.parts[(tp.topic, tp.partition)].position)
-                   for tp in partitions
-                   if (tp.topic, tp.partition) in self.parts
-                   and not self.parts[(tp.topic, tp.partition)].finished
-                   and self.parts[(tp.topic, tp.partition)].position is not None
-                   and self.parts[(tp.topic, tp.partition)].position != self.parts[(tp.topic, tp.partition)].committed]
+        # Synchronously, even when an asynchronous commit of the same positions may still be on its way.
+        revoked = [self.parts[(tp.topic, tp.partition)] for tp in partitions if (tp.topic, tp.partition) in self.parts]
+        pending = [TopicPartition(part.topic, part.partition, part.position) for part in revoked
+                   if not part.finished and part.position is not None]
         if pending:
             try:
                 self._commit(consumer, pending)

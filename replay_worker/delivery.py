@@ -12,8 +12,7 @@
   when one is set, else counted and skipped. Never a crash loop.
 
 A batch's offsets are committed only after its records are durable (`checkpoint`): at-least-once, with the
-uncommitted batch as the duplicate window after a crash (a forward may let the producer finish one batch while
-it reads the next, so its window is two batches; see `consumer.MAX_UNCOMMITTED_BATCHES`).
+batches not yet committed as the duplicate window after a crash (see `consumer`).
 """
 
 from __future__ import annotations
@@ -191,10 +190,12 @@ class Delivery:
         """Records handed on but not yet durable (a checkpoint now would wait for them)."""
         return False
 
-    def checkpoint(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    def checkpoint(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> None:
+        """Make the delivered records durable, then commit `offsets` (asynchronously when asked: a batch's
+        commit need not hold up the next batch, the records it covers are durable already)."""
         self._make_durable()
         if offsets:
-            consumer.commit(offsets=offsets, asynchronous=False)
+            consumer.commit(offsets=offsets, asynchronous=asynchronous)
 
     def _make_durable(self) -> None:
         if self.dead_letters.producer is not None:
@@ -334,7 +335,8 @@ class TransactionalForwardDelivery(ForwardDelivery):
             self.producer.begin_transaction()
             self.in_transaction = True
 
-    def checkpoint(self, consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    def checkpoint(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> None:
+        # A transaction's commit is always waited for: its records and offsets become visible together.
         if not offsets and not self.in_transaction:
             return
         self._begin()

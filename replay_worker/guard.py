@@ -342,7 +342,9 @@ class GuardedConsumer:
         if not pending:
             return
         with self._follower.locked_view() as view:
-            todo = {k: v for k, v in pending.items() if not _acknowledged(view, v[0], k, v[1])}
+            # Only while the replay still says this H: after a cleanup (tombstones) an ack would bring a key back.
+            todo = {k: v for k, v in pending.items() if _handover_of(view, v[0], k) == v[1]
+                    and not _acknowledged(view, v[0], k, v[1])}
         if not todo:
             return
         try:
@@ -390,6 +392,11 @@ def _offset(topic: str, partition: int, offset: int, metadata: str | None) -> To
     if metadata is None:
         return TopicPartition(topic, partition, offset)
     return TopicPartition(topic, partition, offset, metadata=metadata)
+
+
+def _handover_of(view: HandoverView, replay_id: str, key: TopicPartitionKey) -> int | None:
+    part = view.replay(replay_id).partitions.get(key)
+    return part.handover.offset if part is not None and part.handover is not None else None
 
 
 def _acknowledged(view: HandoverView, replay_id: str, key: TopicPartitionKey, handover: int) -> bool:

@@ -32,14 +32,14 @@ def test_drain_under_random_faults(kafka, topic_name, procs, worker_env, out_dir
         alive = [w for w in workers if w.alive()]
         if fault == "kill" and alive:
             procs.kill9(rng.choice(alive))
-            allowance += batch
+            allowance += 2 * batch
         elif fault == "remove" and len(alive) > 1:
             victim = rng.choice(alive)
             victim.popen.send_signal(signal.SIGTERM)
             victim.popen.wait(60)
         elif fault == "broker":
             kafka.restart()
-            allowance += batch * len(alive)
+            allowance += 2 * batch * len(alive)
         workers.append(procs.worker(f"r{len(workers)}", env))
     wait_for(lambda: _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"]), 600, "every partition finished")
     counts = read_log_lines(out_dir, "replay")

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 4
 LIVE_BATCH = 200
 REPLAY_BATCH = 300
+#: What a crash of a replay worker may duplicate: the batch in hand and the one whose commit was on its way.
+REPLAY_WINDOW = 2 * REPLAY_BATCH
 
 
 def _state(bootstrap: str, handover_topic: str, replay_id: str):
@@ -75,7 +77,7 @@ def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_d
             elif fault == "kill-replay":
                 victim = rng.randrange(len(workers))
                 procs.kill9(workers[victim])
-                allowance += REPLAY_BATCH
+                allowance += REPLAY_WINDOW
                 workers[victim] = procs.worker(f"w-{number}", env)
             elif fault == "add-replay":
                 workers.append(procs.worker(f"w-{number}", env))
@@ -83,7 +85,7 @@ def run_handover(kafka, topic: str, handover_topic: str, procs: Processes, out_d
                 lives.append(procs.live(f"live-{number}", bootstrap, live_group, topic, out_dir, handover_topic, LIVE_BATCH))
             elif fault == "restart-broker":
                 kafka.restart()
-                allowance += LIVE_BATCH * len(lives) + REPLAY_BATCH * len(workers)
+                allowance += LIVE_BATCH * len(lives) + REPLAY_WINDOW * len(workers)
             else:
                 raise ValueError(f"unknown fault {fault}")
             time.sleep(rng.uniform(0.5, 3.0))

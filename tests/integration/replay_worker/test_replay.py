@@ -186,8 +186,10 @@ def test_rebalances_kills_and_a_broker_restart_lose_nothing(kafka, topic_name, p
     expected = {(topic_name, p, o) for p in range(partitions) for o in range(records // partitions)}
     assert set(counts) == expected, f"lost {len(expected - set(counts))}"
     duplicates = sum(counts.values()) - len(counts)
-    # At most the batch in flight of the killed replica, plus one per replica at the broker restart.
-    assert duplicates <= batch * 3, duplicates
+    print(f"records {len(counts)}, duplicates {duplicates}")
+    # At most the uncommitted batches (the one in hand and the one whose commit was on its way) of the killed
+    # replica and of the one replica running at the broker restart.
+    assert duplicates <= batch * 2 * 2, duplicates
     finished = committed(kafka.bootstrap, env["REPRISE_REPLAY_GROUP"], topic_name, partitions)
     assert all(o == records // partitions and CommitMark.decode(m).finished for o, m in finished.values())
 
