@@ -221,11 +221,10 @@ class GuardedConsumer:
                 return messages
         book = self._book
         if not book.guarded:
-            last: dict[TopicPartitionKey, int] = {}
-            for message in messages:
-                if message.error() is None:
-                    last[(message.topic(), message.partition())] = message.offset()
-            stores = book.handed_unguarded(last)
+            # No replay active: everything goes to the service. Its consumer's positions (one call, whatever
+            # the batch size) are what librdkafka's automatic store would have stored.
+            positions = self._consumer.position([TopicPartition(t, p) for t, p in book.parts])
+            stores = book.handed_unguarded({(tp.topic, tp.partition): tp.offset for tp in positions})
             if stores:
                 self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
             return messages

@@ -128,18 +128,19 @@ class GuardBook:
             return True
         return False
 
-    def handed_unguarded(self, last: Mapping[TopicPartitionKey, int]) -> list[Store]:
-        """No replay active: the last offset handed per partition, stored when storing is automatic."""
+    def handed_unguarded(self, positions: Mapping[TopicPartitionKey, int]) -> list[Store]:
+        """No replay active: every record was handed. `positions` are the consumer's positions (the offset
+        after the last record returned, per partition); with automatic storing, those that moved are stored."""
         stores = []
-        for key, offset in last.items():
+        for key, position in positions.items():
             part = self.parts.get(key)
-            if part is not None:
-                part.handed_until = offset + 1
-                part.rules.seen_until = offset + 1
-                if self.auto_store:
-                    part.stored_until = offset + 1
+            if part is None or position < 0 or position == part.handed_until:
+                continue
+            part.handed_until = position
+            part.rules.seen_until = position
             if self.auto_store:
-                stores.append(Store(key[0], key[1], offset + 1))
+                part.stored_until = position
+                stores.append(Store(key[0], key[1], position))
         return stores
 
     def after_batch(self, key: TopicPartitionKey) -> Store | None:

@@ -28,13 +28,15 @@ def test_a_new_partition_is_held_until_released() -> None:
     assert not b.guarded
 
 
-def test_unguarded_batches_store_the_last_offset_only_with_auto_store() -> None:
+def test_unguarded_batches_store_the_position_only_with_auto_store() -> None:
     b = book()
     b.release(KEY, None)
-    assert b.handed_unguarded({KEY: 19}) == [Store("orders", 0, 20)]
+    assert b.handed_unguarded({KEY: 20}) == [Store("orders", 0, 20)]
+    assert b.handed_unguarded({KEY: 20}) == []  # unchanged: nothing to store again
+    assert b.handed_unguarded({KEY: -1001}) == []  # nothing read yet
     manual = book(auto_store=False)
     manual.release(KEY, None)
-    assert manual.handed_unguarded({KEY: 19}) == []
+    assert manual.handed_unguarded({KEY: 20}) == []
 
 
 def test_skipped_tail_is_stored_with_its_mark_and_committed_by_the_guard() -> None:

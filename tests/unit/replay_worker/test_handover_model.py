@@ -118,7 +118,7 @@ class World:
             if not book.guarded:
                 for o in offsets:
                     self._hand(o)
-                for store in book.handed_unguarded({KEY: offsets[-1]}):
+                for store in book.handed_unguarded({KEY: offsets[-1] + 1}):
                     live.stored = (store.offset, store.metadata)
             else:
                 for o in offsets:
