@@ -49,6 +49,9 @@ log = logging.getLogger("replay_worker.consumer")
 
 #: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
 MAX_UNCOMMITTED_BATCHES = 2
+#: Fetch defaults: prefetch generously (the Python side is the bottleneck; librdkafka fills its queue meanwhile)
+#: within the worker's memory budget. Settings of the same name in the Kafka config folder win.
+FETCH_TUNING = {"fetch.max.bytes": 52428800, "queued.max.messages.kbytes": 32768, "fetch.queue.backoff.ms": 10}
 
 _MEMBERSHIP_ERRORS = {
     KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
@@ -156,12 +159,8 @@ class ReplayConsumer:
                                        client_id=f"reprise-{s.member_name}")
         if s.mode in ("Parallel", "Handover") and s.live_group:
             self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
-        consumer = self._consumer = Consumer(kafka_clients.consumer_config(self._base, s.replay_group or "", **{
-            # Prefetch generously: the Python side is the bottleneck, librdkafka fills the queue meanwhile.
-            "fetch.max.bytes": 52428800,
-            "queued.max.messages.kbytes": 65536,
-            "on_commit": self._on_commit,
-        }))
+        consumer = self._consumer = Consumer(kafka_clients.consumer_config(
+            {**FETCH_TUNING, **self._base}, s.replay_group or "", on_commit=self._on_commit))
         # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
         # thread: each is a request to Kafka, and the consume loop must not wait for them.
         self._progress_topic = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
