@@ -270,16 +270,19 @@ class ReplayConsumer:
             matching = batch
             self.metrics.matched.inc(len(batch))
             return self.delivery.deliver(matching)
-        matching: list[Message] = []
-        keep = matching.append
-        poison: list[tuple[Message, str]] = []
         predicate = self._predicate
-        for message in batch:
-            try:
-                if predicate(message):
-                    keep(message)
-            except Undecodable as exc:
-                poison.append((message, f"undecodable: {exc}"))
+        poison: list[tuple[Message, str]] = []
+        try:
+            matching = [message for message in batch if predicate(message)]
+        except Undecodable:
+            # Rare: go again one by one to set the undecodable records apart.
+            matching = []
+            for message in batch:
+                try:
+                    if predicate(message):
+                        matching.append(message)
+                except Undecodable as exc:
+                    poison.append((message, f"undecodable: {exc}"))
         self.metrics.matched.inc(len(matching))
         self.metrics.skipped.inc(len(batch) - len(matching) - len(poison))
         outcome = self.delivery.deliver(matching)

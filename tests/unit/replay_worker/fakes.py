@@ -49,9 +49,12 @@ class FakeProducer:
 
     produced: list[dict[str, Any]] = field(default_factory=list)
 
-    def produce(self, topic: str | None = None, **kwargs: Any) -> None:
-        """Recorded in `forward_args`' form: defaults (no partition, no timestamp, no headers) left out."""
+    def produce(self, topic: str | None = None, value: Any = None, key: Any = None, partition: int = -1,
+                **kwargs: Any) -> None:
+        """Recorded in `forward_args`' form (confluent-kafka's positional order: topic, value, key, partition):
+        defaults (no partition, no timestamp, no headers) left out."""
         kwargs.pop("on_delivery", None)
+        kwargs.update(value=value, key=key, partition=partition)
         if topic is not None:
             kwargs["topic"] = topic
         if kwargs.get("partition", -1) == -1:
