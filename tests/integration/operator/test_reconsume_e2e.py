@@ -28,7 +28,11 @@ pytestmark = pytest.mark.integration
 
 def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name) as producer:
-        apply(kube, namespace, reconsume("add-locale", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service)))
+        body = reconsume("add-locale", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service))
+        # Slow enough that the guard is skipping before the replay catches up; an instant replay would hand
+        # over before the guard ever skipped, which is correct but proves less.
+        body["spec"]["consumer"]["env"].append({"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": "400"})
+        apply(kube, namespace, body)
         done = wait_phase(kube, namespace, "reconsume", "add-locale", "Complete", timeout=240, operator=operator)
     assert producer.written > 0
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
