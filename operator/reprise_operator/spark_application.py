@@ -203,7 +203,9 @@ def spark_application_manifest(
         "sparkVersion": version,
         "mainApplicationFile": MAIN_APPLICATION_FILE,
         "arguments": job_arguments(spec, topic=topic, progress=progress),
-        "sparkConf": dict(spark.spark_conf or {}),
+        # A retried task could write its records twice within one run, which the job's validation catches
+        # but cannot repair; failing the task fails the application, and the retry resumes exactly.
+        "sparkConf": {"spark.task.maxFailures": "1", **(spark.spark_conf or {})},
         # deps.jars is what the controller hands spark-submit as --jars (spark.jars).
         "deps": {"jars": list(defaults.jars) if defaults.jars is not None else connector_jars(version)},
         "driver": driver,

@@ -256,3 +256,8 @@ def test_state_reasons_are_one_camel_case_word():
     assert state_reason("PENDING_RERUN") == "SparkPendingRerun"
     assert state_reason("SUBMISSION_FAILED") == "SparkSubmissionFailed"
     assert state_reason("") == "SparkNew"
+
+
+def test_a_failed_task_fails_the_application_so_the_retry_resumes_exactly():
+    # A task retried inside one run could write its records twice; the job's resume path is exact.
+    assert manifest()["spec"]["sparkConf"]["spark.task.maxFailures"] == "1"
