@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import threading
 import time
@@ -224,7 +225,10 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
             "target": "<= 2 poll intervals"}
 
 
-def run(count: int = 200, latency_count: int = 50) -> dict:
+def run(count: int | None = None, latency_count: int | None = None) -> dict:
+    quick = os.environ.get("REPRISE_BENCH_QUICK") == "1"
+    count = count or (20 if quick else 200)
+    latency_count = latency_count or (10 if quick else 50)
     with tempfile.TemporaryDirectory(prefix="reprise-bench-operator-") as tmp, Bench(Path(tmp)) as bench:
         topic = "bench-operator"
         bench.broker.create_topic(topic, 3)
@@ -237,6 +241,12 @@ def run(count: int = 200, latency_count: int = 50) -> dict:
         results["in_flight_large"] = large
         results["admin_requests_growth"] = round(large["admin_requests_per_cycle"] / max(small["admin_requests_per_cycle"], 1e-9), 2)
         results["targets"] = "RSS <= 300 MiB at 200 in flight; admin requests per cycle ratio (large/small) ~1"
+        lat, done = results["latency"], results["completion"]
+        results["meets_target"] = bool(
+            lat.get("p50_s") is not None and lat["p50_s"] <= 1.0 and lat["p99_s"] <= 3.0
+            and large["operator_rss_mib"] <= 300 and results["admin_requests_growth"] <= 1.5
+            and done.get("poll_intervals_after_drained_for", 99) <= 2.0
+        )
         return results
 
 
