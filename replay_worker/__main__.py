@@ -78,16 +78,22 @@ def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: Wor
     from .consumer import ReplayConsumer
 
     record_filter = RecordFilter.compile(settings.filter)
-    state = bootstrap_replay(settings, config)
-    delivery = build_delivery(settings, config)
-    worker = ReplayConsumer(settings, config, delivery, record_filter, metrics, state)
-    stop_hooks.append(worker.request_stop)
+    holder: dict[str, Any] = {}
+    stop_hooks.append(lambda: holder.__setitem__("stop", True))  # a SIGTERM during the bootstrap
     server = None
     if settings.metrics_port:
+        # Served from the start: alive (not ready) while the bootstrap retries against a Kafka that is away.
         server = HealthServer(settings.metrics_port, metrics.render,
                               alive=lambda: time.monotonic() - metrics.heartbeat < STALE_AFTER_S,
-                              ready=lambda: worker.ready).start()
+                              ready=lambda: bool(holder.get("worker") and holder["worker"].ready)).start()
     try:
+        state = bootstrap_replay(settings, config)
+        delivery = build_delivery(settings, config)
+        worker = holder["worker"] = ReplayConsumer(settings, config, delivery, record_filter, metrics, state)
+        stop_hooks.append(worker.request_stop)
+        if holder.get("stop"):
+            delivery.close()
+            return 0
         worker.run()
     finally:
         if server is not None:

@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import kafka_clients
 from .delivery import Delivery, DeliveryError, Outcome
@@ -131,6 +132,7 @@ class ReplayConsumer:
         self._reading = False
         self._ends: dict[tuple[str, int], int] = {}
         self._progress_topic: HandoverTopic | None = None
+        self._admin: AdminClient | None = None
         #: What the last `progress` records said, per partition, and when they were sent.
         self._reported: dict[tuple[str, int], tuple[int, bool]] = {}
         self._last_report = 0.0
@@ -479,16 +481,24 @@ class ReplayConsumer:
             except Exception as exc:
                 self.metrics.errors.inc()
                 log.warning("reading the live group's offsets failed", extra={"error": str(exc)})
-        consumer = self._consumer
-        ends = {}
-        for part in parts:
+        # End offsets through a client of this thread's own: the main consumer is only ever called from the
+        # consume loop (a librdkafka call on it from a second thread during a rebalance callback can deadlock
+        # with the GIL).
+        if parts:
             try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), cached=True)
-            except (KafkaException, RuntimeError):
-                continue
-            if high is not None and high >= 0:
-                ends[part.key] = high
-        self._ends = ends
+                self._ends = self._end_offsets([TopicPartition(p.topic, p.partition) for p in parts])
+            except Exception as exc:
+                log.debug("reading end offsets failed", extra={"error": str(exc)})
+
+    def _end_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        if self._admin is None:
+            self._admin = AdminClient(kafka_clients.admin_config(self._base))
+        futures = self._admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions},
+                                           isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=10)
+        ends = {}
+        for tp, future in futures.items():
+            ends[(tp.topic, tp.partition)] = int(future.result(timeout=15).offset)
+        return ends
 
     def _update_metrics(self) -> None:
         ends = self._ends

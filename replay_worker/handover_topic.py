@@ -302,6 +302,7 @@ class HandoverFollower(Generic[T]):
         position = 0
         assigned = False
         last_tick = 0.0
+        last_look = 0.0
         while not self._stop.is_set():
             try:
                 if consumer is None:
@@ -318,9 +319,12 @@ class HandoverFollower(Generic[T]):
                         if not assigned:
                             consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
                             assigned = True
-                if not assigned and self._handover.readable_end() is not None:
-                    consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-                    assigned = True
+                if not assigned and time.monotonic() - last_look >= 5.0:
+                    # No handover topic yet (no replay ever ran): look again now and then, not on every turn.
+                    last_look = time.monotonic()
+                    if self._handover.readable_end() is not None:
+                        consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+                        assigned = True
                 changed = False
                 if assigned:
                     for message in consumer.consume(500, self._interval):
