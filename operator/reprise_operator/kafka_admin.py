@@ -145,7 +145,8 @@ class KafkaCluster:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    def _list_offsets(self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str) -> dict[TopicPartitionKey, OffsetAtTime]:
+    def _list_offsets(self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str,
+                      skip_missing: bool = False) -> dict[TopicPartitionKey, OffsetAtTime]:
         if not specs:
             return {}
         self._count()
@@ -153,7 +154,13 @@ class KafkaCluster:
         futures = self._admin.list_offsets(request, request_timeout=REQUEST_TIMEOUT_S)
         answer: dict[TopicPartitionKey, OffsetAtTime] = {}
         for tp, future in futures.items():
-            info = _result(future, what)
+            try:
+                info = _result(future, what)
+            except KafkaException as exc:
+                # In a batch shared by many replays, one deleted topic must not fail all the others.
+                if skip_missing and exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise
             ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
             answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
         return answer
@@ -194,8 +201,14 @@ class KafkaCluster:
             if not fresh:
                 horizon = now - 3 * max(max_age, 1.0)
                 self._interest = {k: t for k, t in self._interest.items() if t >= horizon}
-                self._snapshot = self.end_offsets(list(self._interest))
+                specs = {key: OffsetSpec.latest() for key in self._interest}
+                found = self._list_offsets(specs, "listing end offsets", skip_missing=True)
+                self._snapshot = {k: v.offset for k, v in found.items()}
                 self._snapshot_at = time.monotonic()
+            missing = wanted - self._snapshot.keys()
+            if missing:
+                self._snapshot_at = 0.0  # ask again next time
+                raise KafkaUnavailable(f"no end offset for {', '.join(f'{t}/{p}' for t, p in sorted(missing)[:3])}")
             return {key: self._snapshot[key] for key in wanted}
 
     # -- consumer groups ----------------------------------------------------------------------
