@@ -197,5 +197,9 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
         raise
     finally:
         consumer.close()
-        producer.flush(1.0)
-        producer.close()
+        try:
+            producer.flush(1.0)
+        except KafkaException:
+            pass  # fenced or failed: nothing of ours is left to deliver
+        finally:
+            producer.close()
