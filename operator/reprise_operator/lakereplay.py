@@ -307,7 +307,7 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
     if resource.phase == "PlanReady":
         if not resource.approved():
             return
-        resource.condition("Approved", "True", "Approved", _approval_message(resource))
+        resource.condition("Approved", "True", "Approved", resource.approval_message())
         if spec.suspend:
             resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
             return
@@ -319,11 +319,6 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
     if resource.phase == "Draining":
         await _teardown(resource, spec, memory)
 
-
-def _approval_message(resource: Resource) -> str:
-    if (resource.body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
-        return "approval is Automatic"
-    return "approved with the annotation reprise.io/approve=true"
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:

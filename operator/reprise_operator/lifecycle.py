@@ -143,6 +143,12 @@ class Resource:
         self.status.setdefault("completedAt", rfc3339(self.now()))
         self.set_phase("Complete", reason, message)
 
+    def approval_message(self) -> str:
+        """The Approved condition's message: how this resource was approved."""
+        if (self.body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
+            return "approval is Automatic"
+        return "approved with the annotation reprise.io/approve=true"
+
     def approved(self) -> bool:
         spec_approval = (self.body.get("spec") or {}).get("approval", "Automatic")
         return spec_approval == "Automatic" or self.annotations.get("reprise.io/approve") == "true"
