@@ -311,7 +311,9 @@ class ReplayConsumer:
         # At most one commit on its way: if the previous one has not come back (a broker going away, a
         # coordinator moving), this one waits, so a slow or failing commit never lets the uncommitted batches
         # pile up.
-        asynchronous = not force and self._commits_in_flight == 0 and not self._commit_failed
+        # (A transaction commits the offsets itself: no commit callback ever comes back for it.)
+        asynchronous = (not force and not self.delivery.transactional and self._commits_in_flight == 0
+                        and not self._commit_failed)
         self._commit_failed = False
         if asynchronous:
             self._commits_in_flight += 1
@@ -391,6 +393,11 @@ class ReplayConsumer:
     # -- finishing partitions
 
     def _decide(self, consumer: Consumer) -> None:
+        if self._commits_in_flight:
+            # An asynchronous commit of the same positions, without the `finished` mark, may still be on its
+            # way (librdkafka retries it across a broker restart) and could land after the finishing commit,
+            # erasing the mark. Its callback comes back within a few consume() calls.
+            return
         mode = self.settings.mode
         guards = self._follower.snapshot.guard_positions if self._follower else {}
         finishing: list[tuple[PartitionProgress, str]] = []
