@@ -1,7 +1,7 @@
-"""Builds the Argo CD health checks from one Lua body: one script per kind, and the argocd-cm snippet.
+"""Builds the Argo CD health checks, the argocd-cm snippet, from one Lua body.
 
-    python deploy/argocd/build.py          # write health/<kind>.lua and argocd-cm.yaml
-    python deploy/argocd/build.py --check  # exit 1 when they are not what health/replay.lua gives
+    python deploy/argocd/build.py          # write argocd-cm.yaml
+    python deploy/argocd/build.py --check  # exit 1 when it is not what health/replay.lua gives
 
 The three kinds share their status shape (phase + conditions, written by the operator's lifecycle), so
 they share the logic; each script is `local KIND = "<Kind>"` followed by health/replay.lua, which is what
@@ -54,9 +54,7 @@ def snippet() -> str:
 
 
 def outputs() -> dict[Path, str]:
-    files = {HERE / "health" / f"{kind.lower()}.lua": script(kind) for kind in KINDS}
-    files[HERE / "argocd-cm.yaml"] = snippet()
-    return files
+    return {HERE / "argocd-cm.yaml": snippet()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
--- The health logic shared by Reprise's three kinds; reconsume.lua, backfill.lua and lakereplay.lua are
--- this file with their KIND line in front (tests/unit/argocd checks they are in step, and the argocd-cm
--- snippet embeds them). Argo CD runs it with the resource as the global `obj` (gopher-lua, Lua 5.1).
+-- The health logic shared by Reprise's three kinds: each kind's script in argocd-cm.yaml is this file with
+-- its KIND line in front (deploy/argocd/build.py writes it; tests/unit/argocd checks it is in step). Argo CD
+-- runs it with the resource as the global `obj` (gopher-lua, Lua 5.1).
 local hs = {}
 
 local function condition(status, ctype)

@@ -7,11 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lupa import lua51
 
 REPO = Path(__file__).resolve().parents[3]
-HEALTH = REPO / "deploy" / "argocd" / "health"
-KIND_FILES = {"Reconsume": "reconsume.lua", "Backfill": "backfill.lua", "LakeReplay": "lakereplay.lua"}
+SNIPPET = REPO / "deploy" / "argocd" / "argocd-cm.yaml"
+KINDS = ("Reconsume", "Backfill", "LakeReplay")
+
+
+def scripts() -> dict[str, str]:
+    """Each kind's health script as users install it: from the argocd-cm snippet."""
+    data = yaml.safe_load(SNIPPET.read_text())["data"]
+    return {kind: data[f"resource.customizations.health.reprise.io_{kind}"] for kind in KINDS}
 
 
 def _lua_value(runtime: Any, value: Any) -> Any:
@@ -26,7 +33,7 @@ def evaluate(kind: str, obj: dict[str, Any], script: str | None = None) -> dict[
     """The health Argo CD would show for `obj`: {"status": ..., "message": ...}."""
     runtime = lua51.LuaRuntime(unpack_returned_tuples=True, register_eval=False)
     runtime.globals().obj = _lua_value(runtime, obj)
-    result = runtime.execute(script if script is not None else (HEALTH / KIND_FILES[kind]).read_text())
+    result = runtime.execute(script if script is not None else scripts()[kind])
     return {"status": result["status"], "message": result["message"]}
 
 
