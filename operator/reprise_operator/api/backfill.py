@@ -10,13 +10,12 @@ done when every group in `downstreamGroups` has committed past what was produced
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Literal, Optional
+from typing import Literal, Optional
 
 from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
 from .common import (
     AGE_COLUMN,
-    API_VERSION,
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
@@ -36,7 +35,7 @@ from .common import (
     StatusModel,
     TopicName,
     immutable,
-    check_name,
+    ResourceObject,
     name_rules,
     presence_immutable,
     rule,
@@ -342,19 +341,12 @@ class BackfillStatus(ResourceStatus):
     signal: Optional[DebeziumSignalStatus] = Field(default=None, description="Debezium source: the signal sent.")
 
 
-class Backfill(ApiModel):
-    """A whole Backfill object, for reading manifests and watch events."""
+class Backfill(ResourceObject):
+    """A whole Backfill object."""
 
-    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
     kind: Literal["Backfill"] = Field(default="Backfill", description="Kind.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: BackfillSpec = Field(description="Desired backfill.")
     status: Optional[BackfillStatus] = Field(default=None, description="Observed state.")
-
-    @model_validator(mode="after")
-    def _name(self) -> "Backfill":
-        check_name("Backfill", self.metadata)
-        return self
 
 
 BACKFILL = KindDefinition(

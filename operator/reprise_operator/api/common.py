@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from enum import Enum
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import (
     AfterValidator,
@@ -966,11 +966,20 @@ class KindDefinition:
 _NAME_RE = re.compile(DNS1123_LABEL)
 
 
-def check_name(kind: str, metadata: dict[str, Any]) -> None:
-    """The Python mirror of `name_rules`, for whole objects parsed with their metadata."""
-    name = metadata.get("name")
-    if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
-        raise ValueError(f"metadata.name: a {kind} name must be a DNS-1123 label of at most 63 characters")
+class ResourceObject(ApiModel):
+    """A whole object of one of the kinds, for reading manifests and watch events. Each kind's subclass
+    gives `kind` (a Literal), `spec` and `status` their types."""
+
+    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
+
+    @model_validator(mode="after")
+    def _name(self) -> "ResourceObject":
+        # The Python mirror of `name_rules`.
+        name = self.metadata.get("name")
+        if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
+            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")
+        return self
 
 
 def name_rules(kind: str) -> tuple[dict[str, str], ...]:

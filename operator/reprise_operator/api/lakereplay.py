@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
 from .common import (
     AGE_COLUMN,
-    API_VERSION,
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
@@ -45,7 +44,7 @@ from .common import (
     StatusModel,
     TopicName,
     immutable,
-    check_name,
+    ResourceObject,
     name_rules,
     presence_immutable,
     rule,
@@ -457,19 +456,12 @@ class LakeReplayStatus(ResourceStatus):
     continuation: Optional[ContinuationStatus] = Field(default=None, description="then.reconsume's progress.")
 
 
-class LakeReplay(ApiModel):
-    """A whole LakeReplay object, for reading manifests and watch events."""
+class LakeReplay(ResourceObject):
+    """A whole LakeReplay object."""
 
-    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
     kind: Literal["LakeReplay"] = Field(default="LakeReplay", description="Kind.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: LakeReplaySpec = Field(description="Desired lake replay.")
     status: Optional[LakeReplayStatus] = Field(default=None, description="Observed state.")
-
-    @model_validator(mode="after")
-    def _name(self) -> "LakeReplay":
-        check_name("LakeReplay", self.metadata)
-        return self
 
 
 LAKE_REPLAY = KindDefinition(

@@ -22,7 +22,6 @@ from .common import (
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
-    API_VERSION,
     ApiModel,
     Approval,
     Completion,
@@ -41,7 +40,7 @@ from .common import (
     StatusModel,
     TopicName,
     immutable,
-    check_name,
+    ResourceObject,
     name_rules,
     presence_immutable,
     rule,
@@ -302,19 +301,12 @@ class ReconsumeStatus(ResourceStatus):
     )
 
 
-class Reconsume(ApiModel):
-    """A whole Reconsume object, for reading manifests and watch events."""
+class Reconsume(ResourceObject):
+    """A whole Reconsume object."""
 
-    api_version: Literal["reprise.io/v1alpha1"] = Field(default=API_VERSION, description="API version.")
     kind: Literal["Reconsume"] = Field(default="Reconsume", description="Kind.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Object metadata.")
     spec: ReconsumeSpec = Field(description="Desired replay.")
     status: Optional[ReconsumeStatus] = Field(default=None, description="Observed state.")
-
-    @model_validator(mode="after")
-    def _name(self) -> "Reconsume":
-        check_name("Reconsume", self.metadata)
-        return self
 
 
 RECONSUME = KindDefinition(
