@@ -56,10 +56,10 @@ from replay_worker.filters import FilterSpec
 from replay_worker.settings import WorkerSettings
 
 from . import barrier, debezium, metrics
-from .api import API_VERSION, BackfillSpec, format_duration
+from .api import BackfillSpec, format_duration
 from .conditions import rfc3339
-from .constants import bounded_name, child_labels, replay_id
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .constants import bounded_name, child_labels
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .progress import PartitionView, progress_status, summarize
 from .workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
 
@@ -360,47 +360,24 @@ def parse_time(text: str | None) -> datetime | None:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-def _spec(resource: Resource) -> BackfillSpec:
-    try:
-        return BackfillSpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
-
 
 def _source(spec: BackfillSpec) -> SourceKind:
     return spec.source.kind  # type: ignore[return-value]
 
 
-def _owner(resource: Resource) -> Owner:
-    return Owner(API_VERSION, KIND, resource.name, resource.uid)
 
-
-def _rid(resource: Resource) -> str:
-    return replay_id(resource.namespace, resource.name, resource.uid)
-
-
-def _condition_is(resource: Resource, type_: str, status: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == status for c in resource.status.get("conditions") or [])
 
 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = _spec(resource)
+    spec = resource.spec_as(BackfillSpec)
     if resource.phase in FINISHED:
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
     if resource.phase in ("Pending", "Planning"):
         await _plan(resource, spec)
     if resource.phase == "PlanReady":
-        if not resource.approved():
+        if not may_start(resource, spec.suspend):
             return
-        resource.condition("Approved", "True", "Approved", resource.approval_message())
-        if spec.suspend:
-            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
-            return
-        if _condition_is(resource, "Suspended", "True"):
-            resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
         await _begin(resource, spec)
         return  # the end offsets before producing are persisted before anything is produced
     if resource.phase in ("Running", "Suspended"):
@@ -474,7 +451,7 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
 async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
     """Create the keys ConfigMap; one left over from an earlier plan with other keys is replaced."""
     kube = resource.rt.kube
-    manifest = keys_configmap(_owner(resource), resource.namespace, keys)
+    manifest = keys_configmap(resource.owner(), resource.namespace, keys)
     existing = await kube.run(kube.create_owned, manifest, resource.uid)
     if (existing.get("data") or {}) != manifest["data"]:
         await kube.run(kube.delete_configmap, resource.namespace, manifest["metadata"]["name"])
@@ -537,11 +514,11 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
         resource.status.setdefault("children", {})["jobs"] = [name]
         return job
     if _source(spec) == "topic":
-        manifest = worker_job(_owner(resource), resource.namespace, spec, _rid(resource),
+        manifest = worker_job(resource.owner(), resource.namespace, spec, resource.replay_id,
                               resource.rt.settings.worker_image, resource.rt.settings.handover_topic)
     else:
         try:
-            manifest = upstream_job(_owner(resource), resource.namespace, spec, await _planned_keys(resource, spec))
+            manifest = upstream_job(resource.owner(), resource.namespace, spec, await _planned_keys(resource, spec))
         except ValueError as exc:
             raise Failure("InvalidTemplate", str(exc)) from None
     job = await kube.run(kube.create_owned, manifest, resource.uid)
@@ -591,10 +568,10 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
 async def _worker_result(resource: Resource, spec: BackfillSpec, config: dict) -> dict | None:
     rt = resource.rt
     where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(rt.handovers.replay, *where, _rid(resource))
+    state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
     if state.result is None:
         await asyncio.to_thread(rt.handovers.sync, *where)
-        state = await asyncio.to_thread(rt.handovers.replay, *where, _rid(resource))
+        state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
     return dict(state.result.body) if state.result is not None else None
 
 
@@ -760,11 +737,11 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
         metrics.BARRIER_STALLED.labels(resource.namespace, resource.name, group).set(1 if group in stalled_groups else 0)
     if stalled:
         message = barrier.stalled_message(stalled, now)
-        flipped = not _condition_is(resource, "Stalled", "True")
+        flipped = not resource.condition_true("Stalled")
         resource.condition("Stalled", "True", "GroupStalled", message)
         if flipped:
             resource.event("Stalled", message, warning=True)
-    elif _condition_is(resource, "Stalled", "True"):
+    elif resource.condition_true("Stalled"):
         resource.condition("Stalled", "False", "Moving", "every downstream group is moving or has passed")
         resource.event("Moving", "the stalled downstream groups are moving again")
     if view.passed:
@@ -794,7 +771,7 @@ def _record_progress(resource: Resource, memory: ObjectMemory, ranges: list[barr
 
 
 async def _finish(resource: Resource, spec: BackfillSpec, reason: str, message: str) -> None:
-    if _condition_is(resource, "Stalled", "True"):
+    if resource.condition_true("Stalled"):
         resource.condition("Stalled", "False", "Passed", "every downstream group has passed")
     await _forget_result(resource, spec)
     _forget_metrics(resource, spec)
@@ -808,7 +785,7 @@ async def _forget_result(resource: Resource, spec: BackfillSpec) -> None:
     rt = resource.rt
     _, config = await resource.kafka(spec.kafka)
     topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(topic.tombstone, _rid(resource))
+    await asyncio.to_thread(topic.tombstone, resource.replay_id)
 
 
 def _forget_metrics(resource: Resource, spec: BackfillSpec) -> None:

@@ -60,9 +60,9 @@ from replay_worker.start_position import EndSpec, StartSpec
 from .api import API_VERSION, LakeReplaySpec, ReconsumeSpec, format_duration
 from .api.reconsume import ReconsumeMode
 from .conditions import is_true, rfc3339
-from .constants import GROUP, VERSION, bounded_name, child_labels, replay_id
+from .constants import GROUP, VERSION, bounded_name, child_labels
 from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, StartRequest, make_plan
 from .progress import PartitionView
 from .reconsume import plan_partitions_status
@@ -81,8 +81,8 @@ from .spark_application import (
     spark_application_manifest,
     spark_outcome,
 )
-from .standby import delivery_from_env, live_template, record_progress, require_delivery, template_env
-from .workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
+from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
+from .workloads import KAFKA_CONFIG_DIR, Owner
 
 KIND = "LakeReplay"
 PLURAL = "lakereplays"
@@ -269,21 +269,7 @@ def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-def _spec(resource: Resource) -> LakeReplaySpec:
-    try:
-        return LakeReplaySpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
 
-
-def _owner(resource: Resource) -> Owner:
-    return Owner(API_VERSION, KIND, resource.name, resource.uid)
-
-
-def _rid(resource: Resource) -> str:
-    return replay_id(resource.namespace, resource.name, resource.uid)
 
 
 def _children(resource: Resource) -> dict:
@@ -295,7 +281,7 @@ def _lake_drained(resource: Resource) -> bool:
 
 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = _spec(resource)
+    spec = resource.spec_as(LakeReplaySpec)
     if resource.phase in FINISHED:
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
@@ -305,11 +291,7 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
         return
     if resource.phase == "PlanReady":
-        if not resource.approved():
-            return
-        resource.condition("Approved", "True", "Approved", resource.approval_message())
-        if spec.suspend:
-            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+        if not may_start(resource, spec.suspend):
             return
         await _start(resource, spec)
     if resource.phase in ("Running", "Suspended"):
@@ -370,8 +352,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     cluster, config = await resource.kafka(spec.kafka)
     consumer = spec.consumer
     template = await live_template(resource, consumer)
-    user_env = [e.model_dump(by_alias=True) for e in consumer.env or []]
-    delivery = require_delivery(delivery_from_env(template_env(template), user_env))
+    delivery = require_delivery(delivery_from_env(template_env(template), user_env(consumer)))
     if spec.source.schema_ is not None:
         ref = spec.source.schema_.config_map_ref
         config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)
@@ -385,11 +366,11 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
     found = await asyncio.to_thread(cluster.partitions, live_topics) if live_topics else {}
     partitions = backfill_partitions(spec, found)
-    rid = _rid(resource)
+    rid = resource.replay_id
     settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic)
     defaults = spark_defaults(rt.settings)
     app = spark_application_manifest(
-        owner=_owner(resource),
+        owner=resource.owner(),
         name=application_name(resource.name),
         namespace=resource.namespace,
         spec=spec,
@@ -399,20 +380,8 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         defaults=defaults,
     )
     deployment_name = drain_deployment_name(resource.name)
-    deployment = replay_deployment_manifest(
-        owner=_owner(resource),
-        name=deployment_name,
-        namespace=resource.namespace,
-        labels=child_labels(KIND, resource.name, "drain-consumer"),
-        pod_template=template,
-        replicas=consumer.replicas,
-        worker_env=settings.to_env(),
-        user_env=user_env,
-        kafka_secret=spec.kafka.config_from.secret_ref.name if spec.kafka.config_from else None,
-        container_name=consumer.container,
-    )
-    if consumer.resources is not None:
-        deployment["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+    deployment = standby_deployment(resource, name=deployment_name, component="drain-consumer", template=template,
+                                    consumer=consumer, settings=settings, kafka=spec.kafka)
 
     handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     await asyncio.to_thread(handovers.ensure)
@@ -569,7 +538,7 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
     rt = resource.rt
     defaults = spark_defaults(rt.settings)
     app = spark_application_manifest(
-        owner=_owner(resource), name=name, namespace=resource.namespace, spec=spec, topic=topic,
+        owner=resource.owner(), name=name, namespace=resource.namespace, spec=spec, topic=topic,
         progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
         labels=child_labels(KIND, resource.name, "spark-application"), defaults=defaults,
     )
@@ -581,7 +550,7 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
 
 def _continuation_of(resource: Resource, spec: LakeReplaySpec, starts: dict[TopicPartitionKey, int]) -> dict:
     try:
-        return continuation_manifest(owner=_owner(resource), name=continuation_name(resource.name),
+        return continuation_manifest(owner=resource.owner(), name=continuation_name(resource.name),
                                      namespace=resource.namespace, spec=spec, starts=starts)
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -689,7 +658,7 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     if topic and spec.cleanup.delete_backfill_topic:
         await asyncio.to_thread(cluster.delete_topic, topic)
     handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(handovers.tombstone, _rid(resource))
+    await asyncio.to_thread(handovers.tombstone, resource.replay_id)
 
 
 # ------------------------------------------------------------------------------------------ deletion

@@ -13,21 +13,27 @@ import copy
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import kopf
 from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, ValidationError
 
 from . import metrics
-from .conditions import rfc3339, set_condition, utc_now
+from .api import API_VERSION
+from .conditions import is_true, rfc3339, set_condition, utc_now
+from .constants import replay_id
 from .kafka_admin import KafkaCluster, KafkaUnavailable
 from .kube import KubeUnavailable
 from .progress import DrainClock, EtaWindow
 from .runtime import Runtime
+from .workloads import Owner
 
 log = logging.getLogger("reprise.lifecycle")
 
 FINISHED = ("Complete", "Failed")
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
 class Retry(Exception):
@@ -112,6 +118,27 @@ class Resource:
     def phase(self) -> str:
         return self.status.get("phase") or "Pending"
 
+    @property
+    def replay_id(self) -> str:
+        return replay_id(self.namespace, self.name, self.uid)
+
+    def owner(self) -> Owner:
+        """The owner reference every child carries, so deleting the resource garbage-collects them."""
+        return Owner(API_VERSION, self.kind, self.name, self.uid)
+
+    def spec_as(self, model: type[SpecT]) -> SpecT:
+        """The spec as its typed model. One the API server let through but the model refuses (a CRD older
+        than the operator) fails the resource with the field named."""
+        try:
+            return model.model_validate(self.body.get("spec") or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+
+    def condition_true(self, type_: str) -> bool:
+        return is_true(self.status.get("conditions"), type_)
+
     def condition(self, type_: str, status: str, reason: str, message: str = "") -> None:
         self.status["conditions"] = set_condition(
             self.status.get("conditions"), type_, status, reason, message, self.generation, clock=self.now
@@ -177,6 +204,20 @@ class Resource:
             config = {k: v for k, v in data.items()}
         cluster = self.rt.clusters.get(kafka_spec.bootstrap_servers, config)
         return cluster, config
+
+
+def may_start(resource: Resource, suspend: bool) -> bool:
+    """The gates between PlanReady and starting: the approval, then spec.suspend (a replay suspended
+    before it started has nothing running, so it only waits)."""
+    if not resource.approved():
+        return False
+    resource.condition("Approved", "True", "Approved", resource.approval_message())
+    if suspend:
+        resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+        return False
+    if resource.condition_true("Suspended"):
+        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+    return True
 
 
 async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:

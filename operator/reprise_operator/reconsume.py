@@ -27,22 +27,21 @@ from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
 from . import metrics
-from .api import API_VERSION, ReconsumeSpec, format_duration
+from .api import ReconsumeSpec, format_duration
 from .api.common import Filter
 from .conditions import rfc3339
 from .constants import (
     child_labels,
     replay_deployment_name,
     replay_group_name,
-    replay_id,
     rollback_configmap_name,
 )
 from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished
+from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, retention_message
 from .progress import PartitionView
-from .standby import delivery_from_env, live_template, record_progress, require_delivery
-from .workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
+from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
+from .workloads import KAFKA_CONFIG_DIR
 
 KIND = "Reconsume"
 PLURAL = "reconsumes"
@@ -163,12 +162,7 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) 
 
 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
-    try:
-        spec = ReconsumeSpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+    spec = resource.spec_as(ReconsumeSpec)
 
     if resource.phase in FINISHED:
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
@@ -176,11 +170,7 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
     if resource.phase in ("Pending", "Planning"):
         await _plan(resource, spec)
     if resource.phase == "PlanReady":
-        if not resource.approved():
-            return
-        resource.condition("Approved", "True", "Approved", resource.approval_message())
-        if spec.suspend:
-            resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+        if not may_start(resource, spec.suspend):
             return
         await (_start_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _start_replay(resource, spec))
     if resource.phase in ("Running", "Suspended"):
@@ -219,9 +209,6 @@ async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
     return await live_template(resource, spec.consumer)
 
 
-def _owner(resource: Resource) -> Owner:
-    return Owner(API_VERSION, KIND, resource.name, resource.uid)
-
 
 async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     rt = resource.rt
@@ -229,10 +216,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     template = await _live_template(resource, spec)
     consumer = spec.consumer
     assert consumer is not None
-    user_env = [e.model_dump(by_alias=True) for e in consumer.env or []]
-    containers = template.get("spec", {}).get("containers") or []
-    template_env = containers[0].get("env", []) if containers else []
-    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    rid = resource.replay_id
     group = spec.replay_group or replay_group_name(resource.namespace, resource.name)
     starts = {k: start for k, (start, _) in plan_from_status(resource.status.get("plan") or {}).items()}
     settings = replay_settings(
@@ -241,25 +225,13 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         group=group,
         plan_starts=starts,
         handover_topic=rt.settings.handover_topic,
-        delivery=delivery_from_env(template_env, user_env),
+        delivery=delivery_from_env(template_env(template), user_env(consumer)),
         has_secret=spec.kafka.config_from is not None,
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
-    manifest = replay_deployment_manifest(
-        owner=_owner(resource),
-        name=name,
-        namespace=resource.namespace,
-        labels=child_labels(KIND, resource.name, "replay-consumer"),
-        pod_template=template,
-        replicas=consumer.replicas,
-        worker_env=settings.to_env(),
-        user_env=user_env,
-        kafka_secret=spec.kafka.config_from.secret_ref.name if spec.kafka.config_from else None,
-        container_name=consumer.container,
-    )
-    if consumer.resources is not None:
-        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+    manifest = standby_deployment(resource, name=name, component="replay-consumer", template=template,
+                                  consumer=consumer, settings=settings, kafka=spec.kafka)
     await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
     resource.status["children"] = {"deployment": name, "replayGroup": group, "handoverTopic": rt.settings.handover_topic}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
@@ -298,7 +270,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     rt = resource.rt
     cluster, config = await resource.kafka(spec.kafka)
     plan = plan_from_status(resource.status.get("plan") or {})
-    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    rid = resource.replay_id
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2)
@@ -337,12 +309,9 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         )
         resource.condition("Drained", "True", "Drained", f"{message}; held for {format_duration(hold)}")
         resource.set_phase("Draining", "Drained", message)
-    elif not drained and _condition_is(resource, "Drained", "True"):
+    elif not drained and resource.condition_true("Drained"):
         resource.condition("Drained", "False", "NotDrained", "lag is back")
 
-
-def _condition_is(resource: Resource, type_: str, status: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == status for c in resource.status.get("conditions") or [])
 
 
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
@@ -368,7 +337,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
     topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    rid = replay_id(resource.namespace, resource.name, resource.uid)
+    rid = resource.replay_id
     if cancel:
         plan = plan_from_status(resource.status.get("plan") or {})
         committed = await asyncio.to_thread(cluster.committed_offsets, group, list(plan))
@@ -415,7 +384,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         resource.status.setdefault("startedAt", rfc3339(resource.now()))
         resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
         return  # persist the replica count before touching the Deployment
-    if not _condition_is(resource, "OffsetsReset", "True"):
+    if not resource.condition_true("OffsetsReset"):
         await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, 0)
         description = await asyncio.to_thread(cluster.describe_group, spec.consumer_group)
         if description.state not in ("Empty", "Dead"):
@@ -512,7 +481,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         return  # an invalid spec never started anything
     if spec.mode.value == "Rewind":
         replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")
-        if replicas is not None and spec.live_deployment is not None and not _condition_is(resource, "ConsumersStarted", "True"):
+        if replicas is not None and spec.live_deployment is not None and not resource.condition_true("ConsumersStarted"):
             await resource.rt.kube.run(resource.rt.kube.scale_deployment, resource.namespace, spec.live_deployment.name, replicas)
         return
     if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):

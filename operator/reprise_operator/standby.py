@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from replay_worker.settings import WorkerSettings
+
 from . import metrics
-from .api import Consumer, format_duration
+from .api import Consumer, KafkaConnection, format_duration
 from .conditions import rfc3339
+from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from .progress import PartitionView, Progress, progress_status, summarize
+from .workloads import replay_deployment_manifest
 
 DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
 
@@ -50,6 +54,31 @@ async def live_template(resource: Resource, consumer: Consumer, field: str = "sp
         raise Waiting("DeploymentNotFound",
                       f"{field}.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
     return live["spec"]["template"]
+
+
+def standby_deployment(resource: Resource, *, name: str, component: str, template: dict, consumer: Consumer,
+                       settings: WorkerSettings, kafka: KafkaConnection) -> dict:
+    """The standby Deployment: the service's pod template running the replay worker with `settings`, the
+    user's `spec.consumer` env and resources on top, owned by the resource."""
+    manifest = replay_deployment_manifest(
+        owner=resource.owner(),
+        name=name,
+        namespace=resource.namespace,
+        labels=child_labels(resource.kind, resource.name, component),
+        pod_template=template,
+        replicas=consumer.replicas,
+        worker_env=settings.to_env(),
+        user_env=user_env(consumer),
+        kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,
+        container_name=consumer.container,
+    )
+    if consumer.resources is not None:
+        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+    return manifest
+
+
+def user_env(consumer: Consumer) -> list[dict]:
+    return [e.model_dump(by_alias=True) for e in consumer.env or []]
 
 
 def template_env(template: dict) -> list[dict]:
