@@ -6,6 +6,11 @@ condition first looks for the expected value's bytes in the raw value (a record 
 taken when the value holds no backslash, because JSON may spell a character as `\\u0070`. (Walking the
 object only up to the field was tried: in Python it costs as much as the C parser's whole document.)
 
+The common filter, one top-level field equal to one string, is answered from the bytes whenever the record is
+compact JSON that opens with that field as a string (`{"kind":"even",...`) and names the key nowhere else:
+then the first member is the field, whatever follows. `matches` (the guard) and the replay's predicate run
+the same function, so both sides always agree on which records the replay covers (HANDOVER.md section 4).
+
 Every condition must hold (AND); inside one condition any listed value will do (OR). An empty filter matches
 everything. The live side's guard evaluates the same filter (published in the handover topic), so the
 records the replay covers and the records the guard skips are the same set; see HANDOVER.md.
@@ -197,6 +202,11 @@ class RecordFilter:
     headers: dict[str, frozenset[bytes]] = field(default_factory=dict)
     keys: frozenset[bytes] | None = None
     json_conditions: tuple[_CompiledJson, ...] = ()
+    #: The whole filter as a function of the value, when it is one top-level field equal to one string.
+    _single: Callable[[bytes | None], bool] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._single = self._single_string_field()
 
     @classmethod
     def compile(cls, spec: FilterSpec) -> "RecordFilter":
@@ -230,6 +240,8 @@ class RecordFilter:
     def matches(self, key: bytes | None, headers: Headers, value: bytes | None) -> bool:
         """True when the record is one the replay acts on; `Undecodable` when a JSON condition cannot be
         evaluated because the value is not JSON."""
+        if self._single is not None:
+            return self._single(value)
         if self.keys is not None and (key is None or key not in self.keys):
             return False
         if self.headers:
@@ -268,19 +280,26 @@ class RecordFilter:
 
     def predicate(self) -> Callable[[Any], bool]:
         """`matches` for a confluent_kafka Message, reading only the parts the conditions need (a Message
-        builds a new list each time its headers are asked for). The common "one JSON field equals one string"
-        filter gets a closure of its own: it runs once per record, so its overhead is the forward's."""
+        builds a new list each time its headers are asked for)."""
         matches = self.matches
         if self.matches_everything:
             return lambda message: True
-        single = self._single_string_field()
-        if single is not None:
-            return single
-        if not self.headers and self.keys is None:
-            return lambda message: matches(None, None, message.value())
+        by_value = self.value_predicate()
+        if by_value is not None:
+            return lambda message: by_value(message.value())
         if not self.headers:
             return lambda message: matches(message.key(), None, message.value())
         return lambda message: matches(message.key(), message.headers(), message.value())
+
+    def value_predicate(self) -> Callable[[bytes | None], bool] | None:
+        """`matches` as a function of the value alone, when no condition reads the key or the headers (else
+        None). The replay maps it over a batch's values: one Python call per record, nothing else."""
+        if self.headers or self.keys is not None:
+            return None
+        if self._single is not None:
+            return self._single
+        matches = self.matches
+        return lambda value: matches(None, None, value)
 
 
 _decode_document = json.JSONDecoder().decode
@@ -295,23 +314,34 @@ def parse_json(value: bytes) -> Any:
     return _decode_document(value.decode("utf-8"))
 
 
-def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[Any], bool]:
+def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[bytes | None], bool]:
+    """`matches` of the filter "top-level field `key` equals the string `wanted`", as a function of the value.
+
+    Without a backslash in the value no character is escaped, so a string literal is its own bytes and the
+    key can only appear as `key_token`. Then compact JSON that opens with the field as a string, and names the
+    key nowhere after it, is answered from the bytes: that first member is the field (a later duplicate, which
+    would win, is excluded), and it is the wanted string exactly when it reads `needle`. Otherwise a value
+    without the needle cannot match; the rest is parsed. `rfind` looks for the key again because CPython's
+    reverse search is about twice as fast as the forward one on long values."""
     loads = parse_json
     key_token = json.dumps(key, ensure_ascii=False).encode("utf-8")
-    # Compact JSON that starts with the field: `{"kind":"even",...`. Then the top-level field is that value,
-    # unless the key comes again later (the last duplicate wins) or an escape could hide such a repeat.
-    prefix = b"{" + key_token + b":" + needle
-    after = len(prefix)
+    head = b"{" + key_token + b":"
+    start = len(head)
+    opens = head + b'"'
+    hits = (head + needle + b",", head + needle + b"}")
 
-    def match(message: Any) -> bool:
-        value = message.value()
+    def match(value: bytes | None) -> bool:
         if value is None:
             return False
-        if value.startswith(prefix) and value[after:after + 1] in (b",", b"}") \
-                and value.find(key_token, after) < 0 and b"\\" not in value:
-            return True
-        if needle not in value and b"\\" not in value:
-            return False  # the same shortcut as `RecordFilter.matches`
+        if b"\\" not in value:
+            if value.startswith(opens) and value.rfind(key_token, start) < 0:
+                if value.startswith(hits):
+                    return True
+                if not value.startswith(needle, start):
+                    return False  # the field is another string
+                # The wanted string, then not `,` or `}` (whitespace, or not JSON): the parser judges.
+            elif needle not in value:
+                return False  # the same shortcut as `RecordFilter.matches`
         try:
             document = loads(value)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -105,6 +105,9 @@ def test_spec_round_trip_and_inlined_keys(tmp_path) -> None:
     b'{"kind":"odd","kind":"even"}', b'{"kind":"even","kind":"odd"}', b'{"kind":["even"]}', b'["even"]',
     b'{"kind":"even"', b'{"kind":"even",}', b'{"x":"even"}', b'{"kind":"even\\u0021"}', b'"even"',
     b'{"n":{"deep":[1,2,{"kind":"even"}]},"kind":"odd"}', b'{"kind":"even","tail":broken}',
+    b'{"kind":"odd","y":"even"}', b'{"kind":"kind"}', b'{"kind":"odd","note":"kind"}', b'{"kind":"","n":"even"}',
+    b'{"kind":"even" }', b'{"kind":"odd","k\\u0069nd":"even"}', b'{"kind":"ev\\u0065n","n":1}', b'{"kind":"evens"}',
+    b'{"kind":1,"x":"even"}', b'{"kind":null}',
 ])
 def test_the_shortcuts_agree_with_a_full_parse(raw: bytes) -> None:
     """Whatever the walk answers "yes" to, a full parse answers "yes" or cannot parse (undecodable, which
@@ -165,6 +168,25 @@ def test_the_single_field_predicate_answers_like_matches(raw) -> None:
             return "undecodable"
 
     assert answer(lambda: predicate(FakeMessage(_value=raw))) == answer(lambda: flt.matches(None, None, raw))
+
+
+def test_a_value_that_opens_with_the_field_as_another_string_does_not_match_on_either_side() -> None:
+    """Decided from the bytes, even when the rest is not JSON: the guard (`matches`) and the replay (its
+    predicate) run the same function, so neither side ever covers a record the other leaves."""
+    from .fakes import FakeMessage
+
+    flt = f({"json": [{"path": "kind", "equals": "even"}]})
+    raw = b'{"kind":"odd","y":"even",broken'
+    assert flt.matches(None, None, raw) is False
+    assert flt.predicate()(FakeMessage(_value=raw)) is False
+    assert flt.value_predicate() is not None and flt.value_predicate()(raw) is False
+
+
+def test_value_predicate_only_without_key_or_header_conditions() -> None:
+    assert f({"keys": ["k"], "json": [{"path": "a", "equals": "x"}]}).value_predicate() is None
+    assert f({"headers": {"t": ["x"]}}).value_predicate() is None
+    nested = f({"json": [{"path": "a.b", "equals": "x"}]}).value_predicate()
+    assert nested is not None and nested(b'{"a":{"b":"x"}}') and not nested(b'{"a":{"b":"y"}}')
 
 
 @pytest.mark.parametrize("raw", ['{"a":"é"}'.encode("utf-8"), '{"a":"é"}'.encode("utf-8-sig"), '{"a":"é"}'.encode("utf-16"),
