@@ -255,7 +255,7 @@ class RecordFilter:
         if value is None:
             # A tombstone has no fields: a JSON condition cannot hold (not a poison record).
             return all(c.exists is False for c in self.json_conditions)
-        plain = b"\\" not in value
+        plain = value.find(b"\\") < 0  # memchr; `in` takes twice as long for one byte
         if plain:
             for cond in self.json_conditions:
                 needles = cond.needles
@@ -333,7 +333,7 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
     def match(value: bytes | None) -> bool:
         if value is None:
             return False
-        if b"\\" not in value:
+        if value.find(b"\\") < 0:  # memchr; `in` takes twice as long for one byte
             if value.startswith(opens) and value.rfind(key_token, start) < 0:
                 if value.startswith(hits):
                     return True
