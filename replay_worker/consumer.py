@@ -50,11 +50,19 @@ PROGRESS_INTERVAL = 2.0
 
 log = logging.getLogger("replay_worker.consumer")
 
+#: Seconds `consume()` waits for a full batch: when idle, and while partitions that finish at their end are
+#: still reading (see `_consume_timeout`).
+IDLE_WAIT = 0.2
+FINISHING_WAIT = 0.05
 #: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
 MAX_UNCOMMITTED_BATCHES = 2
 #: Fetch defaults: prefetch generously (the Python side is the bottleneck; librdkafka fills its queue meanwhile)
-#: within the worker's memory budget. Settings of the same name in the Kafka config folder win.
-FETCH_TUNING = {"fetch.max.bytes": 52428800, "queued.max.messages.kbytes": 32768, "fetch.queue.backoff.ms": 10}
+#: within the worker's memory budget. fetch.wait.max.ms: a partition's end-of-partition event comes with the
+#: first fetch that finds nothing new, which the broker holds this long (500 ms by default: most of the time
+#: from a Drain's last record to its finish); at the end, a fetch every 100 ms. Settings of the same name in
+#: the Kafka config folder win.
+FETCH_TUNING = {"fetch.max.bytes": 52428800, "queued.max.messages.kbytes": 32768, "fetch.queue.backoff.ms": 10,
+                "fetch.wait.max.ms": 100}
 
 _value = methodcaller("value")
 
@@ -184,7 +192,7 @@ class ReplayConsumer:
             log.info("replay consumer started", extra={"mode": s.mode, "topics": list(s.topics),
                                                         "replay_group": s.replay_group, "partitions_planned": len(self.plan)})
             while not self._stop.is_set():
-                messages = consumer.consume(s.batch_size, 0.2)
+                messages = consumer.consume(s.batch_size, self._consume_timeout())
                 self.metrics.beat()
                 self._process(consumer, messages)
                 if time.monotonic() - self._last_metrics >= s.check_interval:
@@ -211,6 +219,20 @@ class ReplayConsumer:
             if self._live_reader is not None:
                 self._live_reader.close()
             log.info("replay consumer stopped")
+
+    def _consume_timeout(self) -> float:
+        """How long `consume()` may wait for a full batch. While a partition that finishes at its end (Drain,
+        or an end bound) is still reading, not long: once the prefetched records are read, what comes next is
+        its last records or its end-of-partition event, and a batch that will not fill is returned only at the
+        timeout (a whole idle wait per event was most of the time from a Drain's last record to its finish).
+        Not long either while a commit's result is awaited: a finish may wait for it (`_decide`)."""
+        if self._commits_in_flight:
+            return FINISHING_WAIT
+        drain = self.settings.mode == "Drain"
+        for p in self.parts.values():
+            if not (p.at_end or p.finished) and (drain or p.end_offset is not None or p.end_timestamp_ms is not None):
+                return FINISHING_WAIT
+        return IDLE_WAIT
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
         # The hot loop: once per record. Messages come in runs per partition, so the partition's state is
