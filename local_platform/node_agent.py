@@ -30,6 +30,12 @@ pod and writes a kubeconfig that uses it: the process gets `KUBECONFIG=<that fil
 first (kopf, `kubernetes.config.load_config`) fall back to the kubeconfig and act as the pod's
 ServiceAccount, with its RBAC.
 
+Ports. Pods share the host's network here (there are no pod IPs), so two pods that declare the same
+`containerPort` would collide, within one platform or between two platforms on one machine. Each declared
+containerPort gets a free host port, kept across the container's restarts, and an env value that is exactly
+a declared port number (`REPRISE_METRICS_PORT=9400`) is given the host port instead; `REPRISE_PORT_MAP`
+holds the JSON object {containerPort: host port}.
+
 Logs go to `<workdir>/pods/<namespace>_<pod>_<uid8>/logs/<container>.log` (the previous run of a
 restarted container is kept as `<container>.previous.log`); `NodeAgent.container_log()` finds them.
 The container status carries `containerID: reprise-agent://<pid>`.
@@ -63,6 +69,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .processes import free_port
 
 log = logging.getLogger("reprise.node_agent")
 
@@ -552,6 +560,16 @@ def map_paths(text: str, mapping: Mapping[str, str]) -> str:
     return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
+def declared_ports(container: Mapping[str, Any]) -> list[int]:
+    return sorted({int(p["containerPort"]) for p in container.get("ports") or [] if p.get("containerPort")})
+
+
+def map_ports(env: Mapping[str, str], ports: Mapping[int, int]) -> dict[str, str]:
+    """`env` with every value that is exactly a declared container port replaced by its host port."""
+    by_text = {str(container): str(host) for container, host in ports.items()}
+    return {name: by_text.get(value.strip(), value) for name, value in env.items()}
+
+
 def pod_kubeconfig(server: str, ca_file: str, token_file: str, namespace: str) -> str:
     """A kubeconfig that acts as a pod's ServiceAccount (its projected token, read from a file)."""
     return json.dumps(
@@ -591,6 +609,7 @@ class _Container:
     restart_pending: bool = False  # it exited and will start again: the next start counts as a restart
     log_path: Path | None = None
     log_file: Any = None
+    host_ports: dict[int, int] = field(default_factory=dict)  # {containerPort: host port}, see "Ports"
 
     @property
     def name(self) -> str:
@@ -1265,6 +1284,11 @@ class NodeAgent:
         kubeconfig = self._pod_kubeconfig(pod, spec, paths)
         if kubeconfig:
             env["KUBECONFIG"] = kubeconfig
+        for port in declared_ports(spec):
+            c.host_ports.setdefault(port, free_port())
+        pod_env = map_ports(pod_env, c.host_ports)
+        if c.host_ports:
+            env["REPRISE_PORT_MAP"] = json.dumps({str(k): v for k, v in c.host_ports.items()}, sort_keys=True)
         env.update({k: map_paths(v, paths) for k, v in pod_env.items()})
         repo = str(s.repo_root)
         own = f"{repo}{os.pathsep}{repo}/operator"

@@ -128,6 +128,8 @@ def replay_deployment_manifest(
     worker = containers[index]
     worker["command"] = list(command or WORKER_COMMAND)
     worker["args"] = []
+    # The port is stated in the env as well as in `ports`, so the two cannot disagree.
+    worker_env = {**worker_env, "REPRISE_METRICS_PORT": str(metrics_port)}
     worker["env"] = merge_env(worker.get("env") or [], env_list(worker_env), user_env)
     worker["ports"] = [{"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"}]
     # The live service's probes check the live service's endpoints; the worker serves its own.

@@ -12,11 +12,13 @@ from local_platform.node_agent import (
     ContainerView,
     configmap_data,
     container_status,
+    declared_ports,
     expand_vars,
     exit_code_of,
     image_runs_locally,
     local_argv,
     map_paths,
+    map_ports,
     mount_map,
     pod_kubeconfig,
     pod_phase,
@@ -307,3 +309,12 @@ def test_pod_kubeconfig_uses_the_token_file():
     assert cfg["users"][0]["user"] == {"tokenFile": "/tok"}
     assert cfg["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
     assert cfg["contexts"][0]["context"]["namespace"] == "team-a"
+
+
+def test_declared_ports_get_host_ports_in_env_values_that_name_them():
+    container = {"ports": [{"name": "metrics", "containerPort": 9400}, {"containerPort": 8080}, {"name": "x"}]}
+    assert declared_ports(container) == [8080, 9400]
+    env = {"REPRISE_METRICS_PORT": "9400", "HTTP": " 8080", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
+    mapped = map_ports(env, {9400: 41001, 8080: 41002})
+    assert mapped == {"REPRISE_METRICS_PORT": "41001", "HTTP": "41002", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
+    assert map_ports(env, {}) == env

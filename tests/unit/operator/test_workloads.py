@@ -67,7 +67,9 @@ def test_worker_container_runs_the_replay_worker_with_merged_env():
         "REPRISE_ROLE": "replay",
         "REPRISE_REPLAY_GROUP": "reprise-accounts-add-locale",
         "REPRISE_HANDLER": "accounts.replay:handle",
+        "REPRISE_METRICS_PORT": "9400",
     }
+    assert worker["ports"] == [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
     assert "readinessProbe" not in worker
     assert worker["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
