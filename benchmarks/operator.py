@@ -185,7 +185,7 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
     bench.broker.create_topic(topic, 3)
     producer = Producer({"bootstrap.servers": bench.broker.bootstrap})
     for i in range(3000):
-        producer.produce(topic, key=str(i).encode(), value=json.dumps({"locale": "et"}).encode())
+        producer.produce(topic, key=str(i).encode(), value=json.dumps({"user": f"u-{i}", "locale": "et"}).encode())
     producer.flush(30)
     live = Consumer({"bootstrap.servers": bench.broker.bootstrap, "group.id": "bench-live-complete"})
     ends = [TopicPartition(topic, p, live.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]) for p in range(3)]
@@ -197,7 +197,8 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
     body["spec"]["completion"] = {"drainedFor": f"{drained_for:g}s"}
     body["spec"]["consumer"] = {
         "template": {"spec": {"containers": [{"name": "worker", "image": "reprise-bench/worker:1"}]}},
-        "env": [{"name": "REPRISE_HANDLER", "value": "examples.demo.accounts:handle"}],
+        "env": [{"name": "REPRISE_HANDLER", "value": "examples.accounts_service.handlers:apply_batch"},
+                {"name": "ACCOUNTS_DB", "value": str(bench.workdir / "accounts.sqlite")}],
     }
     bench.create(ns, body)
     handover = HandoverTopic(bench.broker.bootstrap)

@@ -1,9 +1,11 @@
 """`make demo`: a Handover Reconsume end to end on the platform `make run` started.
 
-It creates a `users` topic with a few hundred thousand records, starts the accounts service (a live
-consumer with the handover guard) as a Deployment, applies `examples/reconsume-handover.yaml` (pointed at
-the local broker), keeps producing live traffic, and shows the replay's progress until it is Complete and
-torn down.
+It creates a `users` topic with a few hundred thousand records, starts the accounts service
+(`examples/accounts_service`: a live consumer with the handover guard, writing to a SQLite ledger) as a
+Deployment, applies `examples/reconsume-handover.yaml` (pointed at the local broker, its replay consumers
+calling the same service's handler), keeps producing live traffic, and shows the replay's progress until it
+is Complete and torn down. Last, it reads the ledger: every record from each partition's handover offset on
+was applied exactly once, by one of the two groups.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import yaml
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from examples.accounts_service.store import AccountsStore
 from local_platform.platform import read_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +32,9 @@ PARTITIONS = 6
 HISTORY = 300_000
 LIVE_GROUP = "accounts-service"
 EVENTS = [b"UserCreated", b"UserUpdated", b"UserLoggedIn"]
+#: The accounts service's SQLite file, shared by its live replicas and the replay consumers (all of them run
+#: as local processes on the local platform's node agent).
+DB = REPO / ".reprise" / "demo" / "accounts.sqlite"
 
 
 def say(text: str) -> None:
@@ -83,7 +89,9 @@ def main() -> int:
     say(f"Kafka at {cluster.bootstrap}, kubeconfig {cluster.kubeconfig}")
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    DB.parent.mkdir(parents=True, exist_ok=True)
     if TOPIC not in admin.list_topics(timeout=10).topics:
+        DB.unlink(missing_ok=True)  # a ledger of an earlier platform's topic
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result()
         say(f"producing {HISTORY:,} user events into {TOPIC} ({PARTITIONS} partitions) ...")
         produce(cluster.bootstrap, HISTORY)
@@ -95,8 +103,10 @@ def main() -> int:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "accounts"}},
                  "template": {"metadata": {"labels": {"app": "accounts"}},
                               "spec": {"containers": [{"name": "app", "image": "reprise-demo/accounts:dev",
-                                                       "command": ["python", "-m", "examples.demo.accounts",
-                                                                   cluster.bootstrap, LIVE_GROUP, TOPIC]}]}}},
+                                                       "command": ["python", "-m", "examples.accounts_service",
+                                                                   "--bootstrap-servers", cluster.bootstrap,
+                                                                   "--group", LIVE_GROUP, "--topic", TOPIC,
+                                                                   "--db", str(DB)]}]}}},
     }
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(service))
     say("the accounts service (2 replicas, with the handover guard) is catching up on the topic ...")
@@ -123,7 +133,10 @@ def main() -> int:
     threading.Thread(target=live_traffic, daemon=True).start()
     replay = yaml.safe_load((REPO / "examples" / "reconsume-handover.yaml").read_text())
     replay["spec"]["kafka"]["bootstrapServers"] = cluster.bootstrap
-    replay["spec"]["consumer"]["env"] = [{"name": "REPRISE_HANDLER", "value": "examples.demo.accounts:handle"}]
+    replay["spec"]["consumer"]["env"] = [
+        {"name": "REPRISE_HANDLER", "value": "examples.accounts_service.handlers:apply_batch"},
+        {"name": "ACCOUNTS_DB", "value": str(DB)},
+    ]
     replay["spec"]["completion"]["drainedFor"] = "5s"
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(replay))
@@ -150,7 +163,25 @@ def main() -> int:
     children = cluster.kubectl("get", "deployments", "-n", NAMESPACE, "-l", f"reprise.io/replay={name}", "-o", "name")
     say(f"{status.get('phase')}: standby Deployment {'still there' if children.strip() else 'deleted'}; "
         f"replay group and handover records removed by the operator")
-    return 0 if status.get("phase") == "Complete" else 1
+    exact = ledger_check(status)
+    return 0 if status.get("phase") == "Complete" and exact else 1
+
+
+def ledger_check(status: dict) -> bool:
+    """From each partition's handover offset on, every record the ledger holds was applied exactly once."""
+    boundaries = {(p["topic"], p["partition"]): p.get("handoverOffset")
+                  for p in (status.get("progress") or {}).get("partitions") or []}
+    store = AccountsStore(str(DB))
+    try:
+        counts = store.applied_counts()
+    finally:
+        store.close()
+    after = {key: n for key, n in counts.items()
+             if boundaries.get(key[:2]) is not None and key[2] >= boundaries[key[:2]]}
+    wrong = sum(1 for n in after.values() if n != 1)
+    say(f"ledger: {len(counts):,} records applied; {len(after):,} from the handover offsets on, "
+        f"{wrong} of them applied other than exactly once")
+    return wrong == 0
 
 
 if __name__ == "__main__":
