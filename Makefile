@@ -14,6 +14,10 @@ VENV := $(REPRISE_CACHE)/venv-$(ENV_KEY)
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The integration tests spend most of their time waiting on Kafka and the API server, not on the CPU, so
+# `make test` spreads the test files over several pytest workers, each with its own platform (broker,
+# control plane, operator). TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 4
 
 .PHONY: help venv platform run test test-unit test-integration crds bench soak demo e2e-kind image constraints clean-platform
 
@@ -40,7 +44,7 @@ run: platform ## run the operator: on the local platform, or on the cluster in $
 	@$(PY) -m local_platform run-operator
 
 test: platform ## install everything the suite needs, then run it
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-unit: venv ## only the fast unit tests (no platform)
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
