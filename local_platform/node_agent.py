@@ -31,10 +31,10 @@ first (kopf, `kubernetes.config.load_config`) fall back to the kubeconfig and ac
 ServiceAccount, with its RBAC.
 
 Ports. Pods share the host's network here (there are no pod IPs), so two pods that declare the same
-`containerPort` would collide, within one platform or between two platforms on one machine. Each declared
-containerPort gets a free host port, kept across the container's restarts, and an env value that is exactly
-a declared port number (`REPRISE_METRICS_PORT=9400`) is given the host port instead; `REPRISE_PORT_MAP`
-holds the JSON object {containerPort: host port}.
+`containerPort` would collide, within one platform or between two platforms on one machine. A declared
+containerPort is used as it is while it is free on the host; when another process holds it, the container
+gets a free port instead, and an env value that is exactly the declared port number
+(`REPRISE_METRICS_PORT=9400`) is given that port. `REPRISE_PORT_MAP` holds {containerPort: host port}.
 
 Logs go to `<workdir>/pods/<namespace>_<pod>_<uid8>/logs/<container>.log` (the previous run of a
 restarted container is kept as `<container>.previous.log`); `NodeAgent.container_log()` finds them.
@@ -70,7 +70,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .processes import free_port
+from .processes import free_port, port_is_bindable
 
 log = logging.getLogger("reprise.node_agent")
 
@@ -1285,7 +1285,10 @@ class NodeAgent:
         if kubeconfig:
             env["KUBECONFIG"] = kubeconfig
         for port in declared_ports(spec):
-            c.host_ports.setdefault(port, free_port())
+            # Checked again at every (re)start: another pod may have taken the port in the meantime.
+            known = c.host_ports.get(port)
+            if known is None or not port_is_bindable(known):
+                c.host_ports[port] = port if port_is_bindable(port) else free_port()
         pod_env = map_ports(pod_env, c.host_ports)
         if c.host_ports:
             env["REPRISE_PORT_MAP"] = json.dumps({str(k): v for k, v in c.host_ports.items()}, sort_keys=True)

@@ -25,6 +25,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_is_bindable(port: int) -> bool:
+    """Whether a server could listen on `port` on every address now (as servers do, with SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
+
 def port_is_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
