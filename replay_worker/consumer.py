@@ -155,6 +155,11 @@ class ReplayConsumer:
         #: Asynchronous commits sent whose result has not come back; a failed one (see `_on_commit`).
         self._commits_in_flight = 0
         self._commit_failed = False
+        #: Asynchronous commits sent and answered, and the finishing commits to make again once every
+        #: asynchronous commit sent before them is answered (see `_finish`).
+        self._async_sent = self._async_answered = 0
+        self._reseal: dict[tuple[str, int], TopicPartition] = {}
+        self._reseal_after = 0
 
     # -- control
 
@@ -199,6 +204,7 @@ class ReplayConsumer:
                     self._last_metrics = time.monotonic()
                     self._update_metrics()
                 self._decide(consumer)
+                self._reseal_finished(consumer)
                 if s.exit_when_done and self._all_done():
                     log.info("every partition of the replay is finished; exiting")
                     self.done = True
@@ -225,7 +231,7 @@ class ReplayConsumer:
         or an end bound) is still reading, not long: once the prefetched records are read, what comes next is
         its last records or its end-of-partition event, and a batch that will not fill is returned only at the
         timeout (a whole idle wait per event was most of the time from a Drain's last record to its finish).
-        Not long either while a commit's result is awaited: a finish may wait for it (`_decide`)."""
+        Not long either while a commit's result is awaited: a finish may wait for it (`_reseal_finished`)."""
         if self._commits_in_flight:
             return FINISHING_WAIT
         drain = self.settings.mode == "Drain"
@@ -352,6 +358,7 @@ class ReplayConsumer:
         self._commit_failed = False
         if asynchronous:
             self._commits_in_flight += 1
+            self._async_sent += 1
         self._commit(consumer, offsets, asynchronous=asynchronous)
 
     def _commit(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> bool:
@@ -391,6 +398,7 @@ class ReplayConsumer:
         """The result of a commit (served inside consume()). A failed one is retried with the next batch,
         synchronously."""
         self._commits_in_flight = max(0, self._commits_in_flight - 1)
+        self._async_answered += 1
         failed = [tp for tp in partitions if error is not None or tp.error is not None]
         if not failed:
             return
@@ -428,11 +436,6 @@ class ReplayConsumer:
     # -- finishing partitions
 
     def _decide(self, consumer: Consumer) -> None:
-        if self._commits_in_flight:
-            # An asynchronous commit of the same positions, without the `finished` mark, may still be on its
-            # way (librdkafka retries it across a broker restart) and could land after the finishing commit,
-            # erasing the mark. Its callback comes back within a few consume() calls.
-            return
         mode = self.settings.mode
         guards = self._follower.snapshot.guard_positions if self._follower else {}
         finishing: list[tuple[PartitionProgress, str]] = []
@@ -463,6 +466,12 @@ class ReplayConsumer:
             offsets.append(TopicPartition(part.topic, part.partition, part.position, metadata=mark))
         if not self._commit(consumer, offsets):
             return  # not a member any more: whoever gets the partitions decides again
+        if self._async_answered < self._async_sent:
+            # An asynchronous commit of the same positions, without the mark, is still on its way; librdkafka
+            # retries it across a broker restart, so it may land after this commit and erase the mark. The
+            # marks are committed again once it is answered.
+            self._reseal.update({(tp.topic, tp.partition): tp for tp in offsets})
+            self._reseal_after = self._async_sent
         for part, reason in finishing:
             part.finished = reason
         self._publish_handover(*[HandoverInfo(self.settings.replay_id, part.topic, part.partition, part.position or 0,
@@ -473,6 +482,14 @@ class ReplayConsumer:
             self.metrics.finished_partitions.inc()
             log.info("partition finished", extra={"topic": part.topic, "partition": part.partition,
                                                   "handover_offset": part.position, "reason": reason})
+
+    def _reseal_finished(self, consumer: Consumer) -> None:
+        if not self._reseal or self._async_answered < self._reseal_after:
+            return
+        offsets = [tp for key, tp in self._reseal.items() if key in self.parts]
+        self._reseal.clear()
+        if offsets:
+            self._commit(consumer, offsets)
 
     def _publish_handover(self, *records: HandoverInfo) -> None:
         assert self._handover is not None
