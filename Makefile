@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 # The integration tests spend most of their time waiting on Kafka and the API server, not on the CPU, so
 # `make test` spreads the test files over several pytest workers, each with its own platform (broker,
 # control plane, operator). TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 
 .PHONY: help venv platform run test test-unit test-integration crds bench soak demo e2e-kind image constraints clean-platform
 
