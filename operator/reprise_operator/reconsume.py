@@ -256,6 +256,9 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0")
         resource.condition("Running", "False", "Suspended", "suspended")
         resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
+        # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
+        # follow after the resume reports the partitions still pending again.
+        metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
     elif not spec.suspend and resource.phase == "Suspended":
         await rt.kube.run(rt.kube.scale_deployment, resource.namespace, target_name, replicas)
         resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")

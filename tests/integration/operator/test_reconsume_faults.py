@@ -5,6 +5,8 @@ or handover record, and no record of the handover range lost."""
 from __future__ import annotations
 
 import json
+import re
+import urllib.request
 
 import pytest
 
@@ -111,6 +113,11 @@ def test_suspend_then_resume_continues_from_committed_offsets(kube, kafka, opera
         wait_phase(kube, namespace, "reconsume", "paused", "Suspended", 60, operator)
         deployment = replay_deployments(kube, namespace, "paused")[0]
         assert deployment["spec"]["replicas"] == 0
+        # Suspended on purpose: no partition counts as a handover waiting for the live side (the alert).
+        with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=10) as answer:
+            exposed = answer.read().decode()
+        pending = re.search(r'^reprise_handover_partitions_pending\{[^}]*name="paused"[^}]*\} (\S+)$', exposed, re.M)
+        assert pending is not None and float(pending.group(1)) == 0, pending
         kube.kubectl("patch", "reconsume", "paused", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
         wait_phase(kube, namespace, "reconsume", "paused", "Complete", 240, operator)
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
