@@ -59,8 +59,13 @@ def produce(bootstrap: str, count: int, first: int = 0) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
     for n in range(first, first + count):
         value = json.dumps({"user": f"u-{n % 50_000}", "n": n, "locale": random.choice(["et", "de", "en", "fr"])})
-        producer.produce(TOPIC, key=f"u-{n % 50_000}".encode(), value=value.encode(),
-                         headers=[("event-type", EVENTS[n % 3])])
+        while True:
+            try:
+                producer.produce(TOPIC, key=f"u-{n % 50_000}".encode(), value=value.encode(),
+                                 headers=[("event-type", EVENTS[n % 3])])
+                break
+            except BufferError:  # the local queue is full (a broker still starting): let it drain
+                producer.poll(0.1)
         if n % 10_000 == 0:
             producer.poll(0)
     producer.flush(60)
