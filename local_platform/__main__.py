@@ -231,6 +231,14 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
              "--timeout=60s", *sum((["-f", c] for c in crds), [])],
             capture_output=True, text=True,
         )
+        # Established is not yet served: a new resource's storage answers 429 for a moment, which the
+        # operator's first watch would log as an error.
+        deadline = time.monotonic() + 30
+        while subprocess.run([str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "get",
+                              "reconsumes,backfills,lakereplays", "-A"], capture_output=True).returncode != 0:
+            if time.monotonic() > deadline:
+                raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
+            time.sleep(0.2)
         _platform_summary(platform)
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}")
         _say("running the operator (Ctrl-C stops it and the platform) ...")
