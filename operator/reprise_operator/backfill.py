@@ -360,12 +360,8 @@ def parse_time(text: str | None) -> datetime | None:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-
 def _source(spec: BackfillSpec) -> SourceKind:
     return spec.source.kind  # type: ignore[return-value]
-
-
-
 
 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
@@ -386,7 +382,6 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
         await _produce(resource, spec, memory)
     if resource.phase == "Draining":
         await _follow_barrier(resource, spec, memory)
-
 
 
 async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:

@@ -269,9 +269,6 @@ def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-
-
-
 def _children(resource: Resource) -> dict:
     return resource.status.setdefault("children", {})
 
@@ -300,7 +297,6 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
         await _follow(resource, spec, memory)
     if resource.phase == "Draining":
         await _teardown(resource, spec, memory)
-
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:

@@ -181,7 +181,6 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
 
 
-
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase("Planning", "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
@@ -207,7 +206,6 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
 async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     return await live_template(resource, spec.consumer)
-
 
 
 async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
@@ -314,7 +312,6 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.set_phase("Draining", "Drained", message)
     elif not drained and resource.condition_true("Drained"):
         resource.condition("Drained", "False", "NotDrained", "lag is back")
-
 
 
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
