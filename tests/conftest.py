@@ -9,3 +9,25 @@ end, also when tests fail:
 """
 
 pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures.operator", "tests.fixtures.spark"]
+
+#: The order in which `make test` hands test files to its workers: the longest first, so that the many short
+#: files fill in around them at the end (longest-processing-time first; the Makefile passes
+#: `--no-loadscope-reorder`, which keeps this order instead of xdist's most-tests-first). Paths not listed
+#: come last, in collection order.
+LONGEST_FIRST = (
+    "tests/integration/operator/test_lakereplay_e2e.py",
+    "tests/integration/operator/",
+    "tests/integration/replay_worker/",
+    "tests/integration/spark_app/",
+    "tests/integration/chart/",
+    "tests/unit/spark_app/",
+    "tests/integration/",
+)
+
+
+def _rank(nodeid: str) -> int:
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: a file's tests keep their order
