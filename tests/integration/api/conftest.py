@@ -34,6 +34,18 @@ def reprise_crds(kube) -> list[str]:
     return names
 
 
+@pytest.fixture(scope="module", autouse=True)
+def without_the_operator(operator) -> Iterator[None]:
+    """These tests check the API server's own answers (admission, defaults, round trips, updates): an
+    operator reconciling the same objects would add status and change them underneath. The session's
+    operator, whichever test file on this worker started it, is stopped for the module."""
+    operator.stop()
+    try:
+        yield
+    finally:
+        operator.start()
+
+
 @pytest.fixture(scope="module")
 def shared_namespace(kube, reprise_crds) -> Iterator[str]:
     name = f"api-{uuid.uuid4().hex[:8]}"
