@@ -152,11 +152,11 @@ class ReplayConsumer:
         self.ready = False
         self.done = False
         self._uncommitted_batches = 0
-        #: Asynchronous commits sent whose result has not come back; a failed one (see `_on_commit`).
-        self._commits_in_flight = 0
+        #: A failed asynchronous commit (see `_on_commit`).
         self._commit_failed = False
-        #: Asynchronous commits sent and answered, and the finishing commits to make again once every
-        #: asynchronous commit sent before them is answered (see `_finish`).
+        #: Asynchronous commits sent and answered (their difference is the commits in flight), and the
+        #: finishing commits to make again once every asynchronous commit sent before them is answered
+        #: (see `_finish`).
         self._async_sent = self._async_answered = 0
         self._reseal: dict[tuple[str, int], TopicPartition] = {}
         self._reseal_after = 0
@@ -232,7 +232,7 @@ class ReplayConsumer:
         its last records or its end-of-partition event, and a batch that will not fill is returned only at the
         timeout (a whole idle wait per event was most of the time from a Drain's last record to its finish).
         Not long either while a commit's result is awaited: a finish may wait for it (`_reseal_finished`)."""
-        if self._commits_in_flight:
+        if self._commits_in_flight():
             return FINISHING_WAIT
         drain = self.settings.mode == "Drain"
         for p in self.parts.values():
@@ -353,13 +353,15 @@ class ReplayConsumer:
         # coordinator moving), this one waits, so a slow or failing commit never lets the uncommitted batches
         # pile up.
         # (A transaction commits the offsets itself: no commit callback ever comes back for it.)
-        asynchronous = (not force and not self.delivery.transactional and self._commits_in_flight == 0
+        asynchronous = (not force and not self.delivery.transactional and not self._commits_in_flight()
                         and not self._commit_failed)
         self._commit_failed = False
         if asynchronous:
-            self._commits_in_flight += 1
             self._async_sent += 1
         self._commit(consumer, offsets, asynchronous=asynchronous)
+
+    def _commits_in_flight(self) -> int:
+        return self._async_sent - self._async_answered
 
     def _commit(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> bool:
         """Commit (after making the batch durable); retry while Kafka is briefly unavailable. False when this
@@ -397,7 +399,6 @@ class ReplayConsumer:
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """The result of a commit (served inside consume()). A failed one is retried with the next batch,
         synchronously."""
-        self._commits_in_flight = max(0, self._commits_in_flight - 1)
         self._async_answered += 1
         failed = [tp for tp in partitions if error is not None or tp.error is not None]
         if not failed:
@@ -466,7 +467,7 @@ class ReplayConsumer:
             offsets.append(TopicPartition(part.topic, part.partition, part.position, metadata=mark))
         if not self._commit(consumer, offsets):
             return  # not a member any more: whoever gets the partitions decides again
-        if self._async_answered < self._async_sent:
+        if self._commits_in_flight():
             # An asynchronous commit of the same positions, without the mark, is still on its way; librdkafka
             # retries it across a broker restart, so it may land after this commit and erase the mark. The
             # marks are committed again once it is answered.
