@@ -73,6 +73,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         jars = ensure_spark_jars()
         crd = ensure_sparkapplication_crd()
         _say(f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})")
+        from .spark_jvm import archive_path, ensure_class_data_archive
+
+        began, cached = time.monotonic(), archive_path().is_file()
+        archive = ensure_class_data_archive()
+        _say(f"spark: class-data archive {'cached' if cached else f'dumped in {time.monotonic() - began:.0f}s'} ({archive})")
     _say(f"everything is in the cache ({time.monotonic() - total:.0f}s)")
     return 0
 

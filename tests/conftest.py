@@ -15,6 +15,7 @@ pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures
 #: `--no-loadscope-reorder`, which keeps this order instead of xdist's most-tests-first). Paths not listed
 #: come last, in collection order.
 LONGEST_FIRST = (
+    "tests/integration/operator/test_lakereplay_faults.py",
     "tests/integration/operator/test_lakereplay_e2e.py",
     "tests/integration/operator/",
     "tests/integration/replay_worker/",

@@ -50,14 +50,9 @@ SPARK_UID = 185
 #: Where the driver finds the latest schema (the ConfigMap of spec.source.schema) and the Kafka settings.
 SCHEMA_DIR = "/etc/reprise/schema"
 KAFKA_SETTINGS_DIR = KAFKA_CONFIG_DIR
-#: The real controller's retry policy fields. The job is resumable, so a retry only costs time.
-RESTART_POLICY = {
-    "type": "OnFailure",
-    "onFailureRetries": 3,
-    "onFailureRetryInterval": 10,
-    "onSubmissionFailureRetries": 3,
-    "onSubmissionFailureRetryInterval": 20,
-}
+#: The real controller's retry policy for failed submissions (spec.spark.retries sets the driver's). The job is
+#: resumable, so a retry only costs time.
+SUBMISSION_RETRIES = {"onSubmissionFailureRetries": 3, "onSubmissionFailureRetryInterval": 20}
 #: The driver pod is `<name>-driver`; keep that a DNS label.
 NAME_LIMIT = 63 - len("-driver")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -210,7 +205,8 @@ def spark_application_manifest(
         "deps": {"jars": list(defaults.jars) if defaults.jars is not None else connector_jars(version)},
         "driver": driver,
         "executor": executor,
-        "restartPolicy": dict(RESTART_POLICY),
+        "restartPolicy": {"type": "OnFailure", "onFailureRetries": spark.retries.on_failure,
+                          "onFailureRetryInterval": spark.retries.interval_seconds, **SUBMISSION_RETRIES},
         "suspend": spec.suspend,
     }
     if spark.hadoop_conf:

@@ -209,6 +209,18 @@ class SparkExecutor(ApiModel):
     memory: str = Field(default="2g", **MEMORY, description="Memory per executor in Spark notation, for example 4g.")
 
 
+class SparkRetries(ApiModel):
+    """How often the Spark operator runs the application again after its driver failed (restartPolicy OnFailure).
+
+    The job is resumable: a retry skips the days already written, so a retry only costs time. The n-th retry
+    waits n x intervalSeconds after the failure, as the Spark operator counts it."""
+
+    on_failure: int = Field(default=3, ge=0, le=10, description="Retries after the driver failed; 0: none.")
+    interval_seconds: int = Field(
+        default=10, ge=1, le=3600, description="Seconds before the first retry; the n-th retry waits n times this."
+    )
+
+
 _CREDENTIAL_KEY = "(password|secret|token|credential|access[.]key)"
 
 
@@ -253,6 +265,9 @@ class SparkSpec(ApiModel):
         ge=1,
         le=100_000_000,
         description="Upper bound on the records written to the backfill topic per second; unset: unlimited.",
+    )
+    retries: SparkRetries = Field(
+        default_factory=SparkRetries, description="Retries after a failed driver.", json_schema_extra={"default": {}}
     )
     spark_conf: Optional[dict[str, ConfValue]] = Field(
         default=None,

@@ -200,6 +200,8 @@ INVALID: tuple[Invalid, ...] = (
             ("spec.spark.executor.instances", "greater than or equal to 1")),
     Invalid("lake-driver-memory-words", LAKE, {"spec.spark.driver.memory": "lots"},
             ("spec.spark.driver.memory", "should match")),
+    Invalid("lake-retry-interval-zero", LAKE, {"spec.spark.retries.intervalSeconds": 0},
+            ("spec.spark.retries.intervalSeconds", "greater than or equal to 1")),
     Invalid("lake-inline-s3-secret", LAKE, {"spec.spark.hadoopConf": {"fs.s3a.secret.key": "abc"}},
             ("spec.spark.hadoopConf", "must not hold credentials")),
     Invalid("lake-consumer-missing", LAKE, {"spec.consumer": DELETE}, ("spec.consumer", "Required value")),

@@ -122,8 +122,15 @@ def test_retries_on_failure_with_intervals_the_controller_needs():
     policy = manifest()["spec"]["restartPolicy"]
     assert policy["type"] == "OnFailure"
     # The controller never retries without an interval (util.TimeUntilNextRetryDue).
-    assert policy["onFailureRetries"] >= 1 and policy["onFailureRetryInterval"] >= 1
+    assert (policy["onFailureRetries"], policy["onFailureRetryInterval"]) == (3, 10)
     assert policy["onSubmissionFailureRetries"] >= 1 and policy["onSubmissionFailureRetryInterval"] >= 1
+
+
+def test_spec_retries_set_the_drivers_restart_policy():
+    raw = yaml.safe_load((REPO / "examples" / "lakereplay.yaml").read_text())["spec"]
+    raw["spark"]["retries"] = {"onFailure": 0, "intervalSeconds": 2}
+    policy = manifest(LakeReplaySpec.model_validate(raw))["spec"]["restartPolicy"]
+    assert (policy["type"], policy["onFailureRetries"], policy["onFailureRetryInterval"]) == ("OnFailure", 0, 2)
 
 
 def test_credentials_reach_the_pods_only_as_mounted_secrets_and_env_from():
