@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -202,4 +203,8 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
         except KafkaException:
             pass  # fenced or failed: nothing of ours is left to deliver
         finally:
-            producer.close()
+            with warnings.catch_warnings():
+                # close() aborts an open transaction and warns when it cannot. A bootstrapper fenced by a
+                # concurrent replica cannot: the newer one owns the transactional id, and the abort is moot.
+                warnings.filterwarnings("ignore", "Producer abort_transaction failed during close", RuntimeWarning)
+                producer.close()
