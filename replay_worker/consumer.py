@@ -54,6 +54,8 @@ log = logging.getLogger("replay_worker.consumer")
 #: still reading (see `_consume_timeout`).
 IDLE_WAIT = 0.2
 FINISHING_WAIT = 0.05
+#: How long a stop waits for the consumer to leave the group: well inside Kubernetes' default 30 s grace period.
+CLOSE_WAIT = 15.0
 #: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
 MAX_UNCOMMITTED_BATCHES = 2
 #: Fetch defaults: prefetch generously (the Python side is the bottleneck; librdkafka fills its queue meanwhile)
@@ -214,10 +216,8 @@ class ReplayConsumer:
             self.ready = False
             if self._follower is not None:
                 self._follower.stop()  # first: its thread reads the consumer's end offsets
-            try:
-                consumer.close()  # commits nothing itself (auto commit is off); leaves the group now
-            except KafkaException as exc:
-                log.warning("closing the consumer failed", extra={"error": str(exc)})
+            # Commits nothing itself (auto commit is off); leaves the group now, or gives up after CLOSE_WAIT.
+            kafka_clients.close_within(consumer.close, CLOSE_WAIT, "consumer")
             self.delivery.close()
             if self._handover is not None:
                 self._handover.close()

@@ -12,8 +12,9 @@ commits, cooperative rebalancing, idempotent producers): a Secret cannot switch 
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 _client_log = logging.getLogger("replay_worker.librdkafka")
 
@@ -126,3 +127,34 @@ class GroupOffsetReader:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def close_within(close: Callable[[], object], seconds: float, what: str) -> bool:
+    """Call `close()` (a librdkafka client's), giving up after `seconds`: True when it returned in time.
+
+    A consumer's close leaves the group, which waits on the group coordinator; it has been seen to hang for
+    minutes after the member was fenced mid-rebalance. What close would still do is not needed for
+    correctness: the positions were committed before it, and a member that never says goodbye is dropped by
+    the group after `session.timeout.ms`. So a stop waits a bounded time and then exits without it, rather
+    than holding the pod in Terminating until the kubelet's SIGKILL. An error close raises is logged and
+    counts as returned.
+    """
+    outcome: dict[str, BaseException] = {}
+
+    def closing() -> None:
+        try:
+            close()
+        except BaseException as exc:  # reported below, in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=closing, name=f"close-{what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        _client_log.warning(f"closing the {what} did not return within {seconds:.0f}s; exiting without it "
+                            "(its positions are committed; the group drops the member after its session timeout)")
+        return False
+    if "error" in outcome:
+        _client_log.warning(f"closing the {what} failed", extra={"error": str(outcome["error"])})
+    return True
+

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 
 import pytest
 
 from replay_worker.backfill import LatestByKey
 from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.kafka_clients import KafkaConfigError, consumer_config, load_config_dir, producer_config
+from replay_worker.kafka_clients import KafkaConfigError, close_within, consumer_config, load_config_dir, producer_config
 from replay_worker.logging import JsonFormatter
 from replay_worker.metrics import WorkerMetrics
 
@@ -31,6 +32,29 @@ def test_the_worker_settings_win_over_the_config_folder() -> None:
     assert consumer["enable.auto.commit"] is False and consumer["enable.auto.offset.store"] is False
     assert consumer["partition.assignment.strategy"] == "cooperative-sticky" and consumer["group.id"] == "g"
     assert producer_config(base)["enable.idempotence"] is True
+
+
+def test_a_close_that_does_not_return_is_left_behind_and_said(caplog) -> None:
+    release = threading.Event()
+    closed: list[str] = []
+
+    def hanging_close() -> None:
+        release.wait()
+        closed.append("late")
+
+    with caplog.at_level(logging.WARNING, logger="replay_worker.librdkafka"):
+        assert close_within(hanging_close, 0.05, "consumer") is False
+        assert close_within(lambda: closed.append("now"), 5, "producer") is True
+
+        def failing_close() -> None:
+            raise RuntimeError("coordinator gone")
+
+        assert close_within(failing_close, 5, "consumer") is True
+    assert closed == ["now"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0].startswith("closing the consumer did not return within 0s; exiting without it")
+    assert messages[1] == "closing the consumer failed" and caplog.records[1].error == "coordinator gone"
+    release.set()
 
 
 def test_json_logs_carry_extra_fields_and_static_tags() -> None:
