@@ -605,6 +605,13 @@ class ReplayConsumer:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
         consumer.incremental_assign(partitions)
+        if self.stopping:
+            # Served by close() when a rebalance was under way at the stop: the consumer is leaving, so the
+            # partitions are only taken to complete the protocol, not read (reading their committed offsets
+            # would fail while the consumer is being destroyed). The next owner starts from the commits.
+            log.info("partitions assigned while stopping; left to the next owner",
+                     extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]})
+            return
         committed = self._committed(consumer, partitions)
         to_pause = []
         for tp in partitions:
@@ -657,8 +664,8 @@ class ReplayConsumer:
                     raise KafkaException(failed[0].error)
                 break
             except KafkaException as exc:
-                if time.monotonic() > deadline:
-                    raise
+                if time.monotonic() > deadline or exc.args[0].code() == KafkaError._DESTROY:
+                    raise  # _DESTROY: the consumer is closing, no retry can succeed
                 log.warning("reading committed offsets failed, retrying", extra={"error": str(exc)})
                 time.sleep(0.5)
         result = {}

@@ -238,6 +238,29 @@ def test_sigterm_finishes_the_batch_commits_and_leaves(kafka, topic_name, procs,
     assert len(counts) == 3000 and max(counts.values()) == 1  # resumed from committed offsets: no duplicates
 
 
+def test_a_stop_while_joining_the_group_leaves_at_once(kafka, topic_name, procs, worker_env, out_dir) -> None:
+    """SIGTERM as the consumer has subscribed. Its first assignment is served by the last consume() or, when
+    it arrives after that, by close() on a consumer being destroyed, whose committed offsets cannot be read
+    (the worker retried that for a minute, holding the close up; the unit tests in
+    test_consumer_rebalance.py pin that case down). Either way the worker leaves at once, and the next
+    replica replays everything once."""
+    kafka.create_topic(topic_name, 4)
+    produce(kafka.bootstrap, topic_name, 4, 400)
+    env = worker_env(REPRISE_EXIT_WHEN_DONE="true")
+    worker = procs.worker("w", env)
+    wait_for(lambda: "replay consumer started" in worker.log_path.read_text(), 60, "the subscription",
+             interval=0.005, processes_to_watch=[worker])
+    worker.popen.send_signal(signal.SIGTERM)
+    assert _exit_code(worker, 60) == 0
+    log = worker.log_path.read_text()
+    assert "reading committed offsets failed" not in log and "did not return within" not in log, log[-3000:]
+    assert "replay consumer stopped" in log
+    again = procs.worker("w2", env)
+    assert _exit_code(again) == 0
+    counts = read_log_lines(out_dir, "replay")
+    assert len(counts) == 400 and max(counts.values()) == 1
+
+
 def test_transaction_markers_do_not_keep_lag_above_zero(kafka, topic_name, procs, worker_env) -> None:
     kafka.create_topic(topic_name, 2)
     producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"{topic_name}-tx"})
