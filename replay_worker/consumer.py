@@ -654,20 +654,7 @@ class ReplayConsumer:
                                                "finished": [f"{tp.topic}[{tp.partition}]" for tp in to_pause]})
 
     def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[tuple[str, int], tuple[int, CommitMark | None]]:
-        deadline = time.monotonic() + 60.0
-        while True:
-            try:
-                found = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions], timeout=15)
-                failed = [tp for tp in found if tp.error is not None]
-                if failed:
-                    # An unreadable offset must never be taken for "no offset" (that would rewind to the start).
-                    raise KafkaException(failed[0].error)
-                break
-            except KafkaException as exc:
-                if time.monotonic() > deadline or exc.args[0].code() == KafkaError._DESTROY:
-                    raise  # _DESTROY: the consumer is closing, no retry can succeed
-                log.warning("reading committed offsets failed, retrying", extra={"error": str(exc)})
-                time.sleep(0.5)
+        found = kafka_clients.read_committed(consumer, partitions, "committed offsets", log)
         result = {}
         for tp in found:
             if tp.offset >= 0:

@@ -112,6 +112,7 @@ class GuardedConsumer:
             interval=0.1, on_tick=self._tick, client_id=f"reprise-guard-{self.member}-follower").start()
         self._user_callbacks: dict[str, Callable[..., Any] | None] = {}
         self._last_ack_check = 0.0
+        self._closing = False
 
     # -- subscription and rebalances
 
@@ -125,7 +126,8 @@ class GuardedConsumer:
             consumer.incremental_assign(partitions)
         else:
             consumer.assign(partitions)
-        if partitions:
+        if partitions and not self._closing:
+            # (While closing, close() may serve an assignment that was under way: taken, never read.)
             # Hold the new partitions until the handover view is at least as new as the moment of this
             # assignment: the previous owner may have acted on state this replica has not read yet.
             consumer.pause(partitions)
@@ -157,19 +159,7 @@ class GuardedConsumer:
             self._book.drop((tp.topic, tp.partition))
 
     def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[TopicPartitionKey, tuple[int | None, CommitMark | None]]:
-        deadline = time.monotonic() + 60.0
-        while True:
-            try:
-                found = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions], timeout=15)
-                failed = [tp for tp in found if tp.error is not None]
-                if failed:
-                    raise KafkaException(failed[0].error)
-                break
-            except KafkaException as exc:
-                if time.monotonic() > deadline:
-                    raise
-                log.warning("reading the live group's committed offsets failed, retrying", extra={"error": str(exc)})
-                time.sleep(0.5)
+        found = kafka_clients.read_committed(consumer, partitions, "the live group's committed offsets", log)
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, CommitMark.decode(tp.metadata))
                 for tp in found}
 
@@ -373,6 +363,7 @@ class GuardedConsumer:
     # -- the rest of the Consumer API
 
     def close(self) -> None:
+        self._closing = True
         try:
             self._consumer.close()
         finally:

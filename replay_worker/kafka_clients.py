@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -157,4 +158,29 @@ def close_within(close: Callable[[], object], seconds: float, what: str) -> bool
     if "error" in outcome:
         _client_log.warning(f"closing the {what} failed", extra={"error": str(outcome["error"])})
     return True
+
+
+def read_committed(consumer: Any, partitions: list[Any], what: str, log: logging.Logger,
+                   patience: float = 60.0) -> list[Any]:
+    """The group's committed offsets of `partitions` (TopicPartitions with offset and metadata), read in a
+    rebalance callback. Failures are retried for `patience` seconds, because a coordinator that moves or is
+    still loading its offsets refuses for a while, and an unreadable offset must never be taken for "none"
+    (that would rewind to the start). Not when the consumer is being destroyed: close() can serve an
+    assignment that was under way, and no retry can read through a closing consumer.
+    """
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            found = consumer.committed([TopicPartition(tp.topic, tp.partition) for tp in partitions], timeout=15)
+            failed = [tp for tp in found if tp.error is not None]
+            if failed:
+                raise KafkaException(failed[0].error)
+            return found
+        except KafkaException as exc:
+            if time.monotonic() > deadline or exc.args[0].code() == KafkaError._DESTROY:
+                raise
+            log.warning(f"reading {what} failed, retrying", extra={"error": str(exc)})
+            time.sleep(0.5)
 
