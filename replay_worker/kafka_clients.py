@@ -133,12 +133,13 @@ class GroupOffsetReader:
 def close_within(close: Callable[[], object], seconds: float, what: str) -> bool:
     """Call `close()` (a librdkafka client's), giving up after `seconds`: True when it returned in time.
 
-    A consumer's close leaves the group, which waits on the group coordinator; it has been seen to hang for
-    minutes after the member was fenced mid-rebalance. What close would still do is not needed for
-    correctness: the positions were committed before it, and a member that never says goodbye is dropped by
-    the group after `session.timeout.ms`. So a stop waits a bounded time and then exits without it, rather
-    than holding the pod in Terminating until the kubelet's SIGKILL. An error close raises is logged and
-    counts as returned.
+    A consumer's close serves the rebalance still under way and leaves the group, so it waits on callbacks
+    and on the group coordinator; a callback that blocked there held stops up for minutes (see
+    `read_committed`), and a coordinator that does not answer can do the same. What close would still do is
+    not needed for correctness: the positions were committed before it, and a member that never says goodbye
+    is dropped by the group after `session.timeout.ms`. So a stop waits a bounded time and then exits without
+    it, rather than holding the pod in Terminating until the kubelet's SIGKILL. An error close raises is
+    logged and counts as returned.
     """
     outcome: dict[str, BaseException] = {}
 
