@@ -5,7 +5,7 @@ sessions) processes thousands of rows, not billions, and starts a fresh JVM. Two
 jobs cost most of such a run's CPU:
 - the C2 compiler: it compiles hot Spark code for a throughput these runs never reach. `-XX:TieredStopAtLevel=1`
   stops at C1 and halves a run's CPU time (30k-row lake write: 21 → 11 CPU-s, wall 12 → 10 s).
-- class loading: a Spark driver loads about 15,000 classes. A dynamic class-data archive of them
+- class loading: a Spark driver writing a lake loads about 20,000 classes. A dynamic class-data archive of them
   (`-XX:SharedArchiveFile`, Java 13+), dumped once into the cache by `make platform`, takes another quarter
   off (10 → 7 s wall, 11 → 8 CPU-s). A JVM or pyspark that no longer matches the archive only loses the
   speed: the JVM checks the archive's header and classpath, warns and loads classes as usual.
@@ -80,10 +80,10 @@ def ensure_class_data_archive() -> Path:
 def _dump_workload() -> None:
     """What the archive should hold: the classes of a session, a Parquet write and the job's read, evolve and
     order (its dry run), as the tests' and the stand-in's runs load them."""
-    from spark_app.job import run as run_job
-    from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, write_lake
     from pyspark import SparkContext
 
+    from spark_app.job import run as run_job
+    from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, write_lake
     from spark_app.session import local_session
     from spark_app.settings import parse_settings
 
