@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -203,8 +202,4 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
         except KafkaException:
             pass  # fenced or failed: nothing of ours is left to deliver
         finally:
-            with warnings.catch_warnings():
-                # close() aborts an open transaction and warns when it cannot. A bootstrapper fenced by a
-                # concurrent replica cannot: the newer one owns the transactional id, and the abort is moot.
-                warnings.filterwarnings("ignore", "Producer abort_transaction failed during close", RuntimeWarning)
-                producer.close()
+            producer.close()
