@@ -63,6 +63,9 @@ def _all_finished(bootstrap: str, handover_topic: str, replay_id: str) -> bool:
 # -- the start
 
 
+# Concurrent bootstrappers fence each other, and confluent-kafka warns when a fenced producer's close cannot
+# abort its transaction: expected here (the newer bootstrapper owns the transactional id).
+@pytest.mark.filterwarnings("ignore:Producer abort_transaction failed during close:RuntimeWarning")
 def test_the_start_is_resolved_once_by_concurrent_replicas(kafka, topic_name, handover_topic) -> None:
     kafka.create_topic(topic_name, 3)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
