@@ -7,6 +7,7 @@ and it is always stopped by its PID (never by name).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,8 +19,34 @@ from typing import Callable, Mapping, Sequence
 from .errors import PlatformError
 
 
+#: Where listening ports are picked from when the kernel's ephemeral range leaves room below it.
+LISTEN_PORTS_FROM = 15000
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
+    """A TCP port on loopback that nothing listens on right now, and that stays free until it is listened on.
+
+    Picked below the kernel's ephemeral range, where it can be: a port the kernel hands out for `bind(0)` is
+    also a candidate source port of every outgoing connection, and one was taken that way in the seconds
+    between choosing it and a JVM binding it (the broker failed with "Address already in use")."""
+    low, _ = _ephemeral_range()
+    if low - LISTEN_PORTS_FROM >= 1000:
+        for _ in range(200):
+            port = random.randrange(LISTEN_PORTS_FROM, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
