@@ -184,4 +184,3 @@ def read_committed(consumer: Any, partitions: list[Any], what: str, log: logging
                 raise
             log.warning(f"reading {what} failed, retrying", extra={"error": str(exc)})
             time.sleep(0.5)
-
