@@ -45,7 +45,10 @@ from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPa
 
 from . import kafka_clients
 from .guard_book import GuardBook, Store
-from .handover import AckInfo, ActiveHandover, CommitMark, GuardInfo, HandoverView, ack_due, encode
+from .commit_marks import CommitMark
+from .guard_rules import ActiveHandover, ack_due
+from .handover import HandoverView
+from .wire import AckInfo, GuardInfo, encode
 from .handover_topic import DEFAULT_TOPIC, HandoverFollower, now_ms
 
 log = logging.getLogger("replay_worker.guard")

@@ -2,7 +2,7 @@
 and has stored, and from that what the guard stores and commits, with which mark.
 
 `guard.GuardedConsumer` is the thin I/O around this (confluent-kafka calls only); the model tests drive this
-class directly against a simulated log with crashes. The rules per record are `handover.GuardPartition`;
+class directly against a simulated log with crashes. The rules per record are `guard_rules.GuardPartition`;
 this class decides the offsets:
 
 - A partition is held from its assignment until the handover view is current (`ticket`), then released.
@@ -23,7 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .handover import ActiveHandover, CommitMark, GuardPartition, Headers, Verdict
+from .commit_marks import CommitMark
+from .filters import Headers
+from .guard_rules import ActiveHandover, GuardPartition, Verdict
 
 TopicPartitionKey = tuple[str, int]
 
