@@ -26,6 +26,8 @@ class CommitMark:
     finished: str | None = None
     skip_from: int | None = None
     reread_until: int | None = None
+    #: Why a Reprise mark cannot be used (`newer-version`, `malformed`); None for a usable mark.
+    problem: str | None = None
 
     def encode(self) -> str:
         body: dict[str, Any] = {"reprise": FORMAT_VERSION, "replay": self.replay_id}
@@ -37,19 +39,34 @@ class CommitMark:
             body["reread_until"] = self.reread_until
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
+    @property
+    def usable(self) -> bool:
+        """False for a Reprise mark this reader cannot read (a newer format version, or malformed): it says
+        nothing reliable about what was skipped or processed below the offset."""
+        return self.problem is None
+
     @classmethod
     def decode(cls, text: str | None) -> "CommitMark | None":
-        """The mark in a committed offset's metadata; None when there is none (or it is someone else's)."""
+        """The mark in a committed offset's metadata; None when there is none (or it is someone else's).
+
+        Metadata is Reprise's when it is a JSON object with a `reprise` member. Such a mark that this reader
+        cannot use comes back with `problem` set (`newer-version`, `malformed`) and no fields."""
         if not text or not text.startswith("{"):
             return None
         try:
             body = json.loads(text)
         except ValueError:
             return None
-        if not isinstance(body, dict) or "reprise" not in body or not isinstance(body.get("replay"), str):
+        if not isinstance(body, dict) or "reprise" not in body:
             return None
-        return cls(body["replay"], body.get("finished"), _opt_int(body.get("skip_from")), _opt_int(body.get("reread_until")))
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
+        version, replay = body["reprise"], body.get("replay")
+        replay_id = replay if isinstance(replay, str) else ""
+        if type(version) is not int or version < 1:
+            return cls(replay_id, problem="malformed")
+        if version > FORMAT_VERSION:
+            return cls(replay_id, problem="newer-version")
+        finished, skip_from, reread_until = body.get("finished"), body.get("skip_from"), body.get("reread_until")
+        if not isinstance(replay, str) or not (finished is None or isinstance(finished, str)) \
+                or not all(o is None or type(o) is int for o in (skip_from, reread_until)):
+            return cls(replay_id, problem="malformed")
+        return cls(replay, finished, skip_from, reread_until)

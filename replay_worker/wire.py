@@ -17,10 +17,17 @@ Mode = Literal["Parallel", "Handover", "Drain"]
 MODES: tuple[str, ...] = ("Parallel", "Handover", "Drain")
 RecordKind = Literal["replay", "start", "handover", "guard", "ack", "progress", "result"]
 TopicPartitionKey = tuple[str, int]
+RECORD_KINDS: tuple[str, ...] = ("replay", "start", "handover", "guard", "ack", "progress", "result")
+#: Kinds keyed by the replay alone; the others are keyed by replay, topic and partition.
+REPLAY_KINDS: tuple[str, ...] = ("replay", "result")
 
 
 class HandoverFormatError(ValueError):
-    """A handover-topic record that does not follow the format."""
+    """A handover-topic record that does not follow the format; `code` names the reason (see `decode`)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -74,10 +81,12 @@ class GuardInfo:
     replay_id: str
     topic: str
     partition: int
-    first_skipped: int
-    seen_until: int
+    first_skipped: int | None
+    seen_until: int | None
     member: str = ""
     at_ms: int = 0
+    #: Set when the guard cannot follow the replay on this partition (it skips nothing then): a reason code.
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,15 +150,16 @@ def encode_key(replay_id: str, kind: RecordKind, topic: str | None = None, parti
 
 
 def decode_key(raw: bytes | str | None) -> RecordKey:
+    """The key of a handover-topic message; `HandoverFormatError` (code `malformed-key`) when it is not one."""
     try:
         parts = json.loads(raw) if raw is not None else None
     except (ValueError, UnicodeDecodeError):
         parts = None
     if not isinstance(parts, list) or len(parts) not in (2, 4) or not all(isinstance(p, str) for p in parts[:2]):
-        raise HandoverFormatError(f"not a handover key: {raw!r}")
+        raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
     if len(parts) == 4:
-        if not isinstance(parts[2], str) or not isinstance(parts[3], int):
-            raise HandoverFormatError(f"not a handover key: {raw!r}")
+        if not isinstance(parts[2], str) or type(parts[3]) is not int:
+            raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
         return RecordKey(parts[0], parts[1], parts[2], parts[3])
     return RecordKey(parts[0], parts[1])
 
@@ -179,6 +189,8 @@ def encode(record: HandoverRecord) -> tuple[bytes, bytes]:
     elif isinstance(record, GuardInfo):
         body = {"kind": "guard", "topic": record.topic, "partition": record.partition,
                 "first_skipped": record.first_skipped, "seen_until": record.seen_until, "member": record.member}
+        if record.problem is not None:
+            body["problem"] = record.problem
     elif isinstance(record, AckInfo):
         body = {"kind": "ack", "topic": record.topic, "partition": record.partition, "offset": record.offset,
                 "committed": record.committed, "member": record.member}
@@ -192,43 +204,76 @@ def encode(record: HandoverRecord) -> tuple[bytes, bytes]:
 
 
 def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[RecordKey, HandoverRecord | None]:
-    """The record of one handover-topic message; None for a tombstone."""
+    """The record of one handover-topic message; None for a tombstone. `HandoverFormatError` says why a
+    record is malformed, with a `code` that is the same in every language (checked in this order):
+    `malformed-key`, `malformed-value` (not a JSON object, or `v` not an integer), `newer-version`
+    (`v` above FORMAT_VERSION), `kind-mismatch` (the value's `kind` is not the key's), `unknown-kind`,
+    `key-mismatch` (the key has the wrong shape for its kind, or the value names another partition),
+    `bad-field` (a field is missing or has the wrong JSON type; unknown fields are ignored)."""
     key = decode_key(raw_key)
     if raw_value is None:
         return key, None
     try:
         v = json.loads(raw_value)
     except (ValueError, UnicodeDecodeError):
-        raise HandoverFormatError(f"value of {key} is not JSON") from None
-    if not isinstance(v, dict) or v.get("kind") != key.kind:
-        raise HandoverFormatError(f"value of {key} does not say kind {key.kind!r}")
-    if int(v.get("v", 0)) > FORMAT_VERSION:
-        raise HandoverFormatError(f"{key} has format version {v.get('v')}, newer than {FORMAT_VERSION}")
-    rid, at = key.replay_id, int(v.get("at_ms") or 0)
+        raise HandoverFormatError(f"value of {key} is not JSON", code="malformed-value") from None
+    if not isinstance(v, dict) or not _is_int(v.get("v", 0)):
+        raise HandoverFormatError(f"value of {key} is not a handover record", code="malformed-value")
+    if v.get("v", 0) > FORMAT_VERSION:
+        raise HandoverFormatError(f"{key} has format version {v.get('v')}, newer than {FORMAT_VERSION}",
+                                  code="newer-version")
+    if v.get("kind") != key.kind:
+        raise HandoverFormatError(f"value of {key} does not say kind {key.kind!r}", code="kind-mismatch")
+    if key.kind not in RECORD_KINDS:
+        raise HandoverFormatError(f"unknown record kind {key.kind!r}", code="unknown-kind")
+    if (key.topic is None) != (key.kind in REPLAY_KINDS):
+        raise HandoverFormatError(f"a {key.kind} record has no key of this shape: {key}", code="key-mismatch")
+    rid = key.replay_id
     try:
+        at = _field(v, "at_ms", int, 0)
         if key.kind == "replay":
-            return key, ReplayInfo(rid, str(v["mode"]), str(v["replay_group"]), v.get("live_group"),
-                                   tuple(v.get("topics") or ()), dict(v.get("filter") or {}), at)
+            topics = _field(v, "topics", list, [])
+            if not all(isinstance(t, str) for t in topics):
+                raise TypeError("topics")
+            return key, ReplayInfo(rid, _field(v, "mode", str), _field(v, "replay_group", str),
+                                   _field(v, "live_group", str, None), tuple(topics), _field(v, "filter", dict, {}), at)
         if key.kind == "result":
-            return key, ResultInfo(rid, dict(v.get("result") or {}), at)
-        t, p = str(v["topic"]), int(v["partition"])
+            return key, ResultInfo(rid, _field(v, "result", dict, {}), at)
+        t, p = _field(v, "topic", str), _field(v, "partition", int)
         if (t, p) != (key.topic, key.partition):
-            raise HandoverFormatError(f"value of {key} names {t}[{p}]")
+            raise HandoverFormatError(f"value of {key} names {t}[{p}]", code="key-mismatch")
         if key.kind == "start":
-            return key, StartInfo(rid, t, p, int(v["offset"]), _opt_int(v.get("end_offset")),
-                                  _opt_int(v.get("end_timestamp_ms")), bool(v.get("clamped")), at)
+            return key, StartInfo(rid, t, p, _field(v, "offset", int), _field(v, "end_offset", int, None),
+                                  _field(v, "end_timestamp_ms", int, None), _field(v, "clamped", bool, False), at)
         if key.kind == "handover":
-            return key, HandoverInfo(rid, t, p, int(v["offset"]), str(v.get("reason", "")), str(v.get("by", "replay")), at)
+            return key, HandoverInfo(rid, t, p, _field(v, "offset", int), _field(v, "reason", str, ""),
+                                     _field(v, "by", str, "replay"), at)
         if key.kind == "guard":
-            return key, GuardInfo(rid, t, p, int(v["first_skipped"]), int(v["seen_until"]), str(v.get("member", "")), at)
+            return key, GuardInfo(rid, t, p, _field(v, "first_skipped", int, None), _field(v, "seen_until", int, None),
+                                  _field(v, "member", str, ""), at, _field(v, "problem", str, None))
         if key.kind == "progress":
-            return key, ProgressInfo(rid, t, p, int(v["position"]), bool(v.get("at_end")), str(v.get("member", "")), at)
-        if key.kind == "ack":
-            return key, AckInfo(rid, t, p, int(v["offset"]), int(v["committed"]), str(v.get("member", "")), at)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise HandoverFormatError(f"value of {key} is missing or has a bad field: {exc}") from None
-    raise HandoverFormatError(f"unknown record kind {key.kind!r}")
+            return key, ProgressInfo(rid, t, p, _field(v, "position", int), _field(v, "at_end", bool, False),
+                                     _field(v, "member", str, ""), at)
+        return key, AckInfo(rid, t, p, _field(v, "offset", int), _field(v, "committed", int),
+                            _field(v, "member", str, ""), at)
+    except (KeyError, TypeError) as exc:
+        raise HandoverFormatError(f"value of {key} is missing or has a bad field: {exc}", code="bad-field") from None
 
 
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
+_REQUIRED = object()
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int  # a JSON integer: not true/false, not 1.5
+
+
+def _field(body: Mapping[str, Any], name: str, kind: type, default: Any = _REQUIRED) -> Any:
+    """A field of a record value with its JSON type; absent (or null, for an optional field) gives `default`."""
+    value = body.get(name)
+    if value is None:
+        if default is _REQUIRED:
+            raise KeyError(name)
+        return default
+    if not (_is_int(value) if kind is int else isinstance(value, kind)):
+        raise TypeError(f"{name} is not a JSON {kind.__name__}")
+    return value
