@@ -116,7 +116,8 @@ def _facts_of(replay_id: str):
         replay = view.replay(replay_id)
         return _ReplayFacts(
             dict(replay.handover_offsets()),
-            {k: p.guard.seen_until for k, p in replay.partitions.items() if p.guard is not None},
+            {k: p.guard.seen_until for k, p in replay.partitions.items()
+             if p.guard is not None and p.guard.seen_until is not None},
             frozenset(k for k, p in replay.partitions.items() if p.start is not None),
         )
     return derive

@@ -21,12 +21,18 @@ from .filters import Headers, RecordFilter, Undecodable
 
 @dataclass(frozen=True)
 class ActiveHandover:
-    """What a guard needs of the Handover-mode replay that covers one of its partitions."""
+    """What a guard needs of the Handover-mode replay that covers one of its partitions.
+
+    With `problem` set the guard cannot follow this replay on the partition (a record it cannot read, a
+    filter it cannot evaluate): it skips nothing for it and reports the problem; `start` and `filter` may
+    then be None."""
 
     replay_id: str
-    start: int
+    start: int | None
     handover: int | None
-    filter: RecordFilter
+    filter: RecordFilter | None
+    #: `<what>:<code>`, e.g. `unreadable-handover-record:newer-version`, `unevaluable-filter:unknown-field`.
+    problem: str | None = None
 
 
 class Verdict(Enum):
@@ -76,6 +82,13 @@ class GuardPartition:
     floor_committed: bool = False
     #: Records skipped since the assignment (for metrics).
     skipped: int = 0
+    #: (replay id, problem) the handover view reports for this partition: the guard follows no replay here.
+    view_problem: tuple[str, str] | None = None
+    #: (replay id, problem) of the commit mark found at assignment when it could not be used.
+    mark_problem: tuple[str, str] | None = None
+    #: The committed mark could not be read: the previous owner may have skipped any covered record below
+    #: the committed offset, so the first replay adopted counts as skipped from its start (F := S).
+    unknown_skips: bool = False
 
     # -- assignment
 
@@ -84,6 +97,12 @@ class GuardPartition:
         if committed is not None and committed >= 0:
             self.seen_until = committed
         if mark is None:
+            return
+        if not mark.usable:
+            # A newer (or broken) guard wrote it: what it skipped below C is unknown. Assume the worst that
+            # the replay can cover (everything from S), so that H brings a re-read instead of a loss.
+            self.mark_problem = (mark.replay_id, f"unusable-commit-mark:{mark.problem}")
+            self.unknown_skips = committed is not None and committed > 0
             return
         if mark.skip_from is not None and committed is not None and committed > mark.skip_from:
             self.replay_id = mark.replay_id
@@ -96,6 +115,10 @@ class GuardPartition:
 
     def update(self, active: ActiveHandover | None) -> int | None:
         """Apply what the handover topic now says; returns an offset to seek back to, or None."""
+        self.view_problem = (active.replay_id, active.problem) if active is not None and active.problem else None
+        if self.view_problem is not None:
+            # A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
+            active = None
         if self.reread_until is not None and self.reread_matcher is None and active is not None \
                 and active.replay_id == self.reread_replay:
             self.reread_matcher = active.filter.matches
@@ -118,11 +141,16 @@ class GuardPartition:
         return None
 
     def _adopt(self, active: ActiveHandover) -> None:
+        assert active.start is not None and active.filter is not None
         self.replay_id = active.replay_id
         self.start = active.start
         self.matcher = active.filter.matches
         if active.handover is None:
             self.handover = None
+        if self.unknown_skips:
+            self.unknown_skips = False
+            if self.first_skipped is None and self.seen_until is not None and self.seen_until > active.start:
+                self.first_skipped = active.start
 
     def _abandon(self) -> int | None:
         """The replay went away. If it went before publishing H, nobody covers what was skipped: re-read it."""
@@ -198,6 +226,11 @@ class GuardPartition:
         return position
 
     @property
+    def problem(self) -> tuple[str, str] | None:
+        """(replay id, problem) to report for this partition, or None."""
+        return self.view_problem or self.mark_problem
+
+    @property
     def pending_ack(self) -> bool:
         return self.handover is not None and self.replay_id is not None
 
@@ -206,4 +239,4 @@ def ack_due(handover_offset: int, committed: int | None, mark: CommitMark | None
     """The live group owns the partition from H on: its committed offset is >= H, with no skip pending."""
     if committed is None or committed < handover_offset:
         return False
-    return mark is None or (mark.skip_from is None and mark.reread_until is None)
+    return mark is None or (mark.usable and mark.skip_from is None and mark.reread_until is None)

@@ -10,10 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
-from .filters import FilterSpec, RecordFilter
+from .filters import FilterSpecError, RecordFilter, published_filter
 from .guard_rules import ActiveHandover
 from .wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, HandoverRecord, ProgressInfo, RecordKey,
-                   ReplayInfo, ResultInfo, StartInfo, TopicPartitionKey, decode)
+                   ReplayInfo, ResultInfo, StartInfo, TopicPartitionKey, decode, decode_key)
+
+#: Kinds whose unreadable value stops the guard from acting on the replay (the others are advisory).
+GOVERNING_KINDS = ("replay", "start", "handover")
+#: (kind, topic, partition) of a record key; topic and partition are None for replay-wide kinds.
+KeySlot = tuple[str, str | None, int | None]
 
 
 PartitionState = Literal["pending", "replaying", "handed-over", "acknowledged"]
@@ -67,6 +72,9 @@ class ReplayHandover:
     live_keys: set[bytes] = field(default_factory=set)
     #: Position of the `replay` record in the log; the earliest replay wins when two target one partition.
     order: int = 0
+    #: Keys of governing kinds whose latest value could not be read, with the reason (a `wire` error code).
+    #: Such a key hides what it held before: nobody may act on a value a reader cannot see.
+    unreadable: dict[KeySlot, str] = field(default_factory=dict)
 
     @property
     def bootstrapped(self) -> bool:
@@ -105,6 +113,7 @@ class ReplayHandover:
         return True
 
     def apply(self, key: RecordKey, raw_key: bytes, record: HandoverRecord | None) -> None:
+        self.unreadable.pop((key.kind, key.topic, key.partition), None)
         if record is None:
             self.live_keys.discard(raw_key)
         else:
@@ -137,8 +146,9 @@ class HandoverView:
     def apply(self, raw_key: bytes | None, raw_value: bytes | None) -> None:
         try:
             key, record = decode(raw_key, raw_value)
-        except HandoverFormatError:
+        except HandoverFormatError as exc:
             self.malformed += 1
+            self._unreadable(raw_key, exc.code)
             return
         self._applied += 1
         replay = self.replays.get(key.replay_id)
@@ -152,6 +162,23 @@ class HandoverView:
         if not replay.live_keys:
             del self.replays[key.replay_id]
 
+    def _unreadable(self, raw_key: bytes | None, code: str) -> None:
+        """A governing record that cannot be read (malformed, or written by a newer version) replaces what its
+        key held: the guard stops acting on that replay (or partition) and says why (HANDOVER.md, Bad input).
+        A record whose key cannot be read is only counted: it belongs to no replay."""
+        try:
+            key = decode_key(raw_key)
+        except HandoverFormatError:
+            return
+        if key.kind not in GOVERNING_KINDS or (key.kind == "replay") != (key.topic is None):
+            return
+        self._applied += 1
+        replay = self.replays.get(key.replay_id)
+        if replay is None:
+            replay = self.replays[key.replay_id] = ReplayHandover(key.replay_id, order=self._applied)
+        replay.unreadable[(key.kind, key.topic, key.partition)] = code
+        replay.live_keys.add(raw_key or b"")
+
     def apply_all(self, messages: Iterable[tuple[bytes | None, bytes | None]]) -> "HandoverView":
         for k, v in messages:
             self.apply(k, v)
@@ -163,20 +190,49 @@ class HandoverView:
     def _filter_of(self, info: ReplayInfo) -> RecordFilter:
         cached = self._filters.get(info.replay_id)
         if cached is None or cached[0] != info.filter:
-            compiled = RecordFilter.compile(FilterSpec.parse(dict(info.filter)))
+            compiled = published_filter(dict(info.filter))
             cached = self._filters[info.replay_id] = (info.filter, compiled)
         return cached[1]
 
     def active_for(self, live_group: str) -> dict[TopicPartitionKey, ActiveHandover]:
-        """Per partition, the Handover-mode replay whose guard is `live_group` (the earliest if several)."""
+        """Per partition, the Handover-mode replay whose guard is `live_group` (the earliest if several).
+
+        A replay the guard cannot follow (an unreadable `replay`, `start` or `handover` record, or a filter it
+        cannot evaluate) still holds its partitions, as an entry with `problem` set: the guard skips nothing
+        for it, and a later replay does not take those partitions over."""
         result: dict[TopicPartitionKey, ActiveHandover] = {}
         for replay in sorted(self.replays.values(), key=lambda r: r.order):
             info = replay.replay
-            if info is None or info.mode != "Handover" or info.live_group != live_group:
-                continue
-            matcher = self._filter_of(info)
-            for key, part in replay.partitions.items():
-                if part.start is None or key in result:
+            replay_problem = replay.unreadable.get(("replay", None, None))
+            if replay_problem is not None:
+                # Whose replay it is cannot be read: it may be this group's, unless an earlier readable value
+                # said it is not (a replay record is written once; a changed one is a writer's fault anyway).
+                if info is not None and (info.mode != "Handover" or info.live_group != live_group):
                     continue
-                result[key] = ActiveHandover(replay.replay_id, part.start.offset, part.handover_offset, matcher)
+                problem: str | None = f"unreadable-replay-record:{replay_problem}"
+                matcher = None
+            elif info is None or info.mode != "Handover" or info.live_group != live_group:
+                continue
+            else:
+                try:
+                    matcher, problem = self._filter_of(info), None
+                except FilterSpecError as exc:
+                    matcher, problem = None, f"unevaluable-filter:{exc.code}"
+            slots = {key: None for key, part in replay.partitions.items() if part.start is not None}
+            slots.update({(t, p): None for kind, t, p in replay.unreadable if t is not None and p is not None})
+            for key in slots:
+                if key in result:
+                    continue
+                part = replay.partitions.get(key)
+                start = part.start.offset if part is not None and part.start is not None else None
+                part_problem = problem
+                for kind in ("start", "handover"):
+                    code = replay.unreadable.get((kind, key[0], key[1]))
+                    if part_problem is None and code is not None:
+                        part_problem = f"unreadable-{kind}-record:{code}"
+                if part_problem is not None:
+                    result[key] = ActiveHandover(replay.replay_id, start, None, None, part_problem)
+                elif start is not None and matcher is not None:
+                    result[key] = ActiveHandover(replay.replay_id, start, part.handover_offset if part else None,
+                                                 matcher)
         return result

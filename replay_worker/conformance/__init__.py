@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from . import commit_mark_cases, filter_cases, wire_cases
+from . import commit_mark_cases, filter_cases, guard_traces, wire_cases
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 VECTOR_DIR = Path("conformance") / "vectors"
@@ -22,12 +22,31 @@ AREAS: dict[str, Callable[[], dict[str, Any]]] = {
     "filters.json": filter_cases.document,
     "wire.json": wire_cases.document,
     "commit_marks.json": commit_mark_cases.document,
+    "guard_traces.json": guard_traces.document,
 }
 
 
 def dumps(document: dict[str, Any]) -> str:
-    """The file's text: stable (no sets, insertion order), UTF-8, one trailing newline."""
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    """The file's text: stable (insertion order), UTF-8, one trailing newline; one case or step per line, so
+    a diff after a rule change shows the cases that changed."""
+    return _render(document, 0) + "\n"
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _render(obj: Any, level: int) -> str:
+    one_line = _compact(obj)
+    inline = not isinstance(obj, (dict, list)) or not obj or len(one_line) <= 100 or (
+        isinstance(obj, dict) and ("op" in obj or ("name" in obj and "steps" not in obj)))
+    if inline:
+        return one_line
+    pad, inner = " " * level, " " * (level + 1)
+    if isinstance(obj, dict):
+        body = ",\n".join(f"{inner}{json.dumps(k, ensure_ascii=False)}: {_render(v, level + 1)}" for k, v in obj.items())
+        return "{\n" + body + "\n" + pad + "}"
+    return "[\n" + ",\n".join(inner + _render(v, level + 1) for v in obj) + "\n" + pad + "]"
 
 
 def render() -> dict[str, str]:
