@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from . import commit_mark_cases, filter_cases, guard_traces, wire_cases
+from . import commit_mark_cases, filter_cases, finish_cases, guard_traces, start_cases, wire_cases
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 VECTOR_DIR = Path("conformance") / "vectors"
@@ -23,6 +23,8 @@ AREAS: dict[str, Callable[[], dict[str, Any]]] = {
     "wire.json": wire_cases.document,
     "commit_marks.json": commit_mark_cases.document,
     "guard_traces.json": guard_traces.document,
+    "replay_start.json": start_cases.document,
+    "replay_finish.json": finish_cases.document,
 }
 
 
