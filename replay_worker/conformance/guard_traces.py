@@ -212,13 +212,14 @@ class Consumer:
         self.handed.setdefault(key, []).append(offset)
         self.processed_until[key] = offset + 1
 
-    def store(self, commit: bool = False) -> None:
-        """The service stores (or commits, explicitly) the offset after the last record it processed."""
+    def store(self, commit: bool = False, metadata: str | None = None) -> None:
+        """The service stores (or commits, explicitly) the offset after the last record it processed, with
+        metadata of its own if it has some."""
         offsets = [(key, self.processed_until[key]) for key in sorted(self.book.parts) if key in self.processed_until]
         if not offsets:
             return
-        stores = [self.book.service_store(key[0], key[1], offset) for key, offset in offsets]
-        step = {"op": "commit" if commit else "store", "offsets": [{**_tp(k), "offset": o, "metadata": None}
+        stores = [self.book.service_store(key[0], key[1], offset, metadata) for key, offset in offsets]
+        step = {"op": "commit" if commit else "store", "offsets": [{**_tp(k), "offset": o, "metadata": metadata}
                                                                    for k, o in offsets]}
         if commit:
             self._durable(stores)
@@ -412,6 +413,13 @@ def scenarios() -> list[Scenario]:
           [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(1)]), ("release", [P0]), ("batch", 4),
            ("store",), ("tick",), ("commit",), ("batch", 3), ("store", True), ("publish", [handover(3)]),
            ("batch", 4), ("store", True), ("tick",)],
+          auto_store=False),
+        S("the service's own commit metadata",
+          "while a mark holds the guard's mark replaces the service's metadata; otherwise the service's is kept",
+          {P0: "mommoo"},
+          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(0)]),
+           ("release", [P0]), ("batch", 3), ("store", True, "batch 2"), ("publish", [handover(2)]), ("batch", 3),
+           ("store", True, "batch 3"), ("tick",)],
           auto_store=False),
         S("quiet partition: the floor commit",
           "past H with nothing new to read: the guard commits its position itself so the handover is acknowledged",
