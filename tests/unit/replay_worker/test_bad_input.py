@@ -4,11 +4,8 @@ prove the replay covers, and it reports a problem naming the partition and the r
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
-from replay_worker import guard as guard_module
 from replay_worker.commit_marks import CommitMark
 from replay_worker.guard_book import GuardBook, ProblemReport
 from replay_worker.guard_rules import ack_due
@@ -176,32 +173,3 @@ def test_the_guard_record_carries_the_problem_and_reads_back() -> None:
     assert decode(key, value)[1] == record
     # Without a problem the record is what it always was.
     assert b"problem" not in encode(GuardInfo(RID, "orders", 0, 2, 8, "live-1", 5))[1]
-
-
-class _Producer:
-    def __init__(self) -> None:
-        self.sent: list[tuple[bytes, bytes]] = []
-
-    def poll(self, timeout: float) -> None:
-        return None
-
-    def produce(self, topic: str, value: bytes, key: bytes, partition: int) -> None:
-        self.sent.append((key, value))
-
-
-def test_the_guarded_consumer_logs_one_line_and_publishes_the_problem(caplog) -> None:
-    guarded = guard_module.GuardedConsumer.__new__(guard_module.GuardedConsumer)
-    v = view(replay({"json": [{"path": "paid", "regex": "t.*"}]}), start(0))
-    book, _ = released(v)
-    guarded._book, guarded._producer = book, _Producer()
-    guarded._consumer, guarded._lock = None, __import__("threading").Lock()
-    guarded.handover_topic, guarded.member, guarded.progress_interval = "reprise.handover", "live-1", 0.0
-    guarded._last_progress, guarded.stats = 0.0, guard_module.GuardStats()
-    with caplog.at_level(logging.WARNING, logger="replay_worker.guard"):
-        guarded._progress()
-        guarded._progress()
-    lines = [r for r in caplog.records if "cannot follow the replay" in r.getMessage()]
-    assert len(lines) == 1 and lines[0].problem == "unevaluable-filter:bad-operator" and lines[0].partition == 0
-    [(key, value)] = guarded._producer.sent
-    _, record = decode(key, value)
-    assert isinstance(record, GuardInfo) and record.problem == "unevaluable-filter:bad-operator"
