@@ -163,8 +163,8 @@ class HandoverView:
             del self.replays[key.replay_id]
 
     def _unreadable(self, raw_key: bytes | None, code: str) -> None:
-        """A governing record that cannot be read (malformed, or written by a newer version) replaces what its
-        key held: the guard stops acting on that replay (or partition) and says why (HANDOVER.md, Bad input).
+        """A governing record that cannot be read (malformed, or written by a newer version) hides what its key
+        held: the guard stops acting on that replay (or partition) and says why (HANDOVER.md, Bad input).
         A record whose key cannot be read is only counted: it belongs to no replay."""
         try:
             key = decode_key(raw_key)
