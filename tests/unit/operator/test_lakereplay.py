@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay_worker.handover import record_ends_partition, replay_finish
+from replay_worker.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
 from reprise_operator.kafka_admin import OffsetAtTime
