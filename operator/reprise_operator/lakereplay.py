@@ -361,7 +361,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     cluster, config = await resource.kafka(spec.kafka)
     consumer = spec.consumer
     template = await live_template(resource, consumer)
-    delivery = require_delivery(delivery_from_env(template_env(template), user_env(consumer)))
+    delivery = require_delivery(delivery_from_env(template_env(template, consumer.container), user_env(consumer)))
     if spec.source.schema_ is not None:
         ref = spec.source.schema_.config_map_ref
         config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)

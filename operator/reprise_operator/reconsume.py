@@ -256,7 +256,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         group=group,
         plan_starts=starts,
         handover_topic=rt.settings.handover_topic,
-        delivery=delivery_from_env(template_env(template), user_env(consumer)),
+        delivery=delivery_from_env(template_env(template, consumer.container), user_env(consumer)),
         has_secret=spec.kafka.config_from is not None,
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
