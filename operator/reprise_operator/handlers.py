@@ -28,10 +28,10 @@ from .runtime import Runtime
 log = logging.getLogger("reprise.handlers")
 
 Step = Callable[..., Awaitable[None]]
+Cleanup = Callable[[Resource, Any], Awaitable[None]]
 
 #: Seconds between two attempts of a cleanup that waits (pods stopping, the live side acknowledging).
 CLEANUP_WAIT = 2.0
-Cleanup = Callable[[Resource, Any], Awaitable[None]]
 
 
 def _controls(body: Any) -> tuple:
@@ -77,12 +77,13 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
                     failures, delay = 0, CLEANUP_WAIT
                     if str(exc) != said:
                         log.info("%s %s/%s: cleanup waits: %s", kind, namespace, name, exc)
+                    said = str(exc)
                 except TEMPORARY as exc:
                     failures += 1
                     delay = retry_delay(failures, CLEANUP_WAIT)
                     if str(exc) != said:
                         log.warning("%s %s/%s: cleanup retries in %.0fs: %s", kind, namespace, name, delay, exc)
-                said = str(exc)
+                    said = str(exc)
             await asyncio.sleep(delay)
         metrics.PHASES.forget(kind, namespace, name)
 

@@ -98,7 +98,7 @@ def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(kub
     # operator logs it at INFO. An ERROR is for something a person must act on.
     cleanup_log = [found.groupdict() for line in operator.log()[log_from:].splitlines()
                    if (found := LOG_LINE.search(line))]
-    waits = ("still terminating", "acknowledge", "cleanup not finished")
+    waits = ("still terminating", "acknowledge", "cleanup")
     assert not [r for r in cleanup_log if r["level"] == "ERROR" and any(w in r["message"] for w in waits)], \
         [r["message"] for r in cleanup_log if r["level"] == "ERROR"]
     assert any(r["level"] == "INFO" and "cancelled" in r["message"] and any(w in r["message"] for w in waits)
