@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay_worker.handover import AckInfo, HandoverInfo, HandoverView, ProgressInfo, ReplayInfo, StartInfo, encode
+from replay_worker.handover import HandoverView
+from replay_worker.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.planning import PlanError
 from reprise_operator.reconsume import replay_views, start_request
