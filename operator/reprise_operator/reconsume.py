@@ -27,7 +27,7 @@ from replay_worker.handover import ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
-from . import metrics
+from . import cutover, metrics
 from .api import ReconsumeSpec, format_duration
 from .api.common import Filter
 from .conditions import rfc3339
@@ -41,6 +41,7 @@ from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
+from .verify import shadow_caught_up
 from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
 from .workloads import KAFKA_CONFIG_DIR
 
@@ -87,6 +88,7 @@ def replay_settings(
     handover_topic: str,
     delivery: dict[str, str],
     has_secret: bool,
+    follow: bool = False,
 ) -> WorkerSettings:
     """The replay workers' settings: the plan's exact start offsets, so plan and replay agree to the offset."""
     offsets: dict[str, dict[int, int]] = {}
@@ -108,6 +110,7 @@ def replay_settings(
         forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
         handover_topic=handover_topic,
         kafka_config_dir=KAFKA_CONFIG_DIR if has_secret else None,
+        follow=follow,
     )
 
 
@@ -194,7 +197,8 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
     spec = resource.spec_as(ReconsumeSpec)
 
-    if resource.phase in FINISHED:
+    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec, plan_from_status(resource.status.get("plan") or {}), _replay_group(resource, spec))):
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
     if resource.phase in ("Pending", "Planning"):
@@ -258,6 +262,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         handover_topic=rt.settings.handover_topic,
         delivery=delivery_from_env(template_env(template, consumer.container), user_env(consumer)),
         has_secret=spec.kafka.config_from is not None,
+        follow=spec.completion.hold is not None,
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
@@ -317,8 +322,14 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
     finished = state.complete if state.bootstrapped else False
     drained = finished and progress.all_done
+    if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
+        live = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
+        drained = state.bootstrapped and shadow_caught_up(views, live)
     hold = spec.completion.drained_for
-    if memory.drain.observe(drained, resource.now(), hold):
+    caught_up = memory.drain.observe(drained, resource.now(), hold)
+    if spec.verify is not None or spec.completion.hold is not None:
+        caught_up = await cutover.gate(resource, spec, plan, caught_up, _replay_group(resource, spec))
+    if caught_up:
         message = (
             "every partition handed over to the live group" if handover_mode
             else "the replay group reached the live group on every partition"
@@ -329,9 +340,18 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.condition("Drained", "False", "NotDrained", "lag is back")
 
 
+def _replay_group(resource: Resource, spec: ReconsumeSpec) -> str | None:
+    if spec.mode.value == "Rewind":
+        return None
+    return (resource.status.get("children") or {}).get("replayGroup") or spec.replay_group or replay_group_name(
+        resource.namespace, resource.name)
+
+
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
-    """Delete the standby Deployment, then the replay group, then the handover records; then Complete."""
+    """Delete the standby Deployment, then the replay group, then the handover records, then the checks'
+    Jobs; then Complete."""
     await remove_children(resource, spec, memory, cancel=False)
+    await cutover.remove_jobs(resource)
     resource.complete("Completed", "replay finished and everything Reprise made is removed")
 
 
@@ -347,7 +367,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     cluster, config = await resource.kafka(spec.kafka)
     if name:
         await rt.kube.run(rt.kube.delete_deployment, resource.namespace, name)
-    selector = f"reprise.io/replay={resource.name},reprise.io/kind=reconsume"
+    selector = cutover.replay_pods_selector(resource.name, "reconsume")  # a check's pods stay for inspection
     pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, selector)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
