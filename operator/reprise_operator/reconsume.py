@@ -41,7 +41,7 @@ from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
-from .verify import shadow_caught_up
+from .verify import LiveHistory, shadow_caught_up
 from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
 from .workloads import KAFKA_CONFIG_DIR
 
@@ -323,8 +323,10 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     finished = state.complete if state.bootstrapped else False
     drained = finished and progress.all_done
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
-        live = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
-        drained = state.bootstrapped and shadow_caught_up(views, live)
+        history = memory.extra.setdefault("live_history", LiveHistory())
+        history.add(resource.now(), await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan)))
+        live = history.as_of(resource.now())
+        drained = state.bootstrapped and live is not None and shadow_caught_up(views, live)
     hold = spec.completion.drained_for
     caught_up = memory.drain.observe(drained, resource.now(), hold)
     if spec.verify is not None or spec.completion.hold is not None:

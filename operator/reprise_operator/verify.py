@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Iterable, Literal, Mapping
 
 from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
@@ -160,6 +163,27 @@ def failure_message(job_name: str, job_reason: str, message: str) -> str:
     """The Failed condition's message: which Job, why Kubernetes gave up, and what the check said."""
     head = f"verification Job {job_name} failed ({job_reason or 'Failed'})"
     return f"{head}: {message}" if message else f"{head}; it wrote no termination message"
+
+
+#: A worker reports its position at most every 2 s (`replay_worker.consumer.PROGRESS_INTERVAL`); a shadow is
+#: compared with where the live group was at least this long ago, so a position reported a moment before the
+#: live group committed again still counts as caught up.
+LIVE_LOOKBACK = timedelta(seconds=4)
+
+
+@dataclass
+class LiveHistory:
+    """Recent samples of the live group's committed offsets, for the shadow's caught-up rule."""
+
+    samples: deque[tuple[datetime, dict[tuple[str, int], int]]] = field(default_factory=lambda: deque(maxlen=32))
+
+    def add(self, at: datetime, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.samples.append((at, dict(offsets)))
+
+    def as_of(self, now: datetime, age: timedelta = LIVE_LOOKBACK) -> dict[tuple[str, int], int] | None:
+        """The newest sample at least `age` old; None until there is one."""
+        older = [offsets for at, offsets in self.samples if now - at >= age]
+        return older[-1] if older else None
 
 
 def shadow_caught_up(views: Iterable[PartitionView], live_committed: Mapping[tuple[str, int], int]) -> bool:

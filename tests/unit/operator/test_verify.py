@@ -196,3 +196,17 @@ def test_spec_refuses_hold_on_handover_and_verify_on_rewind():
     with pytest.raises(ValueError, match="spec.verify"):
         ReconsumeSpec.model_validate({**rewind, "mode": "Rewind", "liveDeployment": {"name": "orders"},
                                       "verify": {"template": {"spec": {}}}})
+
+
+def test_live_history_answers_with_a_sample_old_enough():
+    from datetime import datetime, timezone
+
+    from reprise_operator.verify import LiveHistory
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    history = LiveHistory()
+    history.add(t0, {("orders", 0): 10})
+    assert history.as_of(t0 + timedelta(seconds=1)) is None
+    history.add(t0 + timedelta(seconds=5), {("orders", 0): 60})
+    assert history.as_of(t0 + timedelta(seconds=6)) == {("orders", 0): 10}
+    assert history.as_of(t0 + timedelta(seconds=9)) == {("orders", 0): 60}
