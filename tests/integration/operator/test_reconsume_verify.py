@@ -7,7 +7,9 @@ shadow hold keeps following live traffic, verifies, waits for the cutover's appr
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +59,16 @@ def verification(kube, namespace: str, name: str) -> dict:
     return ((get(kube, namespace, "reconsume", name) or {}).get("status") or {}).get("verification") or {}
 
 
+def keep(body: dict, name: str) -> dict:
+    """With REPRISE_CAPTURE_STATUSES=<folder>, record the object for the Argo CD health tests (tests/unit/argocd)."""
+    folder = os.environ.get("REPRISE_CAPTURE_STATUSES")
+    if folder:
+        body = json.loads(json.dumps(body))
+        body["metadata"].pop("managedFields", None)
+        Path(folder, f"reconsume-{name}.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+    return body
+
+
 def test_a_passing_check_lets_the_parallel_replay_complete(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name):
         body = reconsume("checked", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
@@ -81,7 +93,17 @@ def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a
     env[0] = {"name": "REPRISE_HANDLER", "value": "tests.integration.operator.lossy_sink:record"}
     env.append({"name": "REPRISE_TEST_DROP_KEY", "value": "user-13"})
     apply(kube, namespace, body)
-    failed = wait_phase(kube, namespace, "reconsume", "lossy", "Failed", timeout=300, operator=operator)
+
+    def verifying():
+        found = get(kube, namespace, "reconsume", "lossy") or {}
+        verified = conditions(found).get("Verified") or {}
+        return found if verified.get("reason") == "VerifyRunning" or verified.get("status") == "False" else None
+
+    running = wait_for(verifying, 300, "the check to start", interval=0.5)
+    if conditions(running)["Verified"]["reason"] == "VerifyRunning":
+        keep(running, "verify-00-running")
+    failed = keep(wait_phase(kube, namespace, "reconsume", "lossy", "Failed", timeout=300, operator=operator),
+                  "verify-01-failed")
     reason = conditions(failed)["Failed"]
     assert reason["reason"] == "VerifyFailed", reason
     # The Job's own termination message, through the node agent's termination-log file, reaches the condition.
@@ -127,7 +149,8 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
             cutover = conditions(found).get("CutoverApproved")
             return found if cutover and cutover["reason"] == "AwaitingCutover" else None
 
-        held = wait_for(awaiting, 300, "the shadow to verify and wait for the cutover", interval=1.0)
+        held = keep(wait_for(awaiting, 300, "the shadow to verify and wait for the cutover", interval=1.0),
+                    "shadow-hold-00-running")
         assert held["status"]["phase"] == "Running"
         assert conditions(held)["Verified"]["status"] == "True"
         ends_at_verify = end_offsets(kafka.bootstrap, topic_name, PARTITIONS)
@@ -146,7 +169,8 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
         # 40 records/s of live traffic; a following shadow stays within a few seconds of it, not minutes.
         assert max(lags) < 600, lags
         kube.kubectl("annotate", "reconsume", "shadow", "-n", namespace, "reprise.io/approve-cutover=true")
-        done = wait_phase(kube, namespace, "reconsume", "shadow", "Complete", timeout=240, operator=operator)
+        done = keep(wait_phase(kube, namespace, "reconsume", "shadow", "Complete", timeout=240, operator=operator),
+                    "shadow-hold-01-complete")
     assert (conditions(done)["CutoverApproved"]["status"], done["status"]["verification"]["state"]) == ("True", "Passed")
     ledger = Ledger.read(live_service, topic_name)
     assert any(max(ledger.replay.get(p, {0: 0})) >= ends_at_verify[p] for p in range(PARTITIONS)), \
