@@ -74,10 +74,13 @@ def cancel(target: Target, ref: str, confirm: Confirm, wait: float) -> str:
     kind, body = find(target, ref)
     name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
     mode = (body.get("spec") or {}).get("mode", "")
-    effect = ("the live group's offsets stay where the rewind moved them (roll back with kubectl reprise rollback "
-              f"{name})" if mode == "Rewind" else
-              "every partition is handed back to the live group at what the replay processed, then its Deployment, "
-              "replay group and handover records are removed")
+    if mode == "Rewind":
+        effect = f"the live group's offsets stay where the rewind moved them (undo: kubectl reprise rollback {name})"
+    elif mode == "Handover":
+        effect = ("every partition is handed back to the live group at what the replay processed, then its Deployment, "
+                  "replay group and handover records are removed")
+    else:
+        effect = "its Deployment, replay group and handover records are removed; the live group was never touched"
     if not confirm(f"Cancel {kind.singular}/{name} in {target.namespace} (phase {phase})? It is deleted; {effect}."):
         raise PluginError("not cancelled")
     api_call(target.kube.custom.delete_namespaced_custom_object, GROUP, VERSION, target.namespace, kind.plural, name,
@@ -130,13 +133,16 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
         raise PluginError(f"ConfigMap {cm_name} is not a Reprise rollback snapshot (no reprise.io/consumer-group "
                           "annotation or offsets.json)")
     snapshot = {(o["topic"], int(o["partition"])): int(o["offset"]) for o in json.loads(raw)}
-    cluster = _cluster(target, name, bootstrap)
+    body = target.kube.get_custom(GROUP, VERSION, "reconsumes", target.namespace, name)
+    cluster = _cluster(target, name, body, bootstrap)
     description = cluster.describe_group(group)
     if description.state not in ("Empty", "Dead"):
+        live = ((body or {}).get("spec") or {}).get("liveDeployment", {}).get("name", "<live deployment>")
+        stop = (f"kubectl reprise suspend {name}" if body and (body.get("status") or {}).get("phase") in ("Running", "Draining")
+                else f"kubectl scale deployment {live} -n {target.namespace} --replicas=0")
         raise PluginError(
             f"group {group} is {description.state} with {len(description.members)} member(s); Kafka moves offsets only "
-            f"of an Empty group: stop its consumers first (kubectl reprise suspend {name} while the rewind runs, or "
-            f"kubectl scale deployment <live deployment> --replicas=0), then run rollback again")
+            f"of an Empty group: stop its consumers first ({stop}), then run rollback again")
     moves = rollback_moves(snapshot, cluster.committed_offsets(group, list(snapshot)))
     out(f"group {group}: offsets from ConfigMap {cm_name}\n{moves_table(moves)}")
     if not confirm(f"Move group {group} to these offsets?"):
@@ -149,9 +155,8 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
     return f"group {group} rolled back on {len(snapshot)} partition(s); start its consumers again to resume from there"
 
 
-def _cluster(target: Target, name: str, bootstrap: str | None) -> KafkaCluster:
+def _cluster(target: Target, name: str, body: dict | None, bootstrap: str | None) -> KafkaCluster:
     """The Kafka cluster of the Reconsume (with its Secret), or `--bootstrap-servers` when it is gone."""
-    body = target.kube.get_custom(GROUP, VERSION, "reconsumes", target.namespace, name)
     if body is None and bootstrap is None:
         raise PluginError(f"reconsume {name} is gone, so its Kafka connection is unknown: pass --bootstrap-servers")
     rt = Runtime(settings=OperatorSettings(), kube=target.kube)
