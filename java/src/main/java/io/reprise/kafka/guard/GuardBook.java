@@ -162,9 +162,10 @@ public final class GuardBook {
 
     /**
      * No replay active: every record was handed. {@code positions} are the offsets after the last record returned,
-     * per partition.
+     * per partition; returns what is stored (with automatic storing, the positions that moved).
      */
-    public void handedUnguarded(Map<TopicPartition, Long> positions) {
+    public List<Store> handedUnguarded(Map<TopicPartition, Long> positions) {
+        List<Store> stores = new ArrayList<>();
         for (Map.Entry<TopicPartition, Long> e : positions.entrySet()) {
             PartitionBook part = parts.get(e.getKey());
             long position = e.getValue();
@@ -175,8 +176,10 @@ public final class GuardBook {
             part.rules.seenUntil(position);
             if (autoStore) {
                 part.storedUntil = position;
+                stores.add(new Store(e.getKey(), position, null));
             }
         }
+        return stores;
     }
 
     /** What to store for a partition the batch touched (null: nothing). */
