@@ -2,7 +2,8 @@
 
 One entry for every Java test set: the conformance vectors (filters, wire, commit marks, guard traces, replay
 rules), the unit tests, and the integration tests of the guard, the handover topic, the replay role and the
-Spring Kafka hook on the real broker. Maven resolves its dependencies into `~/.m2` (outside the repository) and
+Spring Kafka hook on the real broker. Then interoperability: a Handover run by the Python replay role against
+live services guarded by the Java library, with kill -9 of both sides, checked like the Python-only runs. Maven resolves its dependencies into `~/.m2` (outside the repository) and
 builds into the cache (`$REPRISE_CACHE/build/java-...`), never into the checkout.
 
 The integration tests fail (never skip) when REPRISE_TEST_BOOTSTRAP is missing, so this file passes only when
@@ -19,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from local_platform import processes
 from local_platform.cache import cache_root
 from local_platform.kafka_broker import KafkaBroker
 from local_platform.prerequisites import missing
+from tests.integration.replay_worker.harness import Processes
+from tests.integration.replay_worker.test_handover_split import run_handover
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +89,51 @@ def test_java_suite(kafka: KafkaBroker) -> None:
     assert skipped == 0, f"{skipped} Java tests were skipped; log {log}"
     for name in INTEGRATION_CLASSES:
         assert found.get(name, {}).get("tests", 0) > 0, f"{name} did not run; log {log}"
+
+
+# -- interoperability: the Python replay role against the Java guard
+
+
+class JavaLiveProcesses(Processes):
+    """The harness's processes, with the live service being the Java guard's (`LedgerLiveService`)."""
+
+    classpath: str = ""
+
+    def live(self, name: str, bootstrap: str, group: str, topic: str, out_dir: Path, handover_topic: str,
+             batch: int = 200) -> processes.ManagedProcess:
+        # A small JVM: the machine runs brokers, replay workers and several of these at once.
+        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", self.classpath,
+                "io.reprise.kafka.guard.LedgerLiveService", bootstrap, group, topic, str(out_dir), handover_topic]
+        return self.start(name, argv, {"LIVE_BATCH": str(batch)})
+
+
+@pytest.fixture(scope="module")
+def java_classpath() -> str:
+    """The library, its test classes and their dependencies, compiled into the cache's build folder."""
+    build = _build_dir()
+    build.mkdir(parents=True, exist_ok=True)
+    listing = build / "test-classpath.txt"
+    log = build / "mvn-classpath.log"
+    with log.open("w") as out:
+        done = subprocess.run(["mvn", "-B", "-q", f"-Dreprise.build.dir={build}", "test-compile",
+                               "dependency:build-classpath", f"-Dmdep.outputFile={listing}", "-Dmdep.includeScope=test"],
+                              cwd=JAVA, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=900)
+    assert done.returncode == 0, f"building the Java classes failed; log {log}:\n{_tail(log)}"
+    return os.pathsep.join([str(build / "test-classes"), str(build / "classes"), listing.read_text().strip()])
+
+
+@pytest.mark.timeout(900)
+def test_python_replay_role_against_the_java_guard(kafka, topic_name, handover_topic, procs, out_dir, worker_env,
+                                                   java_classpath) -> None:
+    java = JavaLiveProcesses(procs.log_dir)
+    java.classpath = java_classpath
+    try:
+        report, allowance = run_handover(kafka, topic_name, handover_topic, java, out_dir, worker_env,
+                                         faults=["kill-live", "kill-replay"], seed=7)
+    finally:
+        java.stop_all()
+    print(report.summary())
+    assert report.lost == [], report.summary()
+    assert any(f is not None for f in report.first_skipped.values()), "the Java guard never skipped: nothing was tested"
+    duplicates = sum(report.duplicates.values()) - len(report.duplicates)
+    assert duplicates <= allowance, report.summary()
