@@ -99,6 +99,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     private long lastAckCheck;
     private boolean manualAssignment;
     private volatile boolean closing;
+    /** Made by {@link #create}: the deserializers are closed with the consumer, as a KafkaConsumer closes its own. */
+    private boolean ownsDeserializers;
 
     /**
      * A guarded consumer of its own: a {@link KafkaConsumer} of bytes built from {@code config} (which must have
@@ -106,7 +108,13 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
      * automatic commits the guard makes them, with its marks.
      */
     public static <K, V> GuardedConsumer<K, V> create(Map<String, Object> config, Deserializer<K> keys, Deserializer<V> values) {
-        GuardSettings settings = GuardSettings.from(config);
+        return create(config, keys, values, java.util.function.UnaryOperator.identity());
+    }
+
+    /** As {@link #create(Map, Deserializer, Deserializer)}, with settings changed (the handover topic, the member). */
+    public static <K, V> GuardedConsumer<K, V> create(Map<String, Object> config, Deserializer<K> keys, Deserializer<V> values,
+                                                      java.util.function.UnaryOperator<GuardSettings> customize) {
+        GuardSettings settings = customize.apply(GuardSettings.from(config));
         Map<String, Object> inner = new HashMap<>(config);
         inner.put("enable.auto.commit", false);
         inner.put("key.deserializer", ByteArrayDeserializer.class.getName());
@@ -114,7 +122,9 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         inner.remove("auto.commit.interval.ms");
         keys.configure(config, true);
         values.configure(config, false);
-        return new GuardedConsumer<>(new KafkaConsumer<>(inner), keys, values, settings);
+        GuardedConsumer<K, V> guarded = new GuardedConsumer<>(new KafkaConsumer<>(inner), keys, values, settings);
+        guarded.ownsDeserializers = true;
+        return guarded;
     }
 
     /** A service that consumes bytes: no deserialization, the records are handed as they come. */
@@ -868,6 +878,10 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             producer.close(Duration.ofSeconds(10));
             if (admin != null) {
                 admin.close(Duration.ofSeconds(5));
+            }
+            if (ownsDeserializers) {
+                keys.close();
+                values.close();
             }
         }
     }

@@ -315,6 +315,30 @@ class GuardedConsumerIntegrationTest {
         assertEquals(Set.of(), live.paused());
     }
 
+    @Test
+    void automaticCommitsAreTheGuardsWithItsMarks() throws Exception {
+        String rid = TestKafka.unique("shop/auto-commit");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        publishReplay(rid, PAID, Map.of(0, 0L));
+        TestKafka.produce(topic, 0, values(0, 10));
+        Map<String, Object> config = TestKafka.connection();
+        config.put("group.id", group);
+        config.put("auto.offset.reset", "earliest");
+        config.put("auto.commit.interval.ms", 100); // enable.auto.commit left at Kafka's default: true
+        GuardedConsumer<String, String> live = GuardedConsumer.create(config, new StringDeserializer(), new StringDeserializer(),
+                settings -> settings.withHandoverTopic(handoverTopic));
+        consumers.add(live);
+        live.subscribe(List.of(topic));
+        Service service = new Service();
+        TestKafka.await("an automatic commit past every record", 60, () -> service.take(live.poll(Duration.ofMillis(200))), () -> {
+            OffsetAndMetadata c = live.committed(Set.of(p0)).get(p0);
+            return c != null && c.offset() == 10;
+        });
+        assertEquals(List.of(1L, 2L, 4L, 5L, 7L, 8L), service.of(0));
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMark.decode(live.committed(Set.of(p0)).get(p0).metadata()),
+                "the guard's automatic commit carries the mark");
+    }
+
     // -- bad input (HANDOVER.md section 6): a clear log line, a guard record naming the problem, nothing lost
 
     private HandoverRecord.Guard awaitProblem(GuardedConsumer<String, String> live, Service service, String rid, TopicPartition tp) {
