@@ -80,7 +80,10 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     private static final Logger log = LoggerFactory.getLogger(GuardedConsumer.class);
     private static final Duration SLICE = Duration.ofMillis(200);
 
+    private static final java.util.concurrent.atomic.AtomicInteger INSTANCES = new java.util.concurrent.atomic.AtomicInteger();
+
     private final Consumer<byte[], byte[]> raw;
+    private final String clientId;
     private final Deserializer<K> keys;
     private final Deserializer<V> values;
     private final boolean identity;
@@ -149,11 +152,11 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         if (groupId == null || groupId.isEmpty()) {
             throw new IllegalArgumentException("the guard acts for one live group: the consumer needs group.id");
         }
+        // One process may run several guarded consumers (a listener container's concurrency): client ids differ.
+        this.clientId = "reprise-guard-" + settings.member() + "-" + INSTANCES.incrementAndGet();
         this.follower = new HandoverFollower<>(settings.connection(), settings.handoverTopic(),
-                view -> view.activeFor(groupId), Duration.ofMillis(100), this::tick,
-                "reprise-guard-" + settings.member() + "-follower").start();
-        this.producer = new KafkaProducer<>(KafkaConnection.producerConfig(settings.connection(),
-                "reprise-guard-" + settings.member()));
+                view -> view.activeFor(groupId), Duration.ofMillis(100), this::tick, clientId + "-follower").start();
+        this.producer = new KafkaProducer<>(KafkaConnection.producerConfig(settings.connection(), clientId));
     }
 
     public GuardStats stats() {
@@ -648,7 +651,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         Map<TopicPartition, OffsetAndMetadata> committed;
         try {
             if (admin == null) {
-                admin = Admin.create(KafkaConnection.adminConfig(settings.connection(), "reprise-guard-" + settings.member() + "-admin"));
+                admin = Admin.create(KafkaConnection.adminConfig(settings.connection(), clientId + "-admin"));
             }
             committed = admin.listConsumerGroupOffsets(Map.of(groupId, new ListConsumerGroupOffsetsSpec().topicPartitions(todo.keySet())))
                     .partitionsToOffsetAndMetadata(groupId).get(15, TimeUnit.SECONDS);
