@@ -25,9 +25,9 @@ import java.util.UUID;
  *
  * Both loops read the whole topic from the beginning in a fresh group, call the same no-op handler on every record
  * (it reads the value's length) and commit after every poll; the clock runs from the first record to the last, so
- * the group join is not measured. After an uncounted warm-up of each, the runs are interleaved (bare, guarded, guarded, bare, ...), every run is
- * printed, and the best of each kind counts: on a shared machine the spread between two runs of one loop is larger
- * than the difference measured, and the best run is the one least disturbed.
+ * the group join is not measured. After an uncounted warm-up of each, the runs are interleaved (bare, guarded,
+ * guarded, bare, ...), every run is printed, and the best of each kind counts: on a shared machine the spread
+ * between two runs of one loop is larger than the difference measured, and the best run is the one least disturbed.
  */
 public final class GuardOverhead {
     private GuardOverhead() {
