@@ -2,6 +2,7 @@ package io.reprise.kafka.guard;
 
 import io.reprise.kafka.protocol.ActiveHandover;
 import io.reprise.kafka.protocol.CommitMark;
+import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.HandoverWire;
@@ -226,7 +227,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             userPaused.remove(tp);
             OffsetAndMetadata found = committed.get(tp);
             Long offset = found == null || found.offset() < 0 ? null : found.offset();
-            CommitMark mark = found == null ? null : CommitMark.decode(found.metadata());
+            CommitMark mark = found == null ? null : CommitMetadata.read(found.metadata());
             book.assign(tp, offset, mark, ticket);
         }
     }
@@ -480,7 +481,13 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
         offsets.forEach((tp, oam) -> {
             Store store = book.serviceStore(tp, oam.offset(), oam.metadata());
-            out.put(tp, new OffsetAndMetadata(store.offset(), oam.leaderEpoch(), store.metadata() == null ? "" : store.metadata()));
+            String metadata = store.metadata();
+            if (metadata == null) {
+                metadata = "";
+            } else if (!metadata.equals(oam.metadata())) {
+                metadata = store.offsetAndMetadata().metadata(); // the guard's mark replaced the service's metadata
+            }
+            out.put(tp, new OffsetAndMetadata(store.offset(), oam.leaderEpoch(), metadata));
         });
         return out;
     }
@@ -663,7 +670,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         for (Map.Entry<TopicPartition, GuardBook.PendingAck> e : todo.entrySet()) {
             OffsetAndMetadata found = committed.get(e.getKey());
             Long offset = found == null || found.offset() < 0 ? null : found.offset();
-            CommitMark mark = found == null ? null : CommitMark.decode(found.metadata());
+            CommitMark mark = found == null ? null : CommitMetadata.read(found.metadata());
             if (CommitMark.ackDue(e.getValue().handover(), offset, mark)) {
                 publish(new HandoverRecord.Ack(e.getValue().replayId(), e.getKey().topic(), e.getKey().partition(),
                         e.getValue().handover(), offset, settings.member(), System.currentTimeMillis()));

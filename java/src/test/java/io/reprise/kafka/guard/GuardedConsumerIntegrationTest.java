@@ -3,6 +3,7 @@ package io.reprise.kafka.guard;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.conformance.TestKafka;
 import io.reprise.kafka.protocol.CommitMark;
+import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.CompactJson;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.PartitionHandover;
@@ -179,8 +180,10 @@ class GuardedConsumerIntegrationTest {
         assertEquals(range(0, 20), service.of(1), "a partition without a start is not guarded");
         TestKafka.await("the skipped tail committed with its mark", 30, () -> service.take(live.poll(Duration.ofMillis(100))),
                 () -> live.committed(Set.of(p0)).get(p0).offset() == 20);
-        CommitMark mark = CommitMark.decode(live.committed(Set.of(p0)).get(p0).metadata());
+        CommitMark mark = CommitMetadata.read(live.committed(Set.of(p0)).get(p0).metadata());
         assertEquals(CommitMark.skipFrom(rid, firstPaid), mark, "the commit says what was skipped");
+        assertEquals(CommitMetadata.store(mark), live.committed(Set.of(p0)).get(p0).metadata(),
+                "stored as confluent-kafka stores it (JSON and one NUL), so Python readers read it too");
         TestKafka.await("a guard record", 30, () -> service.take(live.poll(Duration.ofMillis(100))),
                 () -> handovers.readReplay(rid).partitions.get(p0).guard != null);
         HandoverRecord.Guard guardRecord = handovers.readReplay(rid).partitions.get(p0).guard;
@@ -202,7 +205,7 @@ class GuardedConsumerIntegrationTest {
         assertEquals(1, live.stats().seeks());
         OffsetAndMetadata committed = live.committed(Set.of(p0)).get(p0);
         assertEquals(20, committed.offset());
-        assertNull(CommitMark.decode(committed.metadata()), "past the window: no mark");
+        assertNull(CommitMetadata.read(committed.metadata()), "past the window: no mark");
 
         // Every record of partition 0 by exactly one side: the replay has the matching ones in [S, H).
         Set<Long> byReplay = new TreeSet<>(List.of(12L));
@@ -246,7 +249,7 @@ class GuardedConsumerIntegrationTest {
         }, () -> one.assignment().size() == 2 && one.position(p0) >= 10 && one.position(p1) >= 10
                 && one.committed(Set.of(p0)).get(p0) != null && one.committed(Set.of(p0)).get(p0).offset() == 10
                 && one.committed(Set.of(p1)).get(p1) != null && one.committed(Set.of(p1)).get(p1).offset() == 10);
-        assertEquals(CommitMark.skipFrom(rid, 0), CommitMark.decode(one.committed(Set.of(p0)).get(p0).metadata()));
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMetadata.read(one.committed(Set.of(p0)).get(p0).metadata()));
 
         GuardedConsumer<String, String> two = guarded(Map.of());
         two.subscribe(List.of(topic));
@@ -335,7 +338,7 @@ class GuardedConsumerIntegrationTest {
             return c != null && c.offset() == 10;
         });
         assertEquals(List.of(1L, 2L, 4L, 5L, 7L, 8L), service.of(0));
-        assertEquals(CommitMark.skipFrom(rid, 0), CommitMark.decode(live.committed(Set.of(p0)).get(p0).metadata()),
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMetadata.read(live.committed(Set.of(p0)).get(p0).metadata()),
                 "the guard's automatic commit carries the mark");
     }
 

@@ -3,6 +3,7 @@ package io.reprise.kafka.spring;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.conformance.TestKafka;
 import io.reprise.kafka.protocol.CommitMark;
+import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.CompactJson;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.topic.HandoverTopic;
@@ -106,7 +107,7 @@ class GuardedConsumerFactoryIntegrationTest {
                     OffsetAndMetadata c = committed(group, p0);
                     return c != null && c.offset() == 20 && processed.getOrDefault(1, List.of()).size() >= 20;
                 });
-                assertEquals(CommitMark.skipFrom(rid, 12), CommitMark.decode(committed(group, p0).metadata()));
+                assertEquals(CommitMark.skipFrom(rid, 12), CommitMetadata.read(committed(group, p0).metadata()));
                 List<Long> expected = new ArrayList<>();
                 for (long o = 0; o < 20; o++) {
                     if (o < 10 || !paid((int) o)) {
@@ -121,7 +122,7 @@ class GuardedConsumerFactoryIntegrationTest {
                 expected.add(18L);
                 assertEquals(expected, processed.get(0), "matching records from H are re-read, the others not twice");
                 assertEquals(20, committed(group, p0).offset());
-                assertNull(CommitMark.decode(committed(group, p0).metadata()));
+                assertNull(CommitMetadata.read(committed(group, p0).metadata()));
                 assertEquals(20, processed.get(1).size(), "partition 1 is the live side's alone");
             } finally {
                 container.stop();
