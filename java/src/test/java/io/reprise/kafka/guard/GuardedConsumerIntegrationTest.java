@@ -342,6 +342,35 @@ class GuardedConsumerIntegrationTest {
                 "the guard's automatic commit carries the mark");
     }
 
+    @Test
+    void theServicesSeekDeliversAgainWithTheSameVerdictsAndAsyncCommitsCarryTheMark() throws Exception {
+        String rid = TestKafka.unique("shop/seek");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        publishReplay(rid, PAID, Map.of(0, 0L));
+        TestKafka.produce(topic, 0, values(0, 10));
+        GuardedConsumer<String, String> live = guarded(Map.of());
+        live.subscribe(List.of(topic));
+        Service service = new Service();
+        TestKafka.await("every record seen", 60, () -> service.take(live.poll(Duration.ofMillis(200))),
+                () -> live.assignment().contains(p0) && live.position(p0) >= 10);
+        assertEquals(List.of(1L, 2L, 4L, 5L, 7L, 8L), service.of(0));
+        // An error handler delivers from 4 again (the service failed there): the guard neither skips those records
+        // nor commits past them on the service's behalf.
+        live.seek(p0, 4);
+        TestKafka.await("delivered again from 4", 60, () -> service.take(live.poll(Duration.ofMillis(200))),
+                () -> service.of(0).size() >= 10);
+        assertEquals(List.of(1L, 2L, 4L, 5L, 7L, 8L, 4L, 5L, 7L, 8L), service.of(0), "the same verdicts the second time");
+        Map<TopicPartition, OffsetAndMetadata> sent = new HashMap<>();
+        boolean[] answered = {false};
+        live.commitAsync(Map.of(p0, new OffsetAndMetadata(9, "the service's own")), (offsets, error) -> {
+            sent.putAll(offsets);
+            answered[0] = error == null;
+        });
+        TestKafka.await("the async commit answered", 30, () -> live.poll(Duration.ofMillis(100)), () -> answered[0]);
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMetadata.read(sent.get(p0).metadata()), "the guard's mark replaced it");
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMetadata.read(live.committed(Set.of(p0)).get(p0).metadata()));
+    }
+
     // -- bad input (HANDOVER.md section 6): a clear log line, a guard record naming the problem, nothing lost
 
     private HandoverRecord.Guard awaitProblem(GuardedConsumer<String, String> live, Service service, String rid, TopicPartition tp) {
