@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replay_worker.filters import FilterSpec
+from replay_worker.handover import ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
@@ -38,7 +39,7 @@ from .constants import (
 )
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, retention_message
+from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
 from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
 from .workloads import KAFKA_CONFIG_DIR
@@ -52,6 +53,7 @@ PLURAL = "reconsumes"
 
 def start_request(spec: ReconsumeSpec, now: datetime) -> StartRequest:
     start = spec.start
+    refuse_future("spec.start.timestamp", start.timestamp, now)
     if start.timestamp is not None:
         return StartRequest("timestamp", timestamp=start.timestamp, allow_clamp=start.allow_clamp)
     if start.duration is not None:
@@ -131,6 +133,34 @@ def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
     return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
 
 
+def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int],
+                 state: ReplayHandover, mode: str) -> list[PartitionView]:
+    """Each planned partition as the handover topic and the end offsets show it now."""
+    views = []
+    for key, (start, _) in sorted(plan.items()):
+        part = state.partitions.get(key)
+        h = part.handover_offset if part else None
+        acked = bool(part and part.acknowledged)
+        reason = part.handover.reason if part and part.handover else ""
+        views.append(
+            PartitionView(
+                topic=key[0],
+                partition=key[1],
+                start=start,
+                end=ends[key],
+                position=part.progress.position if part and part.progress else None,
+                target=h,
+                # Only the live side's acknowledgement hands a partition over; a Parallel replay that
+                # reached the live group is CaughtUp (the state names the CRD documents).
+                handed_over=acked and mode == "Handover",
+                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
+                handover_offset=h,
+                finished=h is not None,
+            )
+        )
+    return views
+
+
 # ------------------------------------------------------------------------------------------ Kafka facts
 
 
@@ -185,12 +215,15 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
     """The plan of a Reconsume from what Kafka says now, or Failure with the reason and message the resource
     would fail with. Blocking; the operator's planning step and `kubectl reprise plan` both call it, so a
     plan shown before applying is the plan the operator then makes."""
-    start = start_request(spec, now)
+    try:
+        start = start_request(spec, now)
+    except PlanError as exc:
+        raise Failure(exc.reason, str(exc)) from None
     facts = gather_facts(cluster, list(spec.topics), start)
     try:
         return make_plan(start, facts, now)
     except PlanError as exc:
-        raise Failure("InvalidStart", str(exc)) from None
+        raise Failure(exc.reason, str(exc)) from None
 
 
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
@@ -230,7 +263,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         group=group,
         plan_starts=starts,
         handover_topic=rt.settings.handover_topic,
-        delivery=delivery_from_env(template_env(template), user_env(consumer)),
+        delivery=delivery_from_env(template_env(template, consumer.container), user_env(consumer)),
         has_secret=spec.kafka.config_from is not None,
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
@@ -284,25 +317,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     ends = await asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2)
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     handover_mode = spec.mode.value == "Handover"
-    views = []
-    for key, (start, _) in sorted(plan.items()):
-        part = state.partitions.get(key)
-        h = part.handover_offset if part else None
-        acked = bool(part and part.acknowledged)
-        reason = part.handover.reason if part and part.handover else ""
-        views.append(
-            PartitionView(
-                topic=key[0],
-                partition=key[1],
-                start=start,
-                end=ends[key],
-                position=part.progress.position if part and part.progress else None,
-                target=h,
-                handed_over=acked if handover_mode else h is not None,
-                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
-                handover_offset=h,
-            )
-        )
+    views = replay_views(plan, ends, state, spec.mode.value)
     progress = _record_progress(resource, memory, views)
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)

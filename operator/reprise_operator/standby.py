@@ -18,7 +18,7 @@ from .conditions import rfc3339
 from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from .progress import PartitionView, Progress, progress_status, summarize
-from .workloads import replay_deployment_manifest
+from .workloads import pick_container, replay_deployment_manifest
 
 DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
 
@@ -60,6 +60,7 @@ def standby_deployment(resource: Resource, *, name: str, component: str, templat
                        settings: WorkerSettings, kafka: KafkaConnection) -> dict:
     """The standby Deployment: the service's pod template running the replay worker with `settings`, the
     user's `spec.consumer` env and resources on top, owned by the resource."""
+    index = service_container(template, consumer.container)
     manifest = replay_deployment_manifest(
         owner=resource.owner(),
         name=name,
@@ -73,7 +74,7 @@ def standby_deployment(resource: Resource, *, name: str, component: str, templat
         container_name=consumer.container,
     )
     if consumer.resources is not None:
-        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+        manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()
     return manifest
 
 
@@ -81,9 +82,19 @@ def user_env(consumer: Consumer) -> list[dict]:
     return [e.model_dump(by_alias=True) for e in consumer.env or []]
 
 
-def template_env(template: dict) -> list[dict]:
+def service_container(template: dict, name: str | None, field: str = "spec.consumer") -> int:
+    """The index of the container that becomes the replay worker (`consumer.container`, else the first).
+    A name the template lacks waits in status for a person to fix the spec or the Deployment."""
+    try:
+        return pick_container((template.get("spec") or {}).get("containers") or [], name)
+    except ValueError as exc:
+        raise Waiting("ContainerNotFound", str(exc).replace("spec.consumer", field, 1)) from None
+
+
+def template_env(template: dict, container: str | None = None) -> list[dict]:
+    """The env of the service's container: the handler is the service's own setting, on its container."""
     containers = (template.get("spec") or {}).get("containers") or []
-    return containers[0].get("env", []) if containers else []
+    return containers[service_container(template, container)].get("env", []) if containers else []
 
 
 def format_duration_seconds(seconds: int) -> str:

@@ -108,6 +108,11 @@ def test_plan_refuses_a_start_older_than_retention_with_the_operators_message(ku
     condition = next(c for c in failed["status"]["conditions"] if c["type"] == "Failed")
     assert (condition["reason"], condition["message"]) == ("RetentionExceeded", message)
 
+    future = dict(body, metadata={"name": "not-yet"}, spec=dict(body["spec"], start={"timestamp": "2999-01-01T00:00:00Z"}))
+    refused_future = kubectl_reprise(kube, "plan", "-f", str(write_manifest(tmp_path, future)), "-n", namespace)
+    assert refused_future.returncode == 1
+    assert refused_future.stderr.startswith("error: plan refused: StartInFuture: spec.start.timestamp 2999-01-01T00:00:00Z is in the future"), refused_future.stderr
+
     watched = kubectl_reprise(kube, "watch", "too-old", "-n", namespace, "--timeout", "60s")
     assert watched.returncode == 1, watched.stdout + watched.stderr
     assert f"reconsume/too-old Failed: RetentionExceeded: {message}" in watched.stdout
