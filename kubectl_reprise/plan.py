@@ -10,7 +10,7 @@ is refused here with the operator's reason and message, so `plan` is a dry run o
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,6 @@ class ManifestPlan:
     consumers: int
     rate_per_consumer: float
     rewind: RewindStop | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def estimated_seconds(self) -> int:
