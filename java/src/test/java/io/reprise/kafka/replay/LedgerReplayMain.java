@@ -30,8 +30,8 @@ public final class LedgerReplayMain {
         RecordsHandler<String, String> handler = records -> {
             StringBuilder lines = new StringBuilder();
             for (ConsumerRecord<String, String> r : records) {
-                lines.append(r.topic()).append(' ').append(r.partition()).append(' ').append(r.offset()).append(' ')
-                        .append(r.value()).append('\n');
+                lines.append("R ").append(r.topic()).append(' ').append(r.partition()).append(' ').append(r.offset())
+                        .append('\n');
             }
             if (delay > 0) {
                 Thread.sleep(delay);

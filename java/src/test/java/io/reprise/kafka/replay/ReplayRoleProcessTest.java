@@ -38,10 +38,16 @@ class ReplayRoleProcessTest {
         return builder.start();
     }
 
-    static Map<String, String> env(String topic, String handover) {
-        Map<String, String> env = ReplayRoleBrokerTest.env("ns/" + topic + "/uid", topic, topic + "-replay", handover,
-                "REPRISE_BATCH_SIZE", String.valueOf(BATCH));
-        return env;
+    /**
+     * The role's settings. Kafka settings come from a config folder, as in a pod: a short session timeout, so the
+     * group takes the partitions of a killed replica away in seconds rather than the default 45.
+     */
+    static Map<String, String> env(String topic, String handover, Path dir) throws IOException {
+        Path config = Files.createDirectories(dir.resolve("kafka-config"));
+        Files.writeString(config.resolve("session.timeout.ms"), "6000\n");
+        Files.writeString(config.resolve("heartbeat.interval.ms"), "500\n");
+        return ReplayRoleBrokerTest.env("ns/" + topic + "/uid", topic, topic + "-replay", handover,
+                "REPRISE_BATCH_SIZE", String.valueOf(BATCH), "REPRISE_KAFKA_CONFIG_DIR", config.toString());
     }
 
     static List<String> lines(Path ledger) throws IOException {
@@ -67,7 +73,7 @@ class ReplayRoleProcessTest {
         Map<String, Integer> counts = new HashMap<>();
         for (String line : lines(ledger)) {
             String[] f = line.split(" ");
-            counts.merge(f[1] + " " + f[2], 1, Integer::sum);
+            counts.merge(f[2] + " " + f[3], 1, Integer::sum);
         }
         return counts;
     }
@@ -90,7 +96,7 @@ class ReplayRoleProcessTest {
         RealKafka.produce(topic, PARTITIONS, PER_PARTITION);
         Path ledger = dir.resolve("ledger.txt");
         Path log = dir.resolve("role.log");
-        Map<String, String> env = env(topic, handover);
+        Map<String, String> env = env(topic, handover, dir);
         Process first = start(env, ledger, 30, log);
         try {
             awaitLines(ledger, 200, first, log);
@@ -127,7 +133,7 @@ class ReplayRoleProcessTest {
         RealKafka.produce(topic, PARTITIONS, PER_PARTITION);
         Path ledger = dir.resolve("ledger.txt");
         Path log = dir.resolve("role.log");
-        Map<String, String> env = env(topic, handover);
+        Map<String, String> env = env(topic, handover, dir);
         Process first = start(env, ledger, 30, log);
         try {
             awaitLines(ledger, 150, first, log);
