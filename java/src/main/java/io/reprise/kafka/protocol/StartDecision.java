@@ -47,12 +47,27 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** A start or end spec that cannot be understood; the message says what is accepted. */
+    /**
+     * A start or end spec that cannot be understood, or cannot be honoured on a partition; the message says what is
+     * accepted. {@link #code} is the conformance vectors' stable error code, {@link #field} the member at fault.
+     */
     public static final class SpecException extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;
+        private final String code;
+        private final String field;
 
-        public SpecException(String message) {
+        public SpecException(String code, String field, String message) {
             super(message);
+            this.code = code;
+            this.field = field;
+        }
+
+        public String code() {
+            return code;
+        }
+
+        public String field() {
+            return field;
         }
     }
 
@@ -188,11 +203,11 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             case OFFSETS: {
                 Long wanted = spec.offsets().getOrDefault(t, Map.of()).get(p);
                 if (wanted == null) {
-                    throw new SpecException("start.offsets has no offset for " + t + "[" + p
+                    throw new SpecException("missing-partition-offset", "start.offsets", "start.offsets has no offset for " + t + "[" + p
                             + "]: give one for every partition of the topics");
                 }
                 if (wanted > facts.end()) {
-                    throw new SpecException("start.offsets: " + t + "[" + p + "]=" + wanted
+                    throw new SpecException("offset-beyond-end", "start.offsets", "start.offsets: " + t + "[" + p + "]=" + wanted
                             + " is beyond the partition's end offset " + facts.end());
                 }
                 if (wanted < facts.logStart()) {
@@ -234,7 +249,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             case OFFSETS: {
                 Long end = spec.offsets().getOrDefault(facts.topic(), Map.of()).get(facts.partition());
                 if (end == null) {
-                    throw new SpecException("end.offsets has no offset for " + facts.topic() + "[" + facts.partition()
+                    throw new SpecException("missing-partition-offset", "end.offsets", "end.offsets has no offset for " + facts.topic() + "[" + facts.partition()
                             + "]: give one for every partition of the topics");
                 }
                 return new Long[] {end, null};
@@ -286,7 +301,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
     public static double parseDuration(JsonNode value, String what) {
         double seconds;
         if (value == null || value.isNull() || value.isBoolean()) {
-            throw new SpecException(what + ": " + repr(value) + " is not a duration");
+            throw new SpecException("bad-duration", what, what + ": " + repr(value) + " is not a duration");
         }
         if (value.isNumber()) {
             seconds = value.asDouble();
@@ -310,15 +325,15 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     seconds += Double.parseDouble(pieces.group(1)) * UNITS.get(pieces.group(2));
                 }
                 if (joined.length() == 0 || !joined.toString().equals(text)) {
-                    throw new SpecException(what + ": " + repr(value)
+                    throw new SpecException("bad-time", what, what + ": " + repr(value)
                             + " is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)");
                 }
             }
         } else {
-            throw new SpecException(what + ": " + repr(value) + " is not a duration");
+            throw new SpecException("bad-duration", what, what + ": " + repr(value) + " is not a duration");
         }
         if (seconds <= 0) {
-            throw new SpecException(what + ": must be positive, got " + repr(value));
+            throw new SpecException("duration-not-positive", what, what + ": must be positive, got " + repr(value));
         }
         return seconds;
     }
@@ -335,7 +350,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
     /** Epoch milliseconds from a number (ms) or an ISO-8601 string (naive means UTC). */
     static long msFrom(JsonNode value, String what) {
         if (value == null || value.isNull() || value.isBoolean()) {
-            throw new SpecException(what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
+            throw new SpecException("bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
         }
         if (value.isNumber()) {
             return value.asLong();
@@ -355,13 +370,13 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     try {
                         return LocalDate.parse(iso).atStartOfDay().toInstant(ZoneOffset.UTC).toEpochMilli();
                     } catch (DateTimeParseException notDate) {
-                        throw new SpecException(what + ": " + repr(value)
+                        throw new SpecException("bad-time", what, what + ": " + repr(value)
                                 + " is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds");
                     }
                 }
             }
         }
-        throw new SpecException(what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
+        throw new SpecException("bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
     }
 
     /** {@code {"topic": {"0": 12}}} or {@code [{"topic": "t", "partition": 0, "offset": 12}, ...]}. */
@@ -394,13 +409,13 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             }
         } catch (IllegalArgumentException bad) {
             String shown = value == null ? "null" : value.toString();
-            throw new SpecException(what + ": expected {\"topic\": {\"0\": 12}} or a list of {topic, partition, offset}, got "
+            throw new SpecException("bad-offsets", what, what + ": expected {\"topic\": {\"0\": 12}} or a list of {topic, partition, offset}, got "
                     + shown.substring(0, Math.min(200, shown.length())));
         }
         for (Map.Entry<String, Map<Integer, Long>> topic : result.entrySet()) {
             for (Map.Entry<Integer, Long> p : topic.getValue().entrySet()) {
                 if (p.getKey() < 0 || p.getValue() < 0) {
-                    throw new SpecException(what + ": " + topic.getKey() + "[" + p.getKey() + "]=" + p.getValue()
+                    throw new SpecException("negative-offset", what, what + ": " + topic.getKey() + "[" + p.getKey() + "]=" + p.getValue()
                             + ": partitions and offsets are >= 0");
                 }
             }
@@ -424,7 +439,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             try {
                 return JSON.readTree(trimmed);
             } catch (JsonProcessingException exc) {
-                throw new SpecException(what + ": not valid JSON (" + exc.getOriginalMessage() + ")");
+                throw new SpecException("not-json", what, what + ": not valid JSON (" + exc.getOriginalMessage() + ")");
             }
         }
         return JsonNodeFactory.instance.textNode(text);
@@ -439,11 +454,11 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     return new Object[] {kind, null};
                 }
             }
-            throw new SpecException(what + ": " + repr(obj) + " is not one of " + known);
+            throw new SpecException("unknown-type", what, what + ": " + repr(obj) + " is not one of " + known);
         }
         if (!obj.isObject()) {
             String shown = obj.toString();
-            throw new SpecException(what + ": expected a JSON object, got " + shown.substring(0, Math.min(200, shown.length())));
+            throw new SpecException("not-an-object", what, what + ": expected a JSON object, got " + shown.substring(0, Math.min(200, shown.length())));
         }
         if (obj.has("type")) {
             String kind = obj.get("type").asText();
@@ -452,7 +467,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     return new Object[] {k, obj.get(k)};
                 }
             }
-            throw new SpecException(what + ": type " + repr(obj.get("type")) + " is not one of " + known);
+            throw new SpecException("unknown-type", what, what + ": type " + repr(obj.get("type")) + " is not one of " + known);
         }
         List<String> present = new ArrayList<>();
         for (String k : kinds) {
@@ -464,7 +479,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             List<String> names = new ArrayList<>();
             obj.fieldNames().forEachRemaining(names::add);
             names.sort(null);
-            throw new SpecException(what + ": give exactly one of " + known + " (got " + pyList(names) + ")");
+            throw new SpecException("ambiguous-type", what, what + ": give exactly one of " + known + " (got " + pyList(names) + ")");
         }
         return new Object[] {present.get(0), obj.get(present.get(0))};
     }
