@@ -47,6 +47,7 @@ public final class GuardBook {
         /** The highest offset committed or stored in this session (at first the committed one). */
         Long highWater;
         Long reportedSeen;
+        GuardPartition.Problem reportedProblem;
 
         PartitionBook(GuardPartition rules) {
             this.rules = rules;
@@ -161,9 +162,10 @@ public final class GuardBook {
 
     /**
      * No replay active: every record was handed. {@code positions} are the offsets after the last record returned,
-     * per partition.
+     * per partition; returns what is stored (with automatic storing, the positions that moved).
      */
-    public void handedUnguarded(Map<TopicPartition, Long> positions) {
+    public List<Store> handedUnguarded(Map<TopicPartition, Long> positions) {
+        List<Store> stores = new ArrayList<>();
         for (Map.Entry<TopicPartition, Long> e : positions.entrySet()) {
             PartitionBook part = parts.get(e.getKey());
             long position = e.getValue();
@@ -174,8 +176,10 @@ public final class GuardBook {
             part.rules.seenUntil(position);
             if (autoStore) {
                 part.storedUntil = position;
+                stores.add(new Store(e.getKey(), position, null));
             }
         }
+        return stores;
     }
 
     /** What to store for a partition the batch touched (null: nothing). */
@@ -324,6 +328,30 @@ public final class GuardBook {
                     && !rules.seenUntil().equals(part.reportedSeen)) {
                 reports.add(new SkipReport(rules.replayId(), e.getKey(), rules.firstSkipped(), rules.seenUntil()));
                 part.reportedSeen = rules.seenUntil();
+            }
+        }
+        return reports;
+    }
+
+    /** What a {@code guard} record with {@code problem} says: the guard cannot follow a replay on a partition and
+     * skips nothing for it (HANDOVER.md section 6, Bad input). */
+    public record ProblemReport(String replayId, TopicPartition partition, String problem, Long firstSkipped,
+                                Long seenUntil) {
+    }
+
+    /** Released partitions whose problem appeared or changed since the last report (each reported once). */
+    public List<ProblemReport> problemReports() {
+        List<ProblemReport> reports = new ArrayList<>();
+        for (Map.Entry<TopicPartition, PartitionBook> e : parts.entrySet()) {
+            PartitionBook part = e.getValue();
+            GuardPartition.Problem problem = part.rules.problem();
+            if (part.ticket != null || java.util.Objects.equals(problem, part.reportedProblem)) {
+                continue;
+            }
+            part.reportedProblem = problem;
+            if (problem != null) {
+                reports.add(new ProblemReport(problem.replayId(), e.getKey(), problem.problem(), part.rules.firstSkipped(),
+                        part.rules.seenUntil()));
             }
         }
         return reports;

@@ -91,7 +91,6 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     private final HandoverFollower<Map<TopicPartition, ActiveHandover>> follower;
     private final KafkaProducer<byte[], byte[]> producer;
     private final Set<TopicPartition> userPaused = new HashSet<>();
-    private final Map<TopicPartition, String> reportedProblems = new HashMap<>();
     private volatile Map<TopicPartition, GuardBook.PendingAck> pendingAcks = Map.of();
     private Admin admin;
     private long seenVersion = -1;
@@ -223,7 +222,6 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         for (TopicPartition tp : partitions) {
             book.drop(tp);
             userPaused.remove(tp);
-            reportedProblems.remove(tp);
         }
     }
 
@@ -327,24 +325,6 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         if (!released.isEmpty()) {
             List<TopicPartition> resume = released.stream().filter(tp -> !userPaused.contains(tp)).toList();
             raw.resume(resume);
-        }
-        if (version != seenVersion || !released.isEmpty() || !seeks.isEmpty()) {
-            reportProblems();
-        }
-    }
-
-    /** A replay this guard cannot evaluate: said once per partition, loudly (none of its records is skipped). */
-    private void reportProblems() {
-        for (Map.Entry<TopicPartition, GuardBook.PartitionBook> e : book.parts().entrySet()) {
-            String problem = e.getValue().rules.problem();
-            if (problem != null && !problem.equals(reportedProblems.get(e.getKey()))) {
-                reportedProblems.put(e.getKey(), problem);
-                log.error("guard of group {}: {} is covered by replay {}, whose filter this guard cannot evaluate; it "
-                                + "skips none of its records (they are processed by both groups): {}", groupId, e.getKey(),
-                        e.getValue().rules.problemReplay(), problem);
-            } else if (problem == null) {
-                reportedProblems.remove(e.getKey());
-            }
         }
     }
 
@@ -588,6 +568,16 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         for (SkipReport report : book.skipReports()) {
             publish(new HandoverRecord.Guard(report.replayId(), report.partition().topic(), report.partition().partition(),
                     report.firstSkipped(), report.seenUntil(), settings.member(), System.currentTimeMillis()));
+        }
+        for (GuardBook.ProblemReport problem : book.problemReports()) {
+            // Once per partition and problem: the guard skips nothing here for this replay (at-least-once).
+            log.warn("guard of group {} cannot follow replay {} on {} and skips nothing for it: {}", groupId,
+                    problem.replayId(), problem.partition(), problem.problem());
+            if (!problem.replayId().isEmpty()) {
+                publish(new HandoverRecord.Guard(problem.replayId(), problem.partition().topic(),
+                        problem.partition().partition(), problem.firstSkipped(), problem.seenUntil(), settings.member(),
+                        System.currentTimeMillis(), problem.problem()));
+            }
         }
         for (Store store : book.floorCommits(tp -> raw.position(tp))) {
             Map<TopicPartition, OffsetAndMetadata> offsets = Map.of(store.partition(), store.offsetAndMetadata());

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
+import java.math.BigInteger;
 
 /**
  * Metadata on a committed offset, recording what a side did atomically with the offset itself (HANDOVER.md
@@ -13,9 +14,16 @@ import java.io.IOException;
  * <li>live group, {@code skip_from} F: matching records in [F, committed) were skipped, not processed;</li>
  * <li>live group, {@code reread_until} U: records in [committed, U) that do not match were processed already.</li>
  * </ul>
- * Any other metadata is not Reprise's and is ignored.
+ * Metadata is Reprise's when it is a JSON object with a {@code reprise} member; anything else is not Reprise's and
+ * is ignored. A Reprise mark this reader cannot use (a newer format version, or malformed) comes back with
+ * {@code problem} set ({@code newer-version}, {@code malformed}) and no fields: it says nothing reliable about
+ * what was skipped or processed below the offset.
  */
-public record CommitMark(String replayId, String finished, Long skipFrom, Long rereadUntil) {
+public record CommitMark(String replayId, String finished, Long skipFrom, Long rereadUntil, String problem) {
+
+    public CommitMark(String replayId, String finished, Long skipFrom, Long rereadUntil) {
+        this(replayId, finished, skipFrom, rereadUntil, null);
+    }
 
     public static CommitMark finished(String replayId, String reason) {
         return new CommitMark(replayId, reason, null, null);
@@ -27,6 +35,11 @@ public record CommitMark(String replayId, String finished, Long skipFrom, Long r
 
     public static CommitMark rereadUntil(String replayId, long until) {
         return new CommitMark(replayId, null, null, until);
+    }
+
+    /** False for a Reprise mark this reader cannot read. */
+    public boolean usable() {
+        return problem == null;
     }
 
     public String encode() {
@@ -56,17 +69,39 @@ public record CommitMark(String replayId, String finished, Long skipFrom, Long r
         } catch (IOException e) {
             return null;
         }
-        if (!body.isObject() || !body.has("reprise") || !body.path("replay").isTextual()) {
+        if (!body.isObject() || !body.has("reprise")) {
             return null;
         }
+        JsonNode version = body.get("reprise");
+        JsonNode replay = body.get("replay");
+        String replayId = replay != null && replay.isTextual() ? replay.textValue() : "";
+        if (!version.isIntegralNumber() || version.bigIntegerValue().signum() < 1) {
+            return unusable(replayId, "malformed");
+        }
+        if (version.bigIntegerValue().compareTo(BigInteger.valueOf(HandoverWire.FORMAT_VERSION)) > 0) {
+            return unusable(replayId, "newer-version");
+        }
         JsonNode finished = body.get("finished");
-        return new CommitMark(body.get("replay").textValue(),
-                finished == null || finished.isNull() ? null : finished.isTextual() ? finished.textValue() : CompactJson.write(finished),
-                optional(body.get("skip_from")), optional(body.get("reread_until")));
+        JsonNode skipFrom = body.get("skip_from");
+        JsonNode rereadUntil = body.get("reread_until");
+        if (replay == null || !replay.isTextual() || !(absent(finished) || finished.isTextual())
+                || !(absent(skipFrom) || isLong(skipFrom)) || !(absent(rereadUntil) || isLong(rereadUntil))) {
+            return unusable(replayId, "malformed");
+        }
+        return new CommitMark(replayId, absent(finished) ? null : finished.textValue(),
+                absent(skipFrom) ? null : skipFrom.longValue(), absent(rereadUntil) ? null : rereadUntil.longValue());
     }
 
-    private static Long optional(JsonNode node) {
-        return node == null || node.isNull() ? null : HandoverWire.integer(node);
+    private static CommitMark unusable(String replayId, String problem) {
+        return new CommitMark(replayId, null, null, null, problem);
+    }
+
+    private static boolean absent(JsonNode node) {
+        return node == null || node.isNull();
+    }
+
+    private static boolean isLong(JsonNode node) {
+        return node.isIntegralNumber() && node.bigIntegerValue().bitLength() <= 63;
     }
 
     /** The live group owns the partition from H on: its committed offset is at or past H, with no mark pending. */
@@ -74,6 +109,6 @@ public record CommitMark(String replayId, String finished, Long skipFrom, Long r
         if (committed == null || committed < handoverOffset) {
             return false;
         }
-        return mark == null || (mark.skipFrom == null && mark.rereadUntil == null);
+        return mark == null || (mark.usable() && mark.skipFrom == null && mark.rereadUntil == null);
     }
 }

@@ -50,7 +50,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
         try {
             return parse(CompactJson.parse(text));
         } catch (IOException e) {
-            throw new FilterSpecException("filter: not valid JSON (" + e.getMessage().lines().findFirst().orElse("") + ")");
+            throw new FilterSpecException("filter: not valid JSON (" + e.getMessage().lines().findFirst().orElse("") + ")",
+                    "filter", "not-json");
         }
     }
 
@@ -64,7 +65,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
             return obj.textValue().isEmpty() ? EMPTY : parse(obj.textValue());
         }
         if (!obj.isObject()) {
-            throw new FilterSpecException(what + ": expected a JSON object with headers, keys, keysFile or json");
+            throw new FilterSpecException(what + ": expected a JSON object with headers, keys, keysFile or json", what,
+                    "not-an-object");
         }
         Set<String> unknown = new TreeSet<>();
         obj.fieldNames().forEachRemaining(name -> {
@@ -73,13 +75,15 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
             }
         });
         if (!unknown.isEmpty()) {
-            throw new FilterSpecException(what + ": unknown field(s) " + pyList(unknown) + "; known: headers, keys, keysFile, json");
+            throw new FilterSpecException(what + ": unknown field(s) " + pyList(unknown) + "; known: headers, keys, keysFile, json",
+                    what + "." + unknown.iterator().next(), "unknown-field");
         }
         Map<String, List<String>> headers = new LinkedHashMap<>();
         JsonNode rawHeaders = obj.get("headers");
         if (HandoverWire.truthy(rawHeaders)) {
             if (!rawHeaders.isObject()) {
-                throw new FilterSpecException(what + ".headers: expected {\"name\": [\"value\", ...]}");
+                throw new FilterSpecException(what + ".headers: expected {\"name\": [\"value\", ...]}", what + ".headers",
+                        "bad-headers");
             }
             for (Iterator<Map.Entry<String, JsonNode>> it = rawHeaders.fields(); it.hasNext(); ) {
                 Map.Entry<String, JsonNode> entry = it.next();
@@ -99,8 +103,9 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     list = null;
                 }
                 if (list == null) {
-                    throw new FilterSpecException(what + ".headers." + entry.getKey()
-                            + ": expected a string or a non-empty list of strings");
+                        throw new FilterSpecException(what + ".headers." + entry.getKey()
+                            + ": expected a string or a non-empty list of strings", what + ".headers." + entry.getKey(),
+                            "bad-header-values");
                 }
                 headers.put(entry.getKey(), List.copyOf(list));
             }
@@ -109,12 +114,12 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
         JsonNode rawKeys = obj.get("keys");
         if (rawKeys != null && !rawKeys.isNull()) {
             if (!rawKeys.isArray()) {
-                throw new FilterSpecException(what + ".keys: expected a list of strings");
+                throw new FilterSpecException(what + ".keys: expected a list of strings", what + ".keys", "bad-keys");
             }
             keys = new ArrayList<>();
             for (JsonNode k : rawKeys) {
                 if (!k.isTextual()) {
-                    throw new FilterSpecException(what + ".keys: expected a list of strings");
+                    throw new FilterSpecException(what + ".keys: expected a list of strings", what + ".keys", "bad-keys");
                 }
                 keys.add(k.textValue());
             }
@@ -123,7 +128,7 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
         JsonNode rawFile = obj.get("keysFile");
         if (rawFile != null && !rawFile.isNull()) {
             if (!rawFile.isTextual()) {
-                throw new FilterSpecException(what + ".keysFile: expected a path");
+                throw new FilterSpecException(what + ".keysFile: expected a path", what + ".keysFile", "bad-keys-file");
             }
             keysFile = rawFile.textValue();
         }
@@ -136,13 +141,15 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                 rawJson = one;
             }
             if (!rawJson.isArray()) {
-                throw new FilterSpecException(what + ".json: expected a list of {path, equals|in|exists}");
+                throw new FilterSpecException(what + ".json: expected a list of {path, equals|in|exists}", what + ".json",
+                        "bad-json");
             }
             int index = 0;
             for (JsonNode cond : rawJson) {
                 String where = what + ".json[" + index++ + "]";
                 if (!cond.isObject() || !cond.path("path").isTextual() || cond.get("path").textValue().isEmpty()) {
-                    throw new FilterSpecException(where + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)");
+                    throw new FilterSpecException(where + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)",
+                            where, "bad-condition");
                 }
                 List<String> ops = new ArrayList<>();
                 for (String op : List.of("equals", "in", "exists")) {
@@ -151,7 +158,7 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     }
                 }
                 if (ops.size() != 1) {
-                    throw new FilterSpecException(where + ": give exactly one of equals, in, exists");
+                    throw new FilterSpecException(where + ": give exactly one of equals, in, exists", where, "bad-operator");
                 }
                 List<String> path = List.of(cond.get("path").textValue().split("\\.", -1));
                 switch (ops.get(0)) {
@@ -159,13 +166,20 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     case "in" -> {
                         JsonNode in = cond.get("in");
                         if (!in.isArray() || in.isEmpty()) {
-                            throw new FilterSpecException(where + ".in: expected a non-empty list");
+                            throw new FilterSpecException(where + ".in: expected a non-empty list", where + ".in", "bad-in");
                         }
                         List<JsonNode> values = new ArrayList<>();
                         in.forEach(values::add);
                         conditions.add(new JsonCondition(path, values, null));
                     }
-                    default -> conditions.add(new JsonCondition(path, List.of(), HandoverWire.truthy(cond.get("exists"))));
+                    default -> {
+                        if (!cond.get("exists").isBoolean()) {
+                            // "false" (a string) must not read as true: a guard would skip what the replay ignores.
+                            throw new FilterSpecException(where + ".exists: expected true or false", where + ".exists",
+                                    "bad-exists");
+                        }
+                        conditions.add(new JsonCondition(path, List.of(), cond.get("exists").booleanValue()));
+                    }
                 }
             }
         }

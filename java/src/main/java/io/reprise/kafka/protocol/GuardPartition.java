@@ -29,10 +29,21 @@ public final class GuardPartition {
     RecordFilter rereadMatcher;
     /** Set once the guard committed the handover offset itself (a quiet partition). */
     boolean floorCommitted;
-    /** Why the active replay's records cannot be skipped here (its filter cannot be evaluated), or null. */
-    String problem;
-    String problemReplay;
     long skipped;
+    /** The replay the handover view reports this partition's problem for, and the problem: the guard follows no
+     * replay here. */
+    Problem viewProblem;
+    /** The commit mark found at assignment, when it could not be used. */
+    Problem markProblem;
+    /**
+     * The committed mark could not be read: the previous owner may have skipped any covered record below the
+     * committed offset, so the first replay adopted counts as skipped from its start (F := S).
+     */
+    boolean unknownSkips;
+
+    /** A replay this guard cannot follow on a partition, and why ({@code <what>:<code>}). */
+    public record Problem(String replayId, String problem) {
+    }
 
     public GuardPartition(String topic, int partition) {
         this.topic = topic;
@@ -77,13 +88,9 @@ public final class GuardPartition {
         return skipped;
     }
 
-    /** The reason this partition's replay is not guarded (its filter cannot be evaluated), or null. */
-    public String problem() {
-        return problem;
-    }
-
-    public String problemReplay() {
-        return problemReplay;
+    /** The replay and problem to report for this partition (it skips nothing for that replay), or null. */
+    public Problem problem() {
+        return viewProblem != null ? viewProblem : markProblem;
     }
 
     public void seenUntil(Long offset) {
@@ -104,6 +111,13 @@ public final class GuardPartition {
         if (mark == null) {
             return;
         }
+        if (!mark.usable()) {
+            // A newer (or broken) guard wrote it: what it skipped below C is unknown. Assume the worst that the
+            // replay can cover (everything from S), so that H brings a re-read instead of a loss.
+            markProblem = new Problem(mark.replayId(), "unusable-commit-mark:" + mark.problem());
+            unknownSkips = committed != null && committed > 0;
+            return;
+        }
         if (mark.skipFrom() != null && committed != null && committed > mark.skipFrom()) {
             replayId = mark.replayId();
             firstSkipped = mark.skipFrom();
@@ -118,17 +132,10 @@ public final class GuardPartition {
 
     /** Applies what the handover topic now says; returns an offset to seek back to, or null. */
     public Long update(ActiveHandover active) {
-        if (active != null && active.filter() == null) {
-            // This side cannot evaluate the replay's filter, so it cannot prove which records the replay covers:
-            // it skips none (the replay's records are processed by both groups, none is lost).
-            if (!active.replayId().equals(problemReplay)) {
-                problem = active.problem();
-                problemReplay = active.replayId();
-            }
+        viewProblem = active != null && active.problem() != null ? new Problem(active.replayId(), active.problem()) : null;
+        if (viewProblem != null) {
+            // A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
             active = null;
-        } else {
-            problem = null;
-            problemReplay = null;
         }
         if (rereadUntil != null && rereadMatcher == null && active != null && active.replayId().equals(rereadReplay)) {
             rereadMatcher = active.filter();
@@ -163,6 +170,12 @@ public final class GuardPartition {
         matcher = active.filter();
         if (active.handover() == null) {
             handover = null;
+        }
+        if (unknownSkips) {
+            unknownSkips = false;
+            if (firstSkipped == null && seenUntil != null && seenUntil > active.start()) {
+                firstSkipped = active.start();
+            }
         }
     }
 

@@ -44,12 +44,12 @@ public record HandoverKey(String replayId, String kind, String topic, Integer pa
         }
         if (parts == null || !parts.isArray() || (parts.size() != 2 && parts.size() != 4)
                 || !parts.get(0).isTextual() || !parts.get(1).isTextual()) {
-            throw new HandoverFormatException("not a handover key: " + show(raw));
+            throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
         }
         if (parts.size() == 4) {
             JsonNode partition = parts.get(3);
             if (!parts.get(2).isTextual() || !partition.isIntegralNumber() || !partition.canConvertToInt()) {
-                throw new HandoverFormatException("not a handover key: " + show(raw));
+                throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
             }
             return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), parts.get(2).textValue(),
                     partition.intValue());

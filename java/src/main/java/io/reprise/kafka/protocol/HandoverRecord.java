@@ -70,9 +70,16 @@ public sealed interface HandoverRecord {
         }
     }
 
-    /** {@code guard}: the live side is skipping p (advisory). */
-    record Guard(String replayId, String topic, int partition, long firstSkipped, long seenUntil, String member,
-                 long atMs) implements PerPartition {
+    /**
+     * {@code guard}: the live side is skipping p (advisory), or, with {@code problem}, cannot follow the replay on
+     * p and skips nothing for it (a reason code such as {@code unevaluable-filter:unknown-field}).
+     */
+    record Guard(String replayId, String topic, int partition, Long firstSkipped, Long seenUntil, String member,
+                 long atMs, String problem) implements PerPartition {
+        public Guard(String replayId, String topic, int partition, long firstSkipped, long seenUntil, String member, long atMs) {
+            this(replayId, topic, partition, firstSkipped, seenUntil, member, atMs, null);
+        }
+
         @Override
         public String kind() {
             return "guard";

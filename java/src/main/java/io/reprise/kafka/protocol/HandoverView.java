@@ -1,23 +1,32 @@
 package io.reprise.kafka.protocol;
 
+import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import org.apache.kafka.common.TopicPartition;
-
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
- * The state of every replay, built by applying the handover topic's records in log order. Malformed records are
- * counted and skipped, never fatal: one bad writer must not stop every guard.
+ * The state of every replay, built by applying the handover topic's records in log order.
+ *
+ * <p>Malformed records are counted and logged, never fatal: one bad writer must not stop every guard. A governing
+ * record ({@code replay}, {@code start}, {@code handover}) that cannot be read (malformed, or written by a newer
+ * version) replaces what its key held: the guard stops acting on that replay (or partition) and says why
+ * (HANDOVER.md section 6, Bad input). A record whose key cannot be read belongs to no replay and is only counted.
  */
 public final class HandoverView {
     private static final Logger log = LoggerFactory.getLogger(HandoverView.class);
+
+    /** Kinds whose unreadable value stops the guard from acting on the replay (the others are advisory). */
+    static final Set<String> GOVERNING_KINDS = Set.of("replay", "start", "handover");
 
     private final Map<String, ReplayHandover> replays = new LinkedHashMap<>();
     private final Map<String, CompiledFilter> filters = new HashMap<>();
@@ -25,10 +34,10 @@ public final class HandoverView {
     private long malformed;
     private String lastMalformed;
 
-    private record CompiledFilter(Object spec, RecordFilter filter, String problem) {
+    private record CompiledFilter(Object spec, RecordFilter filter) {
     }
 
-    /** Applies one message of the handover topic; returns false when it was malformed (and skipped). */
+    /** Applies one message of the handover topic; returns false when it was malformed. */
     public boolean apply(byte[] rawKey, byte[] rawValue) {
         HandoverWire.Decoded decoded;
         try {
@@ -36,7 +45,8 @@ public final class HandoverView {
         } catch (HandoverFormatException e) {
             malformed++;
             lastMalformed = e.getMessage();
-            log.warn("skipping a malformed handover record: {}", e.getMessage());
+            log.warn("a malformed handover record ({}): {}", e.code(), e.getMessage());
+            unreadable(rawKey, e.code());
             return false;
         }
         applied++;
@@ -61,6 +71,27 @@ public final class HandoverView {
         return true;
     }
 
+    private void unreadable(byte[] rawKey, String code) {
+        HandoverKey key;
+        try {
+            key = HandoverKey.decode(rawKey);
+        } catch (HandoverFormatException e) {
+            return;
+        }
+        if (!GOVERNING_KINDS.contains(key.kind()) || "replay".equals(key.kind()) != (key.topic() == null)) {
+            return;
+        }
+        applied++;
+        ReplayHandover replay = replays.get(key.replayId());
+        if (replay == null) {
+            replay = new ReplayHandover(key.replayId());
+            replay.order = applied;
+            replays.put(key.replayId(), replay);
+        }
+        replay.unreadable.put(new ReplayHandover.KeySlot(key.kind(), key.topic(), key.partition()), code);
+        replay.liveKeys.add(ByteBuffer.wrap(rawKey == null ? new byte[0] : rawKey));
+    }
+
     public Map<String, ReplayHandover> replays() {
         return replays;
     }
@@ -70,7 +101,7 @@ public final class HandoverView {
         return found != null ? found : new ReplayHandover(replayId);
     }
 
-    /** How many malformed records were skipped, and the last one's reason (null if none). */
+    /** How many malformed records were seen, and the last one's reason (null if none). */
     public long malformed() {
         return malformed;
     }
@@ -79,44 +110,80 @@ public final class HandoverView {
         return lastMalformed;
     }
 
-    /** Per partition, the Handover-mode replay whose guard is {@code liveGroup} (the earliest if several). */
+    /**
+     * Per partition, the Handover-mode replay whose guard is {@code liveGroup} (the earliest if several). A replay
+     * the guard cannot follow (an unreadable {@code replay}, {@code start} or {@code handover} record, or a filter it
+     * cannot evaluate) still holds its partitions, as an entry with {@code problem} set: the guard skips nothing for
+     * it, and a later replay does not take those partitions over.
+     */
     public Map<TopicPartition, ActiveHandover> activeFor(String liveGroup) {
         Map<TopicPartition, ActiveHandover> result = new HashMap<>();
         List<ReplayHandover> ordered = new ArrayList<>(replays.values());
         ordered.sort(Comparator.comparingLong(r -> r.order));
         for (ReplayHandover replay : ordered) {
             HandoverRecord.Replay info = replay.replay;
-            if (info == null || !"Handover".equals(info.mode()) || !liveGroup.equals(info.liveGroup())) {
-                continue;
-            }
-            CompiledFilter filter = filterOf(info);
-            for (Map.Entry<TopicPartition, PartitionHandover> e : replay.partitions.entrySet()) {
-                PartitionHandover part = e.getValue();
-                if (part.start == null || result.containsKey(e.getKey())) {
+            String replayProblem = replay.unreadable.get(new ReplayHandover.KeySlot("replay", null, null));
+            String problem;
+            RecordFilter matcher;
+            if (replayProblem != null) {
+                // Whose replay it is cannot be read: it may be this group's, unless an earlier readable value said
+                // it is not (a replay record is written once; a changed one is a writer's fault anyway).
+                if (info != null && (!"Handover".equals(info.mode()) || !liveGroup.equals(info.liveGroup()))) {
                     continue;
                 }
-                result.put(e.getKey(), new ActiveHandover(replay.replayId, part.start.offset(), part.handoverOffset(),
-                        filter.filter(), filter.problem()));
+                problem = "unreadable-replay-record:" + replayProblem;
+                matcher = null;
+            } else if (info == null || !"Handover".equals(info.mode()) || !liveGroup.equals(info.liveGroup())) {
+                continue;
+            } else {
+                try {
+                    matcher = filterOf(info);
+                    problem = null;
+                } catch (FilterSpecException e) {
+                    matcher = null;
+                    problem = "unevaluable-filter:" + e.code();
+                }
+            }
+            Set<TopicPartition> slots = new LinkedHashSet<>();
+            replay.partitions.forEach((tp, part) -> {
+                if (part.start != null) {
+                    slots.add(tp);
+                }
+            });
+            for (ReplayHandover.KeySlot slot : replay.unreadable.keySet()) {
+                if (slot.topic() != null && slot.partition() != null) {
+                    slots.add(new TopicPartition(slot.topic(), slot.partition()));
+                }
+            }
+            for (TopicPartition tp : slots) {
+                if (result.containsKey(tp)) {
+                    continue;
+                }
+                PartitionHandover part = replay.partitions.get(tp);
+                Long start = part != null && part.start != null ? part.start.offset() : null;
+                String partProblem = problem;
+                for (String kind : List.of("start", "handover")) {
+                    String code = replay.unreadable.get(new ReplayHandover.KeySlot(kind, tp.topic(), tp.partition()));
+                    if (partProblem == null && code != null) {
+                        partProblem = "unreadable-" + kind + "-record:" + code;
+                    }
+                }
+                if (partProblem != null) {
+                    result.put(tp, new ActiveHandover(replay.replayId, start, null, null, partProblem));
+                } else if (start != null && matcher != null) {
+                    result.put(tp, new ActiveHandover(replay.replayId, start, part.handoverOffset(), matcher, null));
+                }
             }
         }
         return result;
     }
 
-    private CompiledFilter filterOf(HandoverRecord.Replay info) {
+    private RecordFilter filterOf(HandoverRecord.Replay info) throws FilterSpecException {
         CompiledFilter cached = filters.get(info.replayId());
         if (cached == null || !cached.spec().equals(info.filter())) {
-            RecordFilter compiled = null;
-            String problem = null;
-            try {
-                compiled = RecordFilter.compile(info.filter());
-            } catch (FilterSpecException e) {
-                problem = e.getMessage();
-                log.error("replay {}: the guard cannot evaluate its filter, so it skips no record of it "
-                        + "(records it covers are processed by both groups): {}", info.replayId(), problem);
-            }
-            cached = new CompiledFilter(info.filter(), compiled, problem);
+            cached = new CompiledFilter(info.filter(), RecordFilter.published(info.filter()));
             filters.put(info.replayId(), cached);
         }
-        return cached;
+        return cached.filter();
     }
 }

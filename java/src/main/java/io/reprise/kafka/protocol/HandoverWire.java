@@ -2,10 +2,10 @@ package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
-import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,6 +60,9 @@ public final class HandoverWire {
             v.put("first_skipped", g.firstSkipped());
             v.put("seen_until", g.seenUntil());
             v.put("member", g.member());
+            if (g.problem() != null) {
+                v.put("problem", g.problem());
+            }
         } else if (record instanceof HandoverRecord.Ack a) {
             partition(v, a);
             v.put("offset", a.offset());
@@ -82,7 +85,17 @@ public final class HandoverWire {
         v.put("partition", record.partition());
     }
 
-    /** The record of one handover-topic message. */
+    /** The kinds of record the protocol has. */
+    public static final java.util.Set<String> KINDS = java.util.Set.of("replay", "start", "handover", "guard", "ack",
+            "progress", "result");
+
+    /**
+     * The record of one handover-topic message (a null record for a tombstone). Refusals carry a code, checked in
+     * this order: {@code malformed-key}, {@code malformed-value} (not a JSON object, or {@code v} not an integer),
+     * {@code newer-version}, {@code kind-mismatch}, {@code unknown-kind}, {@code key-mismatch} (the key's shape is
+     * not its kind's, or the value names another partition), {@code bad-field} (a required field missing or null,
+     * or a field of the wrong JSON type; unknown fields are ignored).
+     */
     public static Decoded decode(byte[] rawKey, byte[] rawValue) throws HandoverFormatException {
         HandoverKey key = HandoverKey.decode(rawKey);
         if (rawValue == null) {
@@ -92,121 +105,127 @@ public final class HandoverWire {
         try {
             v = CompactJson.parse(rawValue);
         } catch (IOException e) {
-            throw new HandoverFormatException("value of " + key + " is not JSON");
+            throw new HandoverFormatException("value of " + key + " is not JSON", "malformed-value");
         }
-        if (!v.isObject() || !key.kind().equals(v.path("kind").isTextual() ? v.get("kind").textValue() : null)) {
-            throw new HandoverFormatException("value of " + key + " does not say kind '" + key.kind() + "'");
+        if (!v.isObject() || (v.has("v") && !isInteger(v.get("v")))) {
+            throw new HandoverFormatException("value of " + key + " is not a handover record", "malformed-value");
         }
-        long version;
-        try {
-            version = v.has("v") ? integer(v.get("v")) : 0;
-        } catch (IllegalArgumentException e) {
-            throw new HandoverFormatException("value of " + key + " has a bad format version: " + v.get("v"));
+        if (v.has("v") && v.get("v").bigIntegerValue().compareTo(BigInteger.valueOf(FORMAT_VERSION)) > 0) {
+            throw new HandoverFormatException(key + " has format version " + v.get("v") + ", newer than "
+                    + FORMAT_VERSION + ": this reader is older than its writer", "newer-version");
         }
-        if (version > FORMAT_VERSION) {
-            throw new HandoverFormatException(key + " has format version " + version + ", newer than "
-                    + FORMAT_VERSION);
+        JsonNode kind = v.get("kind");
+        if (kind == null || !kind.isTextual() || !kind.textValue().equals(key.kind())) {
+            throw new HandoverFormatException("value of " + key + " does not say kind '" + key.kind() + "'", "kind-mismatch");
+        }
+        if (!KINDS.contains(key.kind())) {
+            throw new HandoverFormatException("unknown record kind '" + key.kind() + "'", "unknown-kind");
+        }
+        boolean replayWide = key.kind().equals("replay") || key.kind().equals("result");
+        if ((key.topic() == null) != replayWide) {
+            throw new HandoverFormatException("a " + key.kind() + " record has no key of this shape: " + key, "key-mismatch");
         }
         String rid = key.replayId();
         try {
-            long at = truthy(v.get("at_ms")) ? integer(v.get("at_ms")) : 0;
-            switch (key.kind()) {
-                case "replay": {
-                    JsonNode filter = v.get("filter");
-                    if (truthy(filter) && !filter.isObject()) {
-                        throw new IllegalArgumentException("'filter' is not an object");
+            long at = optionalLong(v, "at_ms", 0L);
+            if (key.kind().equals("replay")) {
+                List<String> topics = new ArrayList<>();
+                JsonNode rawTopics = field(v, "topics", JsonNodeType.ARRAY, false);
+                if (rawTopics != null) {
+                    for (JsonNode t : rawTopics) {
+                        if (!t.isTextual()) {
+                            throw new IllegalArgumentException("topics is not a list of strings");
+                        }
+                        topics.add(t.textValue());
                     }
-                    return new Decoded(key, new HandoverRecord.Replay(rid, text(required(v, "mode")),
-                            text(required(v, "replay_group")), optionalText(v.get("live_group")), strings(v.get("topics")),
-                            truthy(filter) ? (ObjectNode) filter : null, at));
                 }
-                case "result": {
-                    JsonNode result = v.get("result");
-                    if (truthy(result) && !result.isObject()) {
-                        throw new IllegalArgumentException("'result' is not an object");
-                    }
-                    return new Decoded(key, new HandoverRecord.Result(rid, truthy(result) ? result : null, at));
-                }
-                default:
-                    break;
+                JsonNode filter = field(v, "filter", JsonNodeType.OBJECT, false);
+                JsonNode live = field(v, "live_group", JsonNodeType.STRING, false);
+                return new Decoded(key, new HandoverRecord.Replay(rid, field(v, "mode", JsonNodeType.STRING, true).textValue(),
+                        field(v, "replay_group", JsonNodeType.STRING, true).textValue(), live == null ? null : live.textValue(),
+                        topics, (ObjectNode) filter, at));
             }
-            String t = text(required(v, "topic"));
-            long p = integer(required(v, "partition"));
-            if (!t.equals(key.topic()) || key.partition() == null || p != key.partition()) {
-                throw new HandoverFormatException("value of " + key + " names " + t + "[" + p + "]");
+            if (key.kind().equals("result")) {
+                return new Decoded(key, new HandoverRecord.Result(rid, field(v, "result", JsonNodeType.OBJECT, false), at));
             }
-            int partition = (int) p;
+            String t = field(v, "topic", JsonNodeType.STRING, true).textValue();
+            long p = requiredLong(v, "partition");
+            if (!t.equals(key.topic()) || p != key.partition()) {
+                throw new HandoverFormatException("value of " + key + " names " + t + "[" + p + "]", "key-mismatch");
+            }
+            int partition = key.partition();
             HandoverRecord record = switch (key.kind()) {
-                case "start" -> new HandoverRecord.Start(rid, t, partition, integer(required(v, "offset")),
-                        optionalInteger(v.get("end_offset")), optionalInteger(v.get("end_timestamp_ms")),
-                        truthy(v.get("clamped")), at);
-                case "handover" -> new HandoverRecord.Handover(rid, t, partition, integer(required(v, "offset")),
-                        textOr(v.get("reason"), ""), textOr(v.get("by"), "replay"), at);
-                case "guard" -> new HandoverRecord.Guard(rid, t, partition, integer(required(v, "first_skipped")),
-                        integer(required(v, "seen_until")), textOr(v.get("member"), ""), at);
-                case "progress" -> new HandoverRecord.Progress(rid, t, partition, integer(required(v, "position")),
-                        truthy(v.get("at_end")), textOr(v.get("member"), ""), at);
-                case "ack" -> new HandoverRecord.Ack(rid, t, partition, integer(required(v, "offset")),
-                        integer(required(v, "committed")), textOr(v.get("member"), ""), at);
-                default -> null;
+                case "start" -> new HandoverRecord.Start(rid, t, partition, requiredLong(v, "offset"),
+                        optionalLong(v, "end_offset", null), optionalLong(v, "end_timestamp_ms", null),
+                        optionalBoolean(v, "clamped"), at);
+                case "handover" -> new HandoverRecord.Handover(rid, t, partition, requiredLong(v, "offset"),
+                        optionalText(v, "reason", ""), optionalText(v, "by", "replay"), at);
+                case "guard" -> new HandoverRecord.Guard(rid, t, partition, optionalLong(v, "first_skipped", null),
+                        optionalLong(v, "seen_until", null), optionalText(v, "member", ""), at, optionalText(v, "problem", null));
+                case "progress" -> new HandoverRecord.Progress(rid, t, partition, requiredLong(v, "position"),
+                        optionalBoolean(v, "at_end"), optionalText(v, "member", ""), at);
+                default -> new HandoverRecord.Ack(rid, t, partition, requiredLong(v, "offset"), requiredLong(v, "committed"),
+                        optionalText(v, "member", ""), at);
             };
-            if (record == null) {
-                throw new HandoverFormatException("unknown record kind '" + key.kind() + "'");
-            }
             return new Decoded(key, record);
         } catch (IllegalArgumentException e) {
-            throw new HandoverFormatException("value of " + key + " is missing or has a bad field: " + e.getMessage());
+            throw new HandoverFormatException("value of " + key + " is missing or has a bad field: " + e.getMessage(), "bad-field");
         }
     }
 
-    // -- Python's conversions, so that both sides accept and refuse the same values
-
-    private static JsonNode required(JsonNode v, String field) {
-        JsonNode found = v.get(field);
-        if (found == null) {
-            throw new IllegalArgumentException("'" + field + "'");
-        }
-        return found;
+    /** A JSON integer: not true/false, not 1.5 or "1". */
+    static boolean isInteger(JsonNode node) {
+        return node != null && node.isIntegralNumber();
     }
 
-    /** Python's {@code int(x)}: integers, floats truncated, booleans, integer strings. */
-    static long integer(JsonNode node) {
-        if (node == null || node.isNull()) {
-            throw new IllegalArgumentException("expected a number, got null");
-        }
-        if (node.isBoolean()) {
-            return node.booleanValue() ? 1 : 0;
-        }
-        if (node.isIntegralNumber()) {
-            BigInteger big = node.bigIntegerValue();
-            if (big.bitLength() > 63) {
-                throw new IllegalArgumentException("number out of range: " + big);
+    /** A field with its JSON type; absent or null gives null, or fails when {@code required}. */
+    private static JsonNode field(JsonNode body, String name, JsonNodeType type, boolean required) {
+        JsonNode value = body.get(name);
+        if (value == null || value.isNull()) {
+            if (required) {
+                throw new IllegalArgumentException("'" + name + "' is missing");
             }
-            return big.longValue();
+            return null;
         }
-        if (node.isNumber()) {
-            double d = node.doubleValue();
-            if (Double.isNaN(d) || Double.isInfinite(d)) {
-                throw new IllegalArgumentException("cannot convert " + d + " to an integer");
-            }
-            return new BigDecimal(d).toBigInteger().longValueExact();
+        if (value.getNodeType() != type) {
+            throw new IllegalArgumentException("'" + name + "' is not a JSON " + type.name().toLowerCase(java.util.Locale.ROOT));
         }
-        if (node.isTextual()) {
-            String s = node.textValue().strip().replace("_", "");
-            try {
-                return Long.parseLong(s.startsWith("+") ? s.substring(1) : s);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("invalid integer: '" + node.textValue() + "'");
-            }
-        }
-        throw new IllegalArgumentException("expected a number, got " + node.getNodeType());
+        return value;
     }
 
-    private static Long optionalInteger(JsonNode node) {
-        return node == null || node.isNull() ? null : integer(node);
+    private static long requiredLong(JsonNode body, String name) {
+        Long value = optionalLong(body, name, null);
+        if (value == null) {
+            throw new IllegalArgumentException("'" + name + "' is missing");
+        }
+        return value;
     }
 
-    /** Python's truthiness of a JSON value. */
+    private static Long optionalLong(JsonNode body, String name, Long fallback) {
+        JsonNode value = body.get(name);
+        if (value == null || value.isNull()) {
+            return fallback;
+        }
+        if (!value.isIntegralNumber()) {
+            throw new IllegalArgumentException("'" + name + "' is not a JSON integer");
+        }
+        if (value.bigIntegerValue().bitLength() > 63) {
+            throw new IllegalArgumentException("'" + name + "' is out of range");
+        }
+        return value.longValue();
+    }
+
+    private static boolean optionalBoolean(JsonNode body, String name) {
+        JsonNode value = field(body, name, JsonNodeType.BOOLEAN, false);
+        return value != null && value.booleanValue();
+    }
+
+    private static String optionalText(JsonNode body, String name, String fallback) {
+        JsonNode value = field(body, name, JsonNodeType.STRING, false);
+        return value == null ? fallback : value.textValue();
+    }
+
+    /** Python's truthiness of a JSON value (how the reference reads optional filter parts). */
     static boolean truthy(JsonNode node) {
         if (node == null || node.isNull()) {
             return false;
@@ -215,50 +234,11 @@ public final class HandoverWire {
             return node.booleanValue();
         }
         if (node.isNumber()) {
-            return node.doubleValue() != 0 || (node.isIntegralNumber() && node.bigIntegerValue().signum() != 0);
+            return node.isIntegralNumber() ? node.bigIntegerValue().signum() != 0 : node.doubleValue() != 0;
         }
         if (node.isTextual()) {
             return !node.textValue().isEmpty();
         }
         return node.size() > 0;
-    }
-
-    /** Python's {@code str(x)} of a JSON scalar (records written by the reference always carry strings). */
-    private static String text(JsonNode node) {
-        if (node.isTextual()) {
-            return node.textValue();
-        }
-        if (node.isNull()) {
-            return "None";
-        }
-        if (node.isBoolean()) {
-            return node.booleanValue() ? "True" : "False";
-        }
-        if (node.isValueNode()) {
-            return node.isIntegralNumber() ? node.bigIntegerValue().toString() : CompactJson.write(node);
-        }
-        throw new IllegalArgumentException("expected a string, got " + node.getNodeType());
-    }
-
-    private static String textOr(JsonNode node, String fallback) {
-        return node == null ? fallback : text(node);
-    }
-
-    private static String optionalText(JsonNode node) {
-        return node == null || node.isNull() ? null : text(node);
-    }
-
-    private static List<String> strings(JsonNode node) {
-        List<String> out = new ArrayList<>();
-        if (!truthy(node)) {
-            return out;
-        }
-        if (!node.isArray()) {
-            throw new IllegalArgumentException("'topics' is not a list");
-        }
-        for (JsonNode item : node) {
-            out.add(text(item));
-        }
-        return out;
     }
 }

@@ -87,6 +87,20 @@ public final class RecordFilter {
         return compile(FilterSpec.parse(spec));
     }
 
+    /**
+     * The filter of a {@code replay} record, compiled as a guard evaluates it. The record carries the key set
+     * inline; a {@code keysFile} names a file in the replay's pods that no guard can read, so it is refused (a guard
+     * that cannot evaluate the filter skips nothing for that replay; HANDOVER.md section 4).
+     */
+    public static RecordFilter published(JsonNode spec) throws FilterSpecException {
+        FilterSpec parsed = FilterSpec.parse(spec);
+        if (parsed.keysFile() != null) {
+            throw new FilterSpecException("filter.keysFile: a published filter carries its keys inline (keys), not a file",
+                    "filter.keysFile", "keys-file-not-published");
+        }
+        return compile(parsed);
+    }
+
     private static Set<String> allKeys(FilterSpec spec) throws FilterSpecException {
         Set<String> keys = new HashSet<>(spec.keys() == null ? List.of() : spec.keys());
         if (spec.keysFile() != null && !spec.keysFile().isEmpty()) {
@@ -97,7 +111,8 @@ public final class RecordFilter {
                     }
                 }
             } catch (IOException e) {
-                throw new FilterSpecException("filter.keysFile " + spec.keysFile() + ": cannot read it (" + e.getMessage() + ")");
+                throw new FilterSpecException("filter.keysFile " + spec.keysFile() + ": cannot read it (" + e.getMessage() + ")",
+                        "filter.keysFile", "keys-file-unreadable");
             }
         }
         return keys;
@@ -228,7 +243,8 @@ public final class RecordFilter {
             return false;
         }
         for (int i = 0; i < s.length(); i++) {
-            if (!Character.isDigit(s.charAt(i))) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '9') {
                 return false;
             }
         }
@@ -381,7 +397,7 @@ public final class RecordFilter {
         }
     }
 
-    /** JSON equality as the reference has it: {@code true != 1}, {@code 1 == 1.0}, strings by value. */
+    /** JSON equality: same type, numbers by value ({@code 1 == 1.0}), {@code true != 1}; inside arrays and objects too. */
     static final class JsonEquality {
         private JsonEquality() {
         }
@@ -393,31 +409,12 @@ public final class RecordFilter {
             if (a.isNumber() && b.isNumber()) {
                 return numbersEqual(a, b);
             }
-            if (a.getNodeType() != b.getNodeType()) {
-                return false;
-            }
-            return inner(a, b);
-        }
-
-        /** Python's {@code ==} inside lists and objects, where {@code True == 1} does hold. */
-        private static boolean inner(JsonNode a, JsonNode b) {
-            boolean aNumeric = a.isNumber() || a.isBoolean();
-            boolean bNumeric = b.isNumber() || b.isBoolean();
-            if (aNumeric || bNumeric) {
-                return aNumeric && bNumeric && numbersEqual(a, b);
-            }
-            if (a.isTextual() || b.isTextual()) {
-                return a.isTextual() && b.isTextual() && a.textValue().equals(b.textValue());
-            }
-            if (a.isNull() || b.isNull()) {
-                return a.isNull() && b.isNull();
-            }
             if (a.isArray() && b.isArray()) {
                 if (a.size() != b.size()) {
                     return false;
                 }
                 for (int i = 0; i < a.size(); i++) {
-                    if (!inner(a.get(i), b.get(i))) {
+                    if (!equal(a.get(i), b.get(i))) {
                         return false;
                     }
                 }
@@ -430,19 +427,19 @@ public final class RecordFilter {
                 for (Iterator<Map.Entry<String, JsonNode>> it = a.fields(); it.hasNext(); ) {
                     Map.Entry<String, JsonNode> e = it.next();
                     JsonNode other = b.get(e.getKey());
-                    if (other == null || !inner(e.getValue(), other)) {
+                    if (other == null || !equal(e.getValue(), other)) {
                         return false;
                     }
                 }
                 return true;
             }
-            return false;
+            if (a.isTextual() && b.isTextual()) {
+                return a.textValue().equals(b.textValue());
+            }
+            return a.isNull() && b.isNull();
         }
 
         private static boolean numbersEqual(JsonNode a, JsonNode b) {
-            if (a.isBoolean() || b.isBoolean()) {
-                return numeric(a).compareTo(numeric(b)) == 0;
-            }
             if (a.isIntegralNumber() && b.isIntegralNumber()) {
                 return a.bigIntegerValue().equals(b.bigIntegerValue());
             }
@@ -452,19 +449,13 @@ public final class RecordFilter {
                 return false;
             }
             if (Double.isInfinite(da) || Double.isInfinite(db)) {
-                return (!a.isIntegralNumber() && !b.isIntegralNumber()) && da == db;
+                return !a.isIntegralNumber() && !b.isIntegralNumber() && da == db;
             }
             return numeric(a).compareTo(numeric(b)) == 0;
         }
 
         private static BigDecimal numeric(JsonNode n) {
-            if (n.isBoolean()) {
-                return n.booleanValue() ? BigDecimal.ONE : BigDecimal.ZERO;
-            }
-            if (n.isIntegralNumber()) {
-                return new BigDecimal(n.bigIntegerValue());
-            }
-            return new BigDecimal(n.doubleValue());
+            return n.isIntegralNumber() ? new BigDecimal(n.bigIntegerValue()) : new BigDecimal(n.doubleValue());
         }
     }
 }

@@ -17,6 +17,12 @@ public final class ReplayHandover {
     public final Map<TopicPartition, PartitionHandover> partitions = new LinkedHashMap<>();
     /** Every key that currently has a value (what a cleanup must tombstone). */
     public final Set<ByteBuffer> liveKeys = new LinkedHashSet<>();
+    /**
+     * Keys of governing kinds ({@code replay}, {@code start}, {@code handover}) whose latest value could not be read,
+     * with the reason (a wire error code). Such a key hides what it held before: nobody may act on a value a reader
+     * cannot see.
+     */
+    public final Map<KeySlot, String> unreadable = new LinkedHashMap<>();
     /** Position of the {@code replay} record in the log; the earliest replay wins when two target one partition. */
     long order;
 
@@ -54,7 +60,12 @@ public final class ReplayHandover {
         return true;
     }
 
+    /** The kind, topic and partition of a record key; topic and partition are null for replay-wide kinds. */
+    public record KeySlot(String kind, String topic, Integer partition) {
+    }
+
     void apply(HandoverKey key, byte[] rawKey, HandoverRecord record) {
+        unreadable.remove(new KeySlot(key.kind(), key.topic(), key.partition()));
         ByteBuffer k = ByteBuffer.wrap(rawKey == null ? new byte[0] : rawKey);
         if (record == null) {
             liveKeys.remove(k);

@@ -152,7 +152,8 @@ public final class HandoverTopic implements AutoCloseable {
      * topic does not exist (then no replay exists either). Uses the given reader, assigned or not.
      */
     static Long readableEnd(KafkaConsumer<byte[], byte[]> reader, String topic, Duration timeout) {
-        List<PartitionInfo> partitions = reader.partitionsFor(topic, timeout);
+        // The topic list, not partitionsFor: asking for a missing topic's partitions retries until it gives up.
+        List<PartitionInfo> partitions = reader.listTopics(timeout).get(topic);
         if (partitions == null || partitions.isEmpty()) {
             return null;
         }
