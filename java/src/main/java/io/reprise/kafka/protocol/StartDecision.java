@@ -99,6 +99,11 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
         public long logStart() {
             return logStart;
         }
+
+        /** The conformance vectors' error code. */
+        public String code() {
+            return "start-older-than-retention";
+        }
     }
 
     /** What Kafka said about one partition at bootstrap. */
@@ -325,7 +330,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     seconds += Double.parseDouble(pieces.group(1)) * UNITS.get(pieces.group(2));
                 }
                 if (joined.length() == 0 || !joined.toString().equals(text)) {
-                    throw new SpecException("bad-time", what, what + ": " + repr(value)
+                    throw new SpecException("bad-duration", what, what + ": " + repr(value)
                             + " is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)");
                 }
             }
