@@ -77,7 +77,7 @@ def replay_env(kafka, topic: str, handover_topic: str, live_group: str, config_d
         "REPRISE_METRICS_PORT": "0",
         "REPRISE_CHECK_INTERVAL": "0.5",
         "REPRISE_BATCH_SIZE": str(REPLAY_BATCH),
-        "REPRISE_MAX_RECORDS_PER_SECOND": "2500",
+        "REPRISE_MAX_RECORDS_PER_SECOND": "1500",
         "REPRISE_KAFKA_CONFIG_DIR": str(config_dir),
     }
 
@@ -96,7 +96,9 @@ def test_java_replay_role_against_the_python_guard_processes_every_record_once(
                                                          end_offsets(bootstrap, topic_name, PARTITIONS).values())),
              120, "the live service caught up", processes_to_watch=lives)
     live_from = {p: o for p, (o, _) in committed(bootstrap, live_group, topic_name, PARTITIONS).items()}
-    producer = ProducerThread(bootstrap, topic_name, PARTITIONS, rate=500, total=8000)
+    # Writing for long enough that the guard skips new records between the bootstrap and the handover, however
+    # slowly the JVMs start on a busy machine.
+    producer = ProducerThread(bootstrap, topic_name, PARTITIONS, rate=400, total=14000)
     producer.start()
     env = replay_env(kafka, topic_name, handover_topic, live_group, tmp_path / "kafka-config")
     replay_id = env["REPRISE_REPLAY_ID"]
@@ -110,6 +112,9 @@ def test_java_replay_role_against_the_python_guard_processes_every_record_once(
             return None
 
     try:
+        wait_for(lambda: (s := state()) is not None and s.bootstrapped, 120, "the Java replay role bootstrapped",
+                 processes_to_watch=lives + workers)
+        assert producer.written < producer.total, "the producer finished before the bootstrap: nothing to skip"
         wait_for(lambda: (s := state()) is not None and any(p.guard is not None for p in s.partitions.values()),
                  180, "the Python guard skipping for the Java replay", processes_to_watch=lives + workers)
         if kill_replay:

@@ -310,7 +310,12 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                 try {
                     consumer.commitSync(offsets, Duration.ofSeconds(15));
                     break;
-                } catch (CommitFailedException | RebalanceInProgressException | FencedInstanceIdException notMember) {
+                } catch (RebalanceInProgressException rebalancing) {
+                    // Cooperative rebalancing: the commit can only go through after the next poll completes the
+                    // rebalance. Not committed now; the positions are committed again after that poll.
+                    LOG.info("commit deferred until the rebalance under way completes");
+                    return false;
+                } catch (CommitFailedException | FencedInstanceIdException notMember) {
                     LOG.warn("commit refused: no longer a member; the partitions move to another replica: {}",
                             notMember.toString());
                     metrics.errors.inc(1);
