@@ -377,7 +377,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
         for (Map.Entry<PartitionProgress, String> f : finishing) {
             offsets.put(f.getKey().tp, new OffsetAndMetadata(f.getKey().position,
-                    CommitMark.finished(settings.replayId(), f.getValue()).encode()));
+                    FinishMark.metadata(settings.replayId(), f.getValue())));
         }
         if (!commit(offsets, false)) {
             return; // not a member any more: whoever gets the partitions decides again
@@ -490,7 +490,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                 part.committed = found.offset();
                 part.endOffset = start.endOffset();
                 part.endTimestampMs = start.endTimestampMs();
-                CommitMark mark = CommitMark.decode(found.metadata());
+                CommitMark mark = FinishMark.decode(found.metadata());
                 if (mark != null && mark.finished() != null && settings.replayId().equals(mark.replayId())) {
                     part.finished = mark.finished();
                     toPause.add(tp);

@@ -101,7 +101,7 @@ class ReplayRoleBrokerTest {
         for (int p = 0; p < 4; p++) {
             OffsetAndMetadata om = committed.get(new TopicPartition(topic, p));
             assertEquals(200, om.offset());
-            assertEquals("end-of-partition", CommitMark.decode(om.metadata()).finished());
+            assertEquals("end-of-partition", FinishMark.decode(om.metadata()).finished());
         }
     }
 
@@ -125,7 +125,7 @@ class ReplayRoleBrokerTest {
         List<HandoverRecord> records = RealKafka.handoverRecords(handover, replayId);
         for (int p = 0; p < 2; p++) {
             OffsetAndMetadata om = committed.get(new TopicPartition(topic, p));
-            CommitMark mark = CommitMark.decode(om.metadata());
+            CommitMark mark = FinishMark.decode(om.metadata());
             assertEquals(30, om.offset());
             assertEquals(replayId, mark.replayId());
             assertEquals("end-of-partition", mark.finished());
@@ -161,7 +161,16 @@ class ReplayRoleBrokerTest {
 
     @Test
     void handoverStopsWhereTheLiveGroupIsAndPublishesHWithTheFinishedMark() throws Exception {
-        String topic = RealKafka.unique("handover");
+        stopsAtTheLiveGroup("Handover", "caught-up");
+    }
+
+    @Test
+    void parallelStopsAtTheLiveGroupsCommittedOffsets() throws Exception {
+        stopsAtTheLiveGroup("Parallel", "live-offset");
+    }
+
+    private void stopsAtTheLiveGroup(String mode, String reason) throws Exception {
+        String topic = RealKafka.unique(mode.toLowerCase());
         String handover = RealKafka.unique("handover-topic");
         String live = topic + "-live";
         RealKafka.createTopic(topic, 2);
@@ -172,7 +181,7 @@ class ReplayRoleBrokerTest {
         Ledger ledger = new Ledger();
         // Slow enough that the live group's offsets are read long before the end of either partition.
         ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover, "REPRISE_MODE",
-                "Handover", "REPRISE_LIVE_GROUP", live, "REPRISE_BATCH_SIZE", "10", "REPRISE_MAX_RECORDS_PER_SECOND",
+                mode, "REPRISE_LIVE_GROUP", live, "REPRISE_BATCH_SIZE", "10", "REPRISE_MAX_RECORDS_PER_SECOND",
                 "100"), ledger);
         assertEquals(0, replay.run());
         Map<TopicPartition, OffsetAndMetadata> committed = RealKafka.committed(topic + "-replay");
@@ -180,21 +189,21 @@ class ReplayRoleBrokerTest {
         Map<Integer, Long> expectedLive = Map.of(0, 100L, 1, 300L);
         for (int p = 0; p < 2; p++) {
             OffsetAndMetadata om = committed.get(new TopicPartition(topic, p));
-            CommitMark mark = CommitMark.decode(om.metadata());
-            assertEquals("caught-up", mark.finished());
+            CommitMark mark = FinishMark.decode(om.metadata());
+            assertEquals(reason, mark.finished());
             assertTrue(om.offset() >= expectedLive.get(p) && om.offset() < expectedLive.get(p) + 20, "H " + om.offset());
             int partition = p;
             HandoverRecord.Handover h = records.stream().filter(r -> r instanceof HandoverRecord.Handover)
                     .map(r -> (HandoverRecord.Handover) r).filter(r -> r.partition() == partition).findFirst().orElseThrow();
             assertEquals(om.offset(), h.offset());
-            assertEquals("caught-up", h.reason());
+            assertEquals(reason, h.reason());
             // R processed exactly [S, H): nothing at or above H.
             for (long o = 0; o < 400; o++) {
                 AtomicInteger count = ledger.seen.get(p + "/" + o);
                 assertEquals(o < h.offset() ? 1 : 0, count == null ? 0 : count.get(), "partition " + p + " offset " + o);
             }
         }
-        assertTrue(records.stream().anyMatch(r -> r instanceof HandoverRecord.Replay rr && rr.mode().equals("Handover")
+        assertTrue(records.stream().anyMatch(r -> r instanceof HandoverRecord.Replay rr && rr.mode().equals(mode)
                 && live.equals(rr.liveGroup())));
     }
 
