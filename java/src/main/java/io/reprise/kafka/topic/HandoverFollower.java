@@ -150,18 +150,18 @@ public final class HandoverFollower<T> implements AutoCloseable {
                     wanted = requested;
                 }
                 if (wanted > served && (targets.isEmpty() || targets.peekLast().ticket() != wanted)) {
-                    Long end = HandoverTopic.readableEnd(consumer, topic, metadataTimeout);
-                    // No handover topic: no replay exists, so an empty view is current.
-                    targets.addLast(new Target(wanted, end == null ? 0 : end));
-                    if (end != null && !assigned) {
+                    if (!assigned && HandoverTopic.exists(consumer, topic, metadataTimeout)) {
                         assign(consumer, tp);
                         assigned = true;
                     }
+                    // No handover topic: no replay exists, so an empty view is current.
+                    long end = assigned ? consumer.endOffsets(List.of(tp), metadataTimeout).get(tp) : 0;
+                    targets.addLast(new Target(wanted, end));
                 }
                 if (!assigned && System.nanoTime() - lastLook >= 5_000_000_000L) {
                     // No handover topic yet (no replay ever ran): look again now and then.
                     lastLook = System.nanoTime();
-                    if (HandoverTopic.readableEnd(consumer, topic, metadataTimeout) != null) {
+                    if (HandoverTopic.exists(consumer, topic, metadataTimeout)) {
                         assign(consumer, tp);
                         assigned = true;
                     }

@@ -152,28 +152,42 @@ public final class HandoverTopic implements AutoCloseable {
      * topic does not exist (then no replay exists either). Uses the given reader, assigned or not.
      */
     static Long readableEnd(KafkaConsumer<byte[], byte[]> reader, String topic, Duration timeout) {
-        // The topic list, not partitionsFor: asking for a missing topic's partitions retries until it gives up.
-        List<PartitionInfo> partitions = reader.listTopics(timeout).get(topic);
-        if (partitions == null || partitions.isEmpty()) {
+        if (!exists(reader, topic, timeout)) {
             return null;
         }
         TopicPartition tp = new TopicPartition(topic, 0);
         return reader.endOffsets(Set.of(tp), timeout).get(tp);
     }
 
+    static boolean exists(KafkaConsumer<byte[], byte[]> reader, String topic, Duration timeout) {
+        // The topic list, not partitionsFor: asking for a missing topic's partitions retries until it gives up.
+        List<PartitionInfo> partitions = reader.listTopics(timeout).get(topic);
+        return partitions != null && !partitions.isEmpty();
+    }
+
     // -- reads
+
+    /**
+     * The offset a {@code read_committed} reader reaches at the end now (the last stable offset), or null when the
+     * topic does not exist (then no replay exists either).
+     */
+    public Long readableEnd() {
+        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
+            return readableEnd(reader, topic, timeout);
+        }
+    }
 
     /** Every replay's state, read from the beginning to the readable end. */
     public HandoverView read() {
         HandoverView view = new HandoverView();
         try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
-            Long end = readableEnd(reader, topic, timeout);
-            if (end == null || end == 0) {
+            if (!exists(reader, topic, timeout)) {
                 return view;
             }
             TopicPartition tp = partition();
             reader.assign(List.of(tp));
             reader.seekToBeginning(List.of(tp));
+            long end = reader.endOffsets(Set.of(tp), timeout).get(tp);
             long deadline = System.nanoTime() + timeout.toNanos();
             while (reader.position(tp, timeout) < end) {
                 if (System.nanoTime() > deadline) {

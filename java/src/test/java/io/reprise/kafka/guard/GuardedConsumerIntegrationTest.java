@@ -219,6 +219,188 @@ class GuardedConsumerIntegrationTest {
         assertEquals(range(20, 25), service.of(0).subList(service.of(0).size() - 5, service.of(0).size()));
     }
 
+    @Test
+    void aNewOwnerContinuesFromTheMarkAfterARebalance() throws Exception {
+        String rid = TestKafka.unique("shop/rebalance");
+        TestKafka.produce(topic, 0, values(0, 10));
+        TestKafka.produce(topic, 1, values(0, 10));
+        publishReplay(rid, PAID, Map.of(0, 0L, 1, 0L));
+        Service first = new Service();
+        Service second = new Service();
+        GuardedConsumer<String, String> one = guarded(Map.of());
+        one.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                one.commitSync(); // the service commits on revoke, through the guard
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+            }
+        });
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        TestKafka.await("the first owner reads both partitions", 60, () -> {
+            first.take(one.poll(Duration.ofMillis(200)));
+            one.commitSync();
+        }, () -> one.assignment().size() == 2 && one.position(p0) >= 10 && one.position(p1) >= 10
+                && one.committed(Set.of(p0)).get(p0) != null && one.committed(Set.of(p0)).get(p0).offset() == 10
+                && one.committed(Set.of(p1)).get(p1) != null && one.committed(Set.of(p1)).get(p1).offset() == 10);
+        assertEquals(CommitMark.skipFrom(rid, 0), CommitMark.decode(one.committed(Set.of(p0)).get(p0).metadata()));
+
+        GuardedConsumer<String, String> two = guarded(Map.of());
+        two.subscribe(List.of(topic));
+        TestKafka.await("the rebalance gives each consumer one partition", 90, () -> {
+            first.take(one.poll(Duration.ofMillis(100)));
+            second.take(two.poll(Duration.ofMillis(100)));
+        }, () -> one.assignment().size() == 1 && two.assignment().size() == 1 && two.book().part(two.assignment().iterator().next()) != null
+                && !two.book().part(two.assignment().iterator().next()).held());
+        TopicPartition moved = two.assignment().iterator().next();
+        assertEquals(0L, two.book().part(moved).rules.firstSkipped(), "the new owner restored F from the mark");
+
+        handovers.publish(new HandoverRecord.Handover(rid, topic, 0, 6, "caught-up", "replay", System.currentTimeMillis()),
+                new HandoverRecord.Handover(rid, topic, 1, 6, "caught-up", "replay", System.currentTimeMillis()));
+        TestKafka.await("both partitions acknowledged", 90, () -> {
+            first.take(one.poll(Duration.ofMillis(100)));
+            one.commitSync();
+            second.take(two.poll(Duration.ofMillis(100)));
+            two.commitSync();
+        }, () -> {
+            ReplayHandover state = handovers.readReplay(rid);
+            return state.partitions.get(p0).acknowledged() && state.partitions.get(p1).acknowledged();
+        });
+        for (int p = 0; p < 2; p++) {
+            List<Long> all = new ArrayList<>(first.of(p));
+            all.addAll(second.of(p));
+            List<Long> expected = new ArrayList<>();
+            for (long o = 0; o < 10; o++) {
+                if (!paid((int) o) || o >= 6) {
+                    expected.add(o);
+                }
+            }
+            assertEquals(expected, new ArrayList<>(new TreeSet<>(all)), "partition " + p + ": the live side's records");
+            assertEquals(expected.size(), all.size(), "partition " + p + ": none processed twice");
+        }
+    }
+
+    @Test
+    void theServicesPausesSurviveTheGuardsHolds() throws Exception {
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        TestKafka.produce(topic, 0, values(0, 5));
+        TestKafka.produce(topic, 1, values(0, 5));
+        GuardedConsumer<String, String> live = guarded(Map.of());
+        live.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                live.pause(List.of(p1)); // the service pauses a partition while the guard holds all of them
+            }
+        });
+        Service service = new Service();
+        TestKafka.await("partition 0 read, the guard released everything", 60, () -> service.take(live.poll(Duration.ofMillis(200))),
+                () -> service.of(0).size() >= 5 && live.book().part(p1) != null && !live.book().part(p1).held());
+        for (int i = 0; i < 5; i++) {
+            service.take(live.poll(Duration.ofMillis(100)));
+        }
+        assertTrue(service.of(1).isEmpty(), "the guard's release does not resume what the service paused");
+        assertEquals(Set.of(p1), live.paused());
+        live.resume(List.of(p1));
+        TestKafka.await("partition 1 after the service resumed it", 60, () -> service.take(live.poll(Duration.ofMillis(200))),
+                () -> service.of(1).size() >= 5);
+        assertEquals(range(0, 5), service.of(1));
+        assertEquals(Set.of(), live.paused());
+    }
+
+    // -- bad input (HANDOVER.md section 6): a clear log line, a guard record naming the problem, nothing lost
+
+    private HandoverRecord.Guard awaitProblem(GuardedConsumer<String, String> live, Service service, String rid, TopicPartition tp) {
+        HandoverRecord.Guard[] found = new HandoverRecord.Guard[1];
+        TestKafka.await("a guard record naming the problem", 60, () -> service.take(live.poll(Duration.ofMillis(200))), () -> {
+            PartitionHandover part = handovers.readReplay(rid).partitions.get(tp);
+            found[0] = part == null ? null : part.guard;
+            return found[0] != null && found[0].problem() != null;
+        });
+        return found[0];
+    }
+
+    @Test
+    void malformedHandoverRecord() throws Exception {
+        String rid = TestKafka.unique("shop/bad-record");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        publishReplay(rid, PAID, Map.of(0, 0L));
+        GuardedConsumer<String, String> live = guarded(Map.of());
+        live.subscribe(List.of(topic));
+        Service service = new Service();
+        TestKafka.await("the guard learns S", 60, () -> service.take(live.poll(Duration.ofMillis(100))),
+                () -> live.book().part(p0) != null && live.book().part(p0).rules.start() != null);
+        // H written by a broken writer: an offset as a string.
+        try (var producer = TestKafka.producer()) {
+            producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(handoverTopic, 0,
+                    io.reprise.kafka.protocol.HandoverKey.of(rid, "handover", topic, 0).encode(),
+                    "{\"v\":1,\"kind\":\"handover\",\"offset\":\"4\"}".getBytes(java.nio.charset.StandardCharsets.UTF_8))).get();
+        }
+        HandoverRecord.Guard report = awaitProblem(live, service, rid, p0);
+        assertEquals("unreadable-handover-record:bad-field", report.problem());
+        TestKafka.produce(topic, 0, values(0, 10));
+        TestKafka.await("every record", 60, () -> service.take(live.poll(Duration.ofMillis(200))), () -> service.of(0).size() >= 10);
+        assertEquals(range(0, 10), service.of(0), "nothing is skipped for a replay the guard cannot read");
+        assertEquals(0, live.stats().skipped());
+    }
+
+    @Test
+    void commitMarkOfANewerFormatVersion() throws Exception {
+        String rid = TestKafka.unique("shop/newer-mark");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TestKafka.produce(topic, 0, values(0, 10));
+        // A newer guard owned p0 and committed 5 with a mark this one cannot read.
+        Map<String, Object> config = TestKafka.connection();
+        config.put("group.id", group);
+        config.put("key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
+        config.put("value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
+        try (KafkaConsumer<byte[], byte[]> previous = new KafkaConsumer<>(config)) {
+            previous.assign(List.of(p0));
+            previous.commitSync(Map.of(p0, new OffsetAndMetadata(5, "{\"reprise\":2,\"replay\":\"" + rid + "\",\"skipped\":[[0,5]]}")));
+        }
+        publishReplay(rid, PAID, Map.of(0, 0L));
+        GuardedConsumer<String, String> live = guarded(Map.of());
+        live.subscribe(List.of(topic));
+        Service service = new Service();
+        HandoverRecord.Guard report = awaitProblem(live, service, rid, p0);
+        assertEquals("unusable-commit-mark:newer-version", report.problem());
+        TestKafka.await("records up to 10 seen", 60, () -> {
+            service.take(live.poll(Duration.ofMillis(200)));
+            live.commitSync();
+        }, () -> live.position(p0) >= 10);
+        assertEquals(List.of(5L, 7L, 8L), service.of(0), "from the committed offset: the matching records skipped");
+        // What the previous owner skipped below 5 is unknown, so the guard counts everything from S as skipped:
+        // H = 3 brings a re-read of [3, 10) for the matching records, instead of a loss.
+        handovers.publish(new HandoverRecord.Handover(rid, topic, 0, 3, "caught-up", "replay", System.currentTimeMillis()));
+        TestKafka.await("the re-read and the acknowledgement", 60, () -> {
+            service.take(live.poll(Duration.ofMillis(200)));
+            live.commitSync();
+        }, () -> handovers.readReplay(rid).partitions.get(p0).acknowledged());
+        assertEquals(List.of(5L, 7L, 8L, 3L, 6L, 9L), service.of(0));
+    }
+
+    @Test
+    void filterTheGuardCannotEvaluate() throws Exception {
+        String rid = TestKafka.unique("shop/new-filter");
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        publishReplay(rid, "{\"json\":[{\"path\":\"paid\",\"regex\":\"t.*\"}]}", Map.of(0, 0L));
+        TestKafka.produce(topic, 0, values(0, 10));
+        GuardedConsumer<String, String> live = guarded(Map.of());
+        live.subscribe(List.of(topic));
+        Service service = new Service();
+        HandoverRecord.Guard report = awaitProblem(live, service, rid, p0);
+        assertEquals("unevaluable-filter:bad-operator", report.problem());
+        TestKafka.await("every record", 60, () -> service.take(live.poll(Duration.ofMillis(200))), () -> service.of(0).size() >= 10);
+        assertEquals(range(0, 10), service.of(0), "a filter the guard cannot evaluate: it skips nothing");
+    }
+
     private static void assertNull(Object value, String message) {
         org.junit.jupiter.api.Assertions.assertNull(value, message);
     }
