@@ -7,17 +7,22 @@ that need it at the same time build it once.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import subprocess
 from pathlib import Path
+
+from local_platform.cache import cache_root
 
 REPO = Path(__file__).resolve().parents[3]
 JAVA_DIR = REPO / "java"
 
 
 def build_dir() -> Path:
-    cache = Path(os.environ.get("REPRISE_CACHE", Path.home() / ".cache" / "reprise"))
-    return cache / "java-test-build" / str(abs(hash(str(REPO))) % 10**8)
+    """Per checkout, and apart from the Maven suite's build folder (test_java_suite.py), which a test worker may be
+    rebuilding at the same moment."""
+    digest = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    return cache_root() / "build" / f"java-processes-{digest}"
 
 
 def java_classpath() -> str:
