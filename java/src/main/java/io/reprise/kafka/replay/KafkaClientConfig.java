@@ -212,8 +212,6 @@ final class KafkaClientConfig {
     /** A replay-group member that commits only what its handler returned, and rebalances cooperatively. */
     Map<String, Object> replayConsumer(String groupId, String clientId, int maxPollRecords) {
         Map<String, Object> config = only(ConsumerConfig.configNames(), clientId);
-        // Prefetch generously unless the service or the Secret says otherwise: the handler is the bottleneck.
-        config.putIfAbsent(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 100);
         config.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
