@@ -99,6 +99,8 @@ def _platform_summary(platform: Any) -> None:
     if platform.bootstrap:
         _say(f"  Kafka bootstrap: {platform.bootstrap}")
     _say(f"  kubectl: {platform.kubectl}")
+    # bin/kubectl-reprise runs the plugin from this checkout; kubectl finds it on the PATH.
+    _say(f"  kubectl reprise: export PATH={REPO_ROOT / 'bin'}:{Path(platform.kubectl).parent}:$PATH")
     _say(f"  node agent pods (volumes, logs): {platform.agent.workdir / 'pods'}")
 
 

@@ -18,6 +18,7 @@ LONGEST_FIRST = (
     "tests/integration/operator/test_lakereplay_faults.py",
     "tests/integration/operator/test_lakereplay_e2e.py",
     "tests/integration/operator/",
+    "tests/integration/java/",
     "tests/integration/replay_worker/",
     "tests/integration/spark_app/",
     "tests/integration/chart/",

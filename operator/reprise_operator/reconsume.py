@@ -215,18 +215,25 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
 
 
+def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) -> Plan:
+    """The plan of a Reconsume from what Kafka says now, or Failure with the reason and message the resource
+    would fail with. Blocking; the operator's planning step and `kubectl reprise plan` both call it, so a
+    plan shown before applying is the plan the operator then makes."""
+    try:
+        start = start_request(spec, now)
+    except PlanError as exc:
+        raise Failure(exc.reason, str(exc)) from None
+    facts = gather_facts(cluster, list(spec.topics), start)
+    try:
+        return make_plan(start, facts, now)
+    except PlanError as exc:
+        raise Failure(exc.reason, str(exc)) from None
+
+
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase("Planning", "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
-    try:
-        start = start_request(spec, resource.now())
-    except PlanError as exc:
-        raise Failure(exc.reason, str(exc)) from None
-    facts = await asyncio.to_thread(gather_facts, cluster, list(spec.topics), start)
-    try:
-        plan = make_plan(start, facts, resource.now())
-    except PlanError as exc:
-        raise Failure(exc.reason, str(exc)) from None
+    plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
         message = retention_message(plan)

@@ -1,0 +1,178 @@
+"""`kubectl reprise plan -f FILE`: the plan of a Reconsume manifest, computed the way the operator computes
+it, without creating anything.
+
+It reads Kafka directly with the connection and Secret the manifest names, through the operator's own
+code: `Resource.kafka` (the Secret, and the messages when it is missing), `reconsume.plan_reconsume`
+(the facts and the plan) and `planning.retention_message` (the refusal). A plan the operator would refuse
+is refused here with the operator's reason and message, so `plan` is a dry run of the planning step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from reprise_operator import reconsume
+from reprise_operator.api import ReconsumeSpec
+from reprise_operator.conditions import utc_now
+from reprise_operator.kafka_admin import KafkaCluster, KafkaUnavailable
+from reprise_operator.lifecycle import Failure, Resource, Waiting
+from reprise_operator.planning import Plan, retention_message
+from reprise_operator.runtime import Runtime
+from reprise_operator.settings import OperatorSettings
+
+from .connection import PluginError, Target, kind_of_manifest
+
+
+class PlanRefused(PluginError):
+    """The operator would fail the resource: the reason and message it would put in status."""
+
+    def __init__(self, reason: str, message: str, shown: dict | None = None) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+        #: The plan as far as it was made (a retention refusal still shows which partitions lost what).
+        self.shown = shown
+
+
+@dataclass
+class RewindStop:
+    """What a Rewind stops: the live Deployment and the live group, as they are now."""
+
+    deployment: str
+    replicas: int
+    group: str
+    group_state: str
+    members: tuple[str, ...]
+
+
+@dataclass
+class ManifestPlan:
+    kind: str
+    name: str
+    namespace: str
+    mode: str
+    spec: ReconsumeSpec
+    plan: Plan
+    status_plan: dict
+    consumers: int
+    rate_per_consumer: float
+    rewind: RewindStop | None = None
+
+    @property
+    def estimated_seconds(self) -> int:
+        """Records over the consumers that can share them (no more than partitions), and never less than the
+        largest partition at one consumer's rate: one partition is read by one consumer."""
+        parts = self.plan.partitions
+        if not parts or self.rate_per_consumer <= 0:
+            return 0
+        parallel = max(1, min(self.consumers, len(parts)))
+        largest = max(p.records for p in parts)
+        return int(round(max(self.plan.total_records / (self.rate_per_consumer * parallel),
+                             largest / self.rate_per_consumer)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "mode": self.mode,
+            "plan": self.status_plan,
+            "estimate": {"seconds": self.estimated_seconds, "consumers": self.consumers,
+                         "recordsPerSecondPerConsumer": self.rate_per_consumer},
+            **({"rewind": {"deployment": self.rewind.deployment, "replicas": self.rewind.replicas,
+                           "group": self.rewind.group, "groupState": self.rewind.group_state,
+                           "members": list(self.rewind.members)}} if self.rewind else {}),
+        }
+
+
+def read_manifests(path: str) -> list[dict]:
+    """The Reprise objects in a YAML file (`-` for stdin); other documents are ignored."""
+    try:
+        text = (Path("/dev/stdin") if path == "-" else Path(path)).read_text()
+    except OSError as exc:
+        raise PluginError(f"-f {path}: {exc.strerror}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+    except yaml.YAMLError as exc:
+        raise PluginError(f"-f {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    found = [d for d in docs if str(d.get("apiVersion", "")).startswith("reprise.io/")]
+    if not found:
+        raise PluginError(f"-f {path}: no reprise.io object in the file (apiVersion: reprise.io/v1alpha1)")
+    return found
+
+
+def parse_spec(body: dict) -> ReconsumeSpec:
+    """The spec as the operator reads it; a refusal names the field, like the operator's InvalidSpec."""
+    kind = kind_of_manifest(str(body.get("kind", "")))
+    if kind.kind != "Reconsume":
+        raise PluginError(f"kind {kind.kind}: `plan` computes Reconsume plans; a {kind.kind} shows its plan in "
+                          f"status once applied with approval: Manual (kubectl reprise status NAME)")
+    try:
+        return ReconsumeSpec.model_validate(body.get("spec") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise PlanRefused("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+
+
+def compute(target: Target, body: dict, namespace: str, rate: float, now: datetime | None = None) -> ManifestPlan:
+    """The manifest's plan, or PlanRefused with the operator's reason and message."""
+    spec = parse_spec(body)
+    name = (body.get("metadata") or {}).get("name") or "(unnamed)"
+    rt = Runtime(settings=OperatorSettings(), kube=target.kube)
+    resource = Resource("Reconsume", reconsume.PLURAL,
+                        {"metadata": {"name": name, "namespace": namespace, "uid": "plan"}, "spec": body.get("spec")}, {}, rt)
+    try:
+        cluster, _ = asyncio.run(resource.kafka(spec.kafka))
+        plan = reconsume.plan_reconsume(cluster, spec, now or utc_now())
+    except Waiting as waiting:
+        raise PlanRefused(waiting.reason, waiting.message) from None
+    except Failure as failure:
+        raise PlanRefused(failure.reason, failure.message) from None
+    except KafkaUnavailable as exc:
+        raise PluginError(f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "
+                          "spec.kafka.bootstrapServers and that this machine can reach it") from None
+    status_plan = reconsume.plan_partitions_status(plan)
+    if plan.at_risk:
+        raise PlanRefused("RetentionExceeded", retention_message(plan), status_plan)
+    rewind = None
+    if spec.mode.value == "Rewind":
+        rewind = _rewind_stop(target, cluster, spec, namespace)
+        consumers = rewind.replicas
+        rate_env = None
+    else:
+        assert spec.consumer is not None
+        consumers = spec.consumer.replicas
+        rate_env = next((e.value for e in spec.consumer.env or [] if e.name == "REPRISE_MAX_RECORDS_PER_SECOND"), None)
+    per_consumer = float(rate_env) if rate_env not in (None, "", "0") else rate
+    return ManifestPlan("Reconsume", name, namespace, spec.mode.value, spec, plan, status_plan, consumers, per_consumer, rewind)
+
+
+def _rewind_stop(target: Target, cluster: KafkaCluster, spec: ReconsumeSpec, namespace: str) -> RewindStop:
+    """The live Deployment and group a Rewind stops; refused as the operator would refuse it."""
+    assert spec.live_deployment is not None
+    name = spec.live_deployment.name
+    deployment = target.kube.get_deployment(namespace, name)
+    if deployment is None:
+        # The operator waits with this message (DeploymentNotFound) until the Deployment exists.
+        raise PlanRefused("DeploymentNotFound", f"spec.liveDeployment: Deployment {namespace}/{name} does not exist")
+    replicas = int(deployment["spec"].get("replicas", 1))
+    description = cluster.describe_group(spec.consumer_group)
+    selector = ",".join(f"{k}={v}" for k, v in sorted(((deployment["spec"].get("selector") or {}).get("matchLabels") or {}).items()))
+    pods = target.kube.list_pods(namespace, selector) if selector else []
+    ips = {p.get("status", {}).get("podIP") for p in pods} - {None}
+    others = tuple(m for m in description.members if m.rsplit("@", 1)[-1].lstrip("/") not in ips)
+    if others:
+        raise PlanRefused(
+            "GroupHasOtherMembers",
+            f"spec.consumerGroup {spec.consumer_group} has members that are not pods of Deployment {name} "
+            f"({', '.join(others[:5])}): they are not Reprise's to stop. Stop them, or use mode Handover",
+        )
+    return RewindStop(name, replicas, spec.consumer_group, description.state, description.members)
