@@ -8,52 +8,53 @@ deletes the checks' Jobs at the teardown of a replay that completed (a failed on
 
 from __future__ import annotations
 
-from typing import Any
-
-from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
+from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
 from .backfill import job_state
 from .conditions import rfc3339
 from .constants import LABEL_REPLAY
 from .lifecycle import Failure, Resource
-from .verify import cutover_approved, failure_message, next_gate, rerun_requested, termination_message, verify_env, verify_job, verify_job_name
+from .verify import cutover_approved, failure_message, next_gate, rerun_requested, termination_message, verify_job, verify_job_name
 
 
 def _verification(resource: Resource) -> dict:
     return resource.status.setdefault("verification", {})
 
 
-async def gate(resource: Resource, spec: Any, plan: dict, caught_up: bool, replay_group: str | None) -> bool:
-    """Move the check and the hold one step; True when the replay may cut over (stop and tear down)."""
+async def gate(resource: Resource, verify: Verify | None, *, hold: bool, approval: str, env: dict[str, str],
+               caught_up: bool) -> bool:
+    """Move the check and the hold one step; True when the replay may cut over (stop and tear down).
+
+    `env` is what the check is told about the replay (`verify.verify_env`)."""
     vs = _verification(resource)
-    approved = cutover_approved(spec.approval.value, resource.annotations)
-    hold = spec.completion.hold is not None
-    step = next_gate(caught_up=caught_up, has_verify=spec.verify is not None, hold=hold,
+    approved = cutover_approved(approval, resource.annotations)
+    step = next_gate(caught_up=caught_up, has_verify=verify is not None, hold=hold,
                      state=vs.get("state"), cutover_approved=approved)
     if step == "follow":
-        if spec.verify is not None and vs.get("state") is None:
+        if verify is not None and vs.get("state") is None:
             vs["state"] = "Waiting"
             resource.condition("Verified", "Unknown", "WaitingForCatchUp",
                                "spec.verify runs once the replay has caught up")
         return False
     if step == "verify":
+        assert verify is not None
         if vs.get("state") != "Running":
-            await _start(resource, spec, plan, replay_group)
+            await _start(resource, verify, env)
             return False
-        if not await _poll(resource, spec):
+        if not await _poll(resource):
             return False
         step = next_gate(caught_up=True, has_verify=True, hold=hold, state="Passed", cutover_approved=approved)
     if step == "await-cutover":
         if not resource.condition_true("CutoverApproved") and _changed(resource, "CutoverApproved", "AwaitingCutover"):
             resource.condition("CutoverApproved", "False", "AwaitingCutover",
                                "the shadow follows the live topic; approve the cutover with "
-                               f"kubectl annotate reconsume {resource.name} {CUTOVER_ANNOTATION}=true")
+                               f"kubectl annotate {resource.kind.lower()} {resource.name} {CUTOVER_ANNOTATION}=true")
             resource.event("AwaitingCutover", "verified; holding for the cutover's approval")
         return False
     if step == "failed":  # only reached when the status says Failed but the phase does not (a restart)
         raise Failure("VerifyFailed", vs.get("message") or "the verification failed")
     if hold:
         vs.setdefault("cutoverApprovedAt", rfc3339(resource.now()))
-        how = "approval is Automatic" if spec.approval.value == "Automatic" else f"annotated {CUTOVER_ANNOTATION}=true"
+        how = "approval is Automatic" if approval == "Automatic" else f"annotated {CUTOVER_ANNOTATION}=true"
         resource.condition("CutoverApproved", "True", "CutoverApproved", how)
     return True
 
@@ -65,17 +66,14 @@ def _changed(resource: Resource, type_: str, reason: str) -> bool:
     return True
 
 
-async def _start(resource: Resource, spec: Any, plan: dict, replay_group: str | None) -> None:
+async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> None:
     """Create this run's Job (idempotent: the name is per run, so a restart adopts it)."""
     rt = resource.rt
     vs = _verification(resource)
     run = int(vs.get("run") or 0) + 1
-    env = verify_env(rid=resource.replay_id, name=resource.name, mode=spec.mode.value, topics=spec.topics,
-                     replay_group=replay_group, live_group=spec.consumer_group,
-                     bootstrap_servers=spec.kafka.bootstrap_servers, plan=plan)
     try:
         manifest = verify_job(owner=resource.owner(), namespace=resource.namespace, kind=resource.kind,
-                              run=run, verify=spec.verify, env=env)
+                              run=run, verify=verify, env=env)
     except ValueError as exc:
         raise Failure("InvalidSpec", str(exc)) from None
     if await rt.kube.run(rt.kube.get_job, resource.namespace, manifest["metadata"]["name"]) is None:
@@ -87,7 +85,7 @@ async def _start(resource: Resource, spec: Any, plan: dict, replay_group: str | 
     resource.event("VerifyStarted", f"created Job {vs['job']}")
 
 
-async def _poll(resource: Resource, spec: Any) -> bool:
+async def _poll(resource: Resource) -> bool:
     """True once the Job succeeded; raises VerifyFailed when it failed; False while it runs."""
     rt = resource.rt
     vs = _verification(resource)
@@ -109,10 +107,10 @@ async def _poll(resource: Resource, spec: Any) -> bool:
     vs.update(state="Failed", message=message[:4096])
     resource.condition("Verified", "False", "VerifyFailed", message)
     raise Failure("VerifyFailed", f"{message}. The replay's children are kept; fix and re-run with "
-                                  f"kubectl annotate reconsume {resource.name} {REVERIFY_ANNOTATION}=<new value> --overwrite")
+                                  f"kubectl annotate {resource.kind.lower()} {resource.name} {REVERIFY_ANNOTATION}=<new value> --overwrite")
 
 
-async def rerun(resource: Resource, spec: Any, plan: dict, replay_group: str | None) -> bool:
+async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool:
     """Restart a failed check when `reprise.io/reverify` has a new value: back to Running, a new Job."""
     failed = next((c for c in resource.status.get("conditions") or [] if c.get("type") == "Failed"), None)
     if failed is None or failed.get("reason") != "VerifyFailed" or failed.get("status") != "True":
@@ -124,7 +122,7 @@ async def rerun(resource: Resource, spec: Any, plan: dict, replay_group: str | N
     vs["rerun"] = value
     resource.status.pop("completedAt", None)
     resource.condition("Failed", "False", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: running the check again")
-    await _start(resource, spec, plan, replay_group)
+    await _start(resource, verify, env)
     resource.condition("Running", "True", "Reverifying", f"Job {vs['job']} checks the replay again")
     resource.set_phase("Running", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: Job {vs['job']} runs the check again")
     return True

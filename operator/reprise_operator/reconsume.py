@@ -41,7 +41,7 @@ from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
-from .verify import LiveHistory, shadow_caught_up
+from .verify import LiveHistory, shadow_caught_up, verify_env
 from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
 from .workloads import KAFKA_CONFIG_DIR
 
@@ -198,7 +198,7 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
     spec = resource.spec_as(ReconsumeSpec)
 
     if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
-            resource, spec, plan_from_status(resource.status.get("plan") or {}), _replay_group(resource, spec))):
+            resource, spec.verify, _verify_env(resource, spec))):
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
     if resource.phase in ("Pending", "Planning"):
@@ -337,7 +337,8 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     hold = spec.completion.drained_for
     caught_up = memory.drain.observe(drained, resource.now(), hold)
     if spec.verify is not None or spec.completion.hold is not None:
-        caught_up = await cutover.gate(resource, spec, plan, caught_up, _replay_group(resource, spec))
+        caught_up = await cutover.gate(resource, spec.verify, hold=spec.completion.hold is not None,
+                                       approval=spec.approval.value, env=_verify_env(resource, spec), caught_up=caught_up)
     if caught_up:
         message = (
             "every partition handed over to the live group" if handover_mode
@@ -349,11 +350,14 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.condition("Drained", "False", "NotDrained", "lag is back")
 
 
-def _replay_group(resource: Resource, spec: ReconsumeSpec) -> str | None:
-    if spec.mode.value == "Rewind":
-        return None
-    return (resource.status.get("children") or {}).get("replayGroup") or spec.replay_group or replay_group_name(
+def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:
+    """What spec.verify's check is told about this replay."""
+    group = (resource.status.get("children") or {}).get("replayGroup") or spec.replay_group or replay_group_name(
         resource.namespace, resource.name)
+    return verify_env(rid=resource.replay_id, name=resource.name, mode=spec.mode.value, topics=spec.topics,
+                      replay_group=group, live_group=spec.consumer_group,
+                      bootstrap_servers=spec.kafka.bootstrap_servers,
+                      plan=plan_from_status(resource.status.get("plan") or {}))
 
 
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:

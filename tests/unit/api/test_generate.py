@@ -79,7 +79,7 @@ def test_crd_names_and_kubectl_ergonomics() -> None:
     expected = {
         "Reconsume": ("reconsumes", ["rcs"], ["Phase", "Mode", "Progress", "Lag", "ETA", "Verified", "Age"]),
         "Backfill": ("backfills", ["bf"], ["Phase", "Keys", "Barrier", "Age"]),
-        "LakeReplay": ("lakereplays", ["lr"], ["Phase", "Spark", "Lag", "Age"]),
+        "LakeReplay": ("lakereplays", ["lr"], ["Phase", "Spark", "Lag", "Verified", "Age"]),
     }
     for kind in KINDS:
         crd = generate.crd(kind)
