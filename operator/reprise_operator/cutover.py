@@ -128,6 +128,12 @@ async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool
     return True
 
 
+def keeps_children(status: dict) -> bool:
+    """A replay that failed its check kept what it made for inspection: its deletion must still remove it."""
+    failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+    return status.get("phase") == "Failed" and failed.get("reason") == "VerifyFailed"
+
+
 async def remove_jobs(resource: Resource) -> None:
     """Delete every run's Job (and, in the foreground, its pods) of a replay that completed."""
     rt = resource.rt

@@ -210,3 +210,12 @@ def test_live_history_answers_with_a_sample_old_enough():
     history.add(t0 + timedelta(seconds=5), {("orders", 0): 60})
     assert history.as_of(t0 + timedelta(seconds=6)) == {("orders", 0): 10}
     assert history.as_of(t0 + timedelta(seconds=9)) == {("orders", 0): 60}
+
+
+def test_a_failed_check_keeps_children_until_the_deletion():
+    from reprise_operator.cutover import keeps_children
+
+    failed = {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
+    assert keeps_children(failed)
+    assert not keeps_children({"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "TopicNotFound"}]})
+    assert not keeps_children({"phase": "Complete", "conditions": []})
