@@ -176,3 +176,19 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
     assert any(max(ledger.replay.get(p, {0: 0})) >= ends_at_verify[p] for p in range(PARTITIONS)), \
         "the shadow processed live records written after it was verified"
     assert_children_gone(kube, kafka, namespace, "shadow", group, topic_name)
+
+
+def test_deleting_a_replay_that_failed_its_check_removes_what_it_kept(kube, kafka, operator, namespace, topic_name, live_service):
+    group = replay_group_name(namespace, "kept")
+    body = reconsume("kept", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
+                     verify=verify_spec(str(live_service)))
+    env = body["spec"]["consumer"]["env"]
+    env[0] = {"name": "REPRISE_HANDLER", "value": "tests.integration.operator.lossy_sink:record"}
+    env.append({"name": "REPRISE_TEST_DROP_KEY", "value": "user-7"})
+    apply(kube, namespace, body)
+    failed = wait_phase(kube, namespace, "reconsume", "kept", "Failed", timeout=300, operator=operator)
+    assert conditions(failed)["Failed"]["reason"] == "VerifyFailed"
+    assert get(kube, namespace, "deployment", "kept-replay") is not None
+    kube.kubectl("delete", "reconsume", "kept", "-n", namespace, "--timeout=180s")
+    assert get(kube, namespace, "reconsume", "kept") is None
+    assert_children_gone(kube, kafka, namespace, "kept", group, topic_name)
