@@ -2,6 +2,10 @@
 recorded atomically with the offset itself (HANDOVER.md section 3). Pure.
 
 Metadata that is not Reprise's (another library's, a person's note) is not a mark: decoding it gives None.
+
+Metadata travels as a C string: the text and one NUL byte. confluent-kafka-python writes it so (it appends the
+NUL itself) and reads it back only up to the first NUL, so a writer in another language appends the NUL
+(`committed_metadata`), and every reader takes the text up to the first NUL (`decode`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ class CommitMark:
             body["reread_until"] = self.reread_until
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
+    def committed_metadata(self) -> str:
+        """The metadata string as it is stored with the offset: the mark and one NUL (HANDOVER.md section 3).
+        Python hands confluent-kafka `encode()`, which appends the NUL; clients that store the string as it is
+        (Java's, Go's) are given this."""
+        return self.encode() + "\0"
+
     @property
     def usable(self) -> bool:
         """False for a Reprise mark this reader cannot read (a newer format version, or malformed): it says
@@ -50,7 +60,10 @@ class CommitMark:
         """The mark in a committed offset's metadata; None when there is none (or it is someone else's).
 
         Metadata is Reprise's when it is a JSON object with a `reprise` member. Such a mark that this reader
-        cannot use comes back with `problem` set (`newer-version`, `malformed`) and no fields."""
+        cannot use comes back with `problem` set (`newer-version`, `malformed`) and no fields. The text ends
+        at its first NUL, as confluent-kafka reads it."""
+        if text and "\0" in text:
+            text = text[:text.index("\0")]
         if not text or not text.startswith("{"):
             return None
         try:

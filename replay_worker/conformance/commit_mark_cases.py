@@ -1,6 +1,6 @@
 """commit_marks.json: the marks both groups attach to committed offsets' metadata (HANDOVER.md section 3).
 
-`encode`: mark fields and the exact metadata string. `decode`: a metadata string (null when the commit has
+`encode`: mark fields, the exact metadata string, and `committed`, the string as stored (the mark and one NUL). `decode`: a metadata string (null when the commit has
 none) and the `result`: `none` (no mark: empty, or someone else's metadata), `mark` with its fields, or
 `unusable` with a `reason` (`newer-version`, `malformed`) for a Reprise mark this reader cannot use.
 """
@@ -26,7 +26,8 @@ def encode_cases() -> list[dict[str, Any]]:
         ("non-ASCII replay id", CommitMark("ns/zürich/1", finished="end-of-partition")),
         ("every field (not written by the reference, readable)", CommitMark("r", "forced", 3, 9)),
     ]
-    return [{"name": name, "mark": _fields(mark), "metadata": mark.encode()} for name, mark in marks]
+    return [{"name": name, "mark": _fields(mark), "metadata": mark.encode(), "committed": mark.committed_metadata()}
+            for name, mark in marks]
 
 
 def _decode(name: str, metadata: str | None, note: str = "") -> dict[str, Any]:
@@ -72,6 +73,12 @@ def decode_cases() -> list[dict[str, Any]]:
         d("reread_until a boolean", '{"reprise":1,"replay":"r","reread_until":true}'),
         d("finished not a string", '{"reprise":1,"replay":"r","finished":true}'),
         d("null fields are absent fields", '{"reprise":1,"replay":"r","skip_from":null,"finished":null}'),
+        d("as stored: the mark and one NUL", '{"reprise":1,"replay":"r","skip_from":3}\0',
+          note="what a Java or Go client reads back of a mark any side committed"),
+        d("the text ends at the first NUL", '{"reprise":1,"replay":"r","reread_until":9}\0{"reprise":2}',
+          note="confluent-kafka-python reads metadata as a C string"),
+        d("a NUL alone is no metadata", "\0"),
+        d("someone else's text and a NUL", "batch 7\0"),
     ]
     return cases
 

@@ -39,6 +39,8 @@ INTEGRATION_CLASSES = (
     "io.reprise.kafka.topic.HandoverTopicIntegrationTest",
     "io.reprise.kafka.guard.GuardedConsumerIntegrationTest",
     "io.reprise.kafka.spring.GuardedConsumerFactoryIntegrationTest",
+    "io.reprise.kafka.replay.ReplayRoleBrokerTest",
+    "io.reprise.kafka.replay.ReplayRoleProcessTest",
 )
 
 

@@ -101,7 +101,9 @@ def _fields(mark: CommitMark) -> dict[str, Any]:
 @pytest.mark.parametrize("case", MARKS["encode"], ids=ids(MARKS["encode"]))
 def test_commit_mark_encode_case(case: dict[str, Any]) -> None:
     m = case["mark"]
-    assert CommitMark(m["replay"], m["finished"], m["skip_from"], m["reread_until"]).encode() == case["metadata"]
+    mark = CommitMark(m["replay"], m["finished"], m["skip_from"], m["reread_until"])
+    assert mark.encode() == case["metadata"]
+    assert mark.committed_metadata() == case["committed"]
 
 
 @pytest.mark.parametrize("case", MARKS["decode"], ids=ids(MARKS["decode"]))

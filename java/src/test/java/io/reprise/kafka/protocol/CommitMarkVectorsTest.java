@@ -37,12 +37,15 @@ class CommitMarkVectorsTest {
         List<DynamicTest> tests = new ArrayList<>();
         for (JsonNode c : root.get("encode")) {
             tests.add(DynamicTest.dynamicTest("encode: " + c.get("name").asText(),
-                    () -> assertEquals(c.get("metadata").textValue(), mark(c.get("mark")).encode())));
+                    () -> {
+                        assertEquals(c.get("metadata").textValue(), mark(c.get("mark")).encode());
+                        assertEquals(c.get("committed").textValue(), CommitMetadata.store(mark(c.get("mark"))));
+                    }));
         }
         for (JsonNode c : root.get("decode")) {
             tests.add(DynamicTest.dynamicTest("decode: " + c.get("name").asText(), () -> {
                 JsonNode metadata = c.get("metadata");
-                CommitMark decoded = CommitMark.decode(metadata == null || metadata.isNull() ? null : metadata.textValue());
+                CommitMark decoded = CommitMetadata.read(metadata == null || metadata.isNull() ? null : metadata.textValue());
                 switch (c.get("result").asText()) {
                     case "none" -> assertNull(decoded);
                     case "mark" -> {
