@@ -167,6 +167,7 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
         at = committed(kafka.bootstrap, group, topic_name, PARTITIONS)
         assert any(at[p] > ends_at_verify[p] for p in ends_at_verify), "the shadow stopped following the live topic"
         # 40 records/s of live traffic; a following shadow stays within a few seconds of it, not minutes.
+        print(f"shadow hold: lag behind the live topic at 2 s samples: {lags}")
         assert max(lags) < 600, lags
         kube.kubectl("annotate", "reconsume", "shadow", "-n", namespace, "reprise.io/approve-cutover=true")
         done = keep(wait_phase(kube, namespace, "reconsume", "shadow", "Complete", timeout=240, operator=operator),
