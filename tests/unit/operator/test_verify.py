@@ -219,3 +219,27 @@ def test_a_failed_check_keeps_children_until_the_deletion():
     assert keeps_children(failed)
     assert not keeps_children({"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "TopicNotFound"}]})
     assert not keeps_children({"phase": "Complete", "conditions": []})
+
+
+def test_a_lake_replays_check_is_told_the_backfill_topic_the_drain_group_and_the_live_topics():
+    from pathlib import Path
+
+    import yaml
+
+    from reprise_operator.api import LakeReplaySpec
+    from reprise_operator.lakereplay import _verify_env
+    from reprise_operator.lifecycle import Resource
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    document = yaml.safe_load((examples / "lakereplay-then-reconsume.yaml").read_text())
+    spec = LakeReplaySpec.model_validate(document["spec"])
+    body = {"metadata": {"namespace": "accounts", "name": "lake", "uid": "0b1c2d3e-ffff"}, "spec": document["spec"]}
+    status = {"children": {"backfillTopic": "reprise.backfill.lake", "replayGroup": "accounts-lake"},
+              "plan": {"partitions": [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9}]}}
+    env = _verify_env(Resource("LakeReplay", "lakereplays", body, status, rt=None), spec)  # type: ignore[arg-type]
+    assert env["REPRISE_TOPICS"].split(",")[0] == "reprise.backfill.lake"
+    assert "users" in env["REPRISE_TOPICS"].split(",")
+    assert env["REPRISE_REPLAY_GROUP"] == "accounts-lake"
+    assert env["REPRISE_MODE"] == f"Lake+{spec.then.reconsume.mode.value}"
+    assert env["REPRISE_LIVE_GROUP"] == spec.then.reconsume.consumer_group
+    assert json.loads(env["REPRISE_PLAN"]) == [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9}]
