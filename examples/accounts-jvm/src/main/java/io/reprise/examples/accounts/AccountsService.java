@@ -6,9 +6,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -17,7 +17,6 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
@@ -30,19 +29,20 @@ import org.slf4j.LoggerFactory;
  *
  * <p>It is an ordinary kafka-clients service (poll a batch, process it, commit) with two lines for Reprise:
  * <ol>
- *   <li>its consumer is wrapped by {@link GuardedConsumer}, so while a Handover replay covers a partition the live
- *       loop gets only the records the replay does not cover, and takes every record again from the handover
- *       offset on;</li>
  *   <li>when the operator runs the service's own image as a standby replay consumer
  *       ({@code consumer.entrypoint: Service}, which sets {@code REPRISE_REPLAY_ID} and the other
- *       {@code REPRISE_*} variables), {@link ReplayRole} runs the replay with the same record handler instead of
- *       the live loop.</li>
+ *       {@code REPRISE_*} variables), {@link ReplayRole#runIfRequested} runs the replay with the service's record
+ *       handler instead of the live loop (and exits when it is done);</li>
+ *   <li>its consumer is a {@link GuardedConsumer} (instead of a {@code KafkaConsumer}), so while a Handover replay
+ *       covers a partition the live loop gets only the records the replay does not cover, and takes every record
+ *       again from the handover offset on.</li>
  * </ol>
  *
  * <p>Settings come from the environment: {@code ACCOUNTS_BOOTSTRAP_SERVERS}, {@code ACCOUNTS_GROUP} (default
  * {@code accounts-jvm}), {@code ACCOUNTS_TOPIC} (default {@code users}), {@code ACCOUNTS_LEDGER_DIR},
- * {@code ACCOUNTS_BATCH} (records per poll, default 200), {@code ACCOUNTS_SESSION_TIMEOUT_MS} (default 10000) and
- * {@code REPRISE_HANDOVER_TOPIC} (default {@code reprise.handover}). SIGTERM stops it after the batch in hand.
+ * {@code ACCOUNTS_BATCH} (records per poll, default 200) and {@code ACCOUNTS_SESSION_TIMEOUT_MS} (default 10000);
+ * the guard reads {@code REPRISE_HANDOVER_TOPIC} (default {@code reprise.handover}). SIGTERM stops it after the
+ * batch in hand.
  */
 public final class AccountsService {
 
@@ -54,22 +54,21 @@ public final class AccountsService {
     public static void main(String[] args) throws Exception {
         Map<String, String> env = System.getenv();
         Path ledgerDir = Path.of(required(env, "ACCOUNTS_LEDGER_DIR"));
-        if (ReplayRole.requested()) {
-            // A standby replay consumer: the replay role reads REPRISE_* and calls the service's own handler.
-            try (Ledger ledger = Ledger.open(ledgerDir, true, env.get("REPRISE_REPLAY_GROUP"))) {
-                ReplayRole.run(new StringDeserializer(), new StringDeserializer(), ledger::record);
-            }
-            return;
-        }
         String group = env.getOrDefault("ACCOUNTS_GROUP", "accounts-jvm");
-        try (Ledger ledger = Ledger.open(ledgerDir, false, group)) {
-            runLive(env, group, ledger);
+        Map<String, Object> config = consumerConfig(env, group);
+
+        // Reprise's replay role: when the operator runs this image as a replay consumer, replay with the service's
+        // own handler, then exit; otherwise this returns at once.
+        Ledger replayed = Ledger.of(ledgerDir, true, env.get("REPRISE_REPLAY_GROUP"));
+        ReplayRole.runIfRequested(config, new StringDeserializer(), new StringDeserializer(), replayed::record);
+
+        try (Ledger ledger = Ledger.of(ledgerDir, false, group)) {
+            runLive(config, env.getOrDefault("ACCOUNTS_TOPIC", "users"), ledger);
         }
     }
 
-    /** The live loop: poll, process, commit; commit on revoke, so a rebalance repeats nothing. */
-    static void runLive(Map<String, String> env, String group, Ledger ledger) throws InterruptedException {
-        Properties config = new Properties();
+    static Map<String, Object> consumerConfig(Map<String, String> env, String group) {
+        Map<String, Object> config = new HashMap<>();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, required(env, "ACCOUNTS_BOOTSTRAP_SERVERS"));
         config.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
@@ -78,21 +77,22 @@ public final class AccountsService {
         config.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, env.getOrDefault("ACCOUNTS_BATCH", "200"));
         config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, env.getOrDefault("ACCOUNTS_SESSION_TIMEOUT_MS", "10000"));
         config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
-        String topic = env.getOrDefault("ACCOUNTS_TOPIC", "users");
-        String handoverTopic = env.getOrDefault("REPRISE_HANDOVER_TOPIC", "reprise.handover");
+        return config;
+    }
 
-        // The one change for Handover replays: the guard wraps the service's consumer.
-        Consumer<String, String> consumer = new GuardedConsumer<>(
-                new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer()), handoverTopic);
+    /** The live loop: poll, process, commit; commit on revoke, so a rebalance repeats nothing. */
+    static void runLive(Map<String, Object> config, String topic, Ledger ledger) {
+        // Reprise's guard: a GuardedConsumer where the service had `new KafkaConsumer<>(config, keys, values)`.
+        Consumer<String, String> consumer =
+                GuardedConsumer.create(config, new StringDeserializer(), new StringDeserializer());
 
         CountDownLatch stopped = new CountDownLatch(1);
-        Thread loop = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             consumer.wakeup();  // SIGTERM: leave poll(); the batch in hand is finished and committed first
             try {
                 stopped.await();
             } catch (InterruptedException e) {
-                loop.interrupt();
+                Thread.currentThread().interrupt();
             }
         }, "accounts-shutdown"));
         try {
@@ -100,7 +100,7 @@ public final class AccountsService {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
                     // Everything poll() handed out is processed before the next poll(): commit it while it is ours.
-                    consumer.commitSync();
+                    commit(consumer);
                 }
 
                 @Override

@@ -21,27 +21,26 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  */
 final class Ledger implements AutoCloseable {
 
-    private final FileOutputStream out;
+    private final Path file;
     private final String side;
     private final String group;
+    private FileOutputStream out;
 
-    private Ledger(FileOutputStream out, String side, String group) {
-        this.out = out;
+    private Ledger(Path file, String side, String group) {
+        this.file = file;
         this.side = side;
         this.group = group;
     }
 
-    /** A ledger file for this process in {@code folder}, for the live group or a replay group. */
-    static Ledger open(Path folder, boolean replay, String group) {
+    /**
+     * The ledger of this process in {@code folder}, for the live group or a replay group. The file is made at the
+     * first record, so a process that never processes one leaves none.
+     */
+    static Ledger of(Path folder, boolean replay, String group) {
         String side = replay ? "R" : "L";
         String host = System.getenv().getOrDefault("HOSTNAME", "local");
-        Path file = folder.resolve(side + "-" + host + "-" + ProcessHandle.current().pid() + ".log");
-        try {
-            Files.createDirectories(folder);
-            return new Ledger(new FileOutputStream(file.toFile(), true), side, group);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot open the ledger " + file, e);
-        }
+        return new Ledger(folder.resolve(side + "-" + host + "-" + ProcessHandle.current().pid() + ".log"), side,
+                group);
     }
 
     /** Records a processed batch; returns only once the lines are written to the file. */
@@ -55,14 +54,20 @@ final class Ledger implements AutoCloseable {
                     .append(' ').append(record.offset()).append(' ').append(group).append('\n');
         }
         try {
+            if (out == null) {
+                Files.createDirectories(file.getParent());
+                out = new FileOutputStream(file.toFile(), true);
+            }
             out.write(lines.toString().getBytes(StandardCharsets.UTF_8));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write the ledger", e);
+            throw new UncheckedIOException("cannot write the ledger " + file, e);
         }
     }
 
     @Override
     public synchronized void close() throws IOException {
-        out.close();
+        if (out != null) {
+            out.close();
+        }
     }
 }
