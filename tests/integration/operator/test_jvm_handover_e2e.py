@@ -81,9 +81,12 @@ def run_handover(kube, kafka, operator, namespace: str, topic: str, ledger: Path
     assert_exactly_once(verdict, per_killed_process=2 * max(LIVE_BATCH, REPLAY_BATCH) * PARTITIONS)
     status = finished["status"]
     assert all(p["state"] == "HandedOver" for p in status["progress"]["partitions"])
+    ledger_now = GroupLedger.read(ledger, topic)
     for p in status["progress"]["partitions"]:
-        # The replay processed history below H; the live group everything from H on.
-        assert p["handoverOffset"] >= verdict.first_skipped[p["partition"]], p
+        # Where the guard skipped (F before the end), the replay covered [F, H): H is past F.
+        if verdict.first_skipped[p["partition"]] < ends[p["partition"]]:
+            assert p["handoverOffset"] > verdict.first_skipped[p["partition"]], (p, verdict.summary())
+        assert ledger_now.sides["R"].get(p["partition"]), f"the replay processed nothing of partition {p}"
     assert_children_gone(kube, kafka, namespace, "handover", replay_group_name(namespace, "handover"), topic)
     figures = f"{live} guard / {replay} replay, faults {done}, killed {sorted(killed)}: {verdict.summary()}"
     print(figures)
