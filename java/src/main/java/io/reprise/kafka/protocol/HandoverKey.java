@@ -1,0 +1,68 @@
+package io.reprise.kafka.protocol;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The key of a handover-topic record: {@code ["<replay id>","<kind>"]} or
+ * {@code ["<replay id>","<kind>","<topic>",<partition>]}, compact JSON in UTF-8 (JSON because replay ids
+ * contain {@code /}). The compacted topic keeps one value per key.
+ *
+ * @param topic     null for the per-replay kinds ({@code replay}, {@code result})
+ * @param partition null when {@code topic} is null
+ */
+public record HandoverKey(String replayId, String kind, String topic, Integer partition) {
+
+    public static HandoverKey of(String replayId, String kind) {
+        return new HandoverKey(replayId, kind, null, null);
+    }
+
+    public static HandoverKey of(String replayId, String kind, String topic, int partition) {
+        return new HandoverKey(replayId, kind, topic, partition);
+    }
+
+    public byte[] encode() {
+        ArrayNode parts = CompactJson.NODES.arrayNode();
+        parts.add(replayId).add(kind);
+        if (topic != null) {
+            parts.add(topic).add(partition == null ? -1 : partition);
+        }
+        return CompactJson.bytes(parts);
+    }
+
+    public static HandoverKey decode(byte[] raw) throws HandoverFormatException {
+        JsonNode parts = null;
+        if (raw != null) {
+            try {
+                parts = CompactJson.parse(raw);
+            } catch (IOException e) {
+                parts = null;
+            }
+        }
+        if (parts == null || !parts.isArray() || (parts.size() != 2 && parts.size() != 4)
+                || !parts.get(0).isTextual() || !parts.get(1).isTextual()) {
+            throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
+        }
+        if (parts.size() == 4) {
+            JsonNode partition = parts.get(3);
+            if (!parts.get(2).isTextual() || !partition.isIntegralNumber() || !partition.canConvertToInt()) {
+                throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
+            }
+            return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), parts.get(2).textValue(),
+                    partition.intValue());
+        }
+        return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), null, null);
+    }
+
+    static String show(byte[] raw) {
+        return raw == null ? "null" : new String(raw, StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public String toString() {
+        return topic == null ? replayId + "/" + kind : replayId + "/" + kind + "/" + topic + "[" + partition + "]";
+    }
+}

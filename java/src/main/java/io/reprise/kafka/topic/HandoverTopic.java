@@ -1,0 +1,279 @@
+package io.reprise.kafka.topic;
+
+import io.reprise.kafka.protocol.HandoverKey;
+import io.reprise.kafka.protocol.HandoverRecord;
+import io.reprise.kafka.protocol.HandoverView;
+import io.reprise.kafka.protocol.HandoverWire;
+import io.reprise.kafka.protocol.PartitionHandover;
+import io.reprise.kafka.protocol.ReplayHandover;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The handover topic in Kafka (HANDOVER.md section 2): blocking reads ({@code read_committed}, from the beginning
+ * to the last stable offset), durable writes (idempotent, {@code acks=all}: a write counts once acknowledged),
+ * creation and cleanup. One partition, compacted: every record of every replay in one total order.
+ *
+ * <pre>{@code
+ * try (HandoverTopic topic = new HandoverTopic(KafkaConnection.bootstrap(servers), HandoverTopic.DEFAULT_TOPIC)) {
+ *     topic.ensure(true);
+ *     ReplayHandover state = topic.readReplay(replayId);
+ *     topic.publish(new HandoverRecord.Handover(replayId, "orders", 0, 1234, "caught-up", "replay", now));
+ * }
+ * }</pre>
+ */
+public final class HandoverTopic implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(HandoverTopic.class);
+
+    public static final String DEFAULT_TOPIC = "reprise.handover";
+
+    private final Map<String, Object> connection;
+    private final String topic;
+    private final Duration timeout;
+    private final String clientId;
+    private KafkaProducer<byte[], byte[]> producer;
+    private Admin admin;
+
+    public HandoverTopic(Map<String, Object> connection, String topic, Duration timeout, String clientId) {
+        this.connection = Map.copyOf(connection);
+        this.topic = topic;
+        this.timeout = timeout;
+        this.clientId = clientId;
+    }
+
+    public HandoverTopic(Map<String, Object> connection, String topic) {
+        this(connection, topic, Duration.ofSeconds(30), "reprise-handover");
+    }
+
+    public String topic() {
+        return topic;
+    }
+
+    public TopicPartition partition() {
+        return new TopicPartition(topic, 0);
+    }
+
+    private synchronized KafkaProducer<byte[], byte[]> producer() {
+        if (producer == null) {
+            producer = new KafkaProducer<>(KafkaConnection.producerConfig(connection, clientId + "-producer"));
+        }
+        return producer;
+    }
+
+    private synchronized Admin admin() {
+        if (admin == null) {
+            admin = Admin.create(KafkaConnection.adminConfig(connection, clientId + "-admin"));
+        }
+        return admin;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (producer != null) {
+            producer.close(timeout);
+            producer = null;
+        }
+        if (admin != null) {
+            admin.close(timeout);
+            admin = null;
+        }
+    }
+
+    // -- the topic itself
+
+    /** Checks the topic exists with one partition; creates it (compacted) when missing and {@code create}. */
+    public void ensure(boolean create) {
+        try {
+            TopicDescription found = null;
+            try {
+                found = admin().describeTopics(List.of(topic)).allTopicNames().get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topic);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            }
+            if (found == null) {
+                if (!create) {
+                    throw new HandoverTopicException("handover topic " + topic + " does not exist: create it (1 partition, "
+                            + "cleanup.policy=compact) or let the operator create it");
+                }
+                NewTopic spec = new NewTopic(topic, java.util.Optional.of(1), java.util.Optional.empty())
+                        .configs(Map.of("cleanup.policy", "compact", "min.compaction.lag.ms", "60000"));
+                try {
+                    admin().createTopics(List.of(spec)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+                    log.info("created the handover topic {}", topic);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof TopicExistsException)) {
+                        throw new HandoverTopicException("cannot create handover topic " + topic + ": " + e.getCause().getMessage(), e);
+                    }
+                }
+                return;
+            }
+            if (found.partitions().size() != 1) {
+                throw new HandoverTopicException("handover topic " + topic + " has " + found.partitions().size()
+                        + " partitions; the protocol needs exactly 1 (one total order of every replay's records): "
+                        + "recreate it with 1 partition");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HandoverTopicException("interrupted while checking handover topic " + topic, e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new HandoverTopicException("handover topic " + topic + ": " + e, e);
+        }
+    }
+
+    /**
+     * The offset a {@code read_committed} reader reaches at the end now (the last stable offset), or null when the
+     * topic does not exist (then no replay exists either). Uses the given reader, assigned or not.
+     */
+    static Long readableEnd(KafkaConsumer<byte[], byte[]> reader, String topic, Duration timeout) {
+        // The topic list, not partitionsFor: asking for a missing topic's partitions retries until it gives up.
+        List<PartitionInfo> partitions = reader.listTopics(timeout).get(topic);
+        if (partitions == null || partitions.isEmpty()) {
+            return null;
+        }
+        TopicPartition tp = new TopicPartition(topic, 0);
+        return reader.endOffsets(Set.of(tp), timeout).get(tp);
+    }
+
+    // -- reads
+
+    /** Every replay's state, read from the beginning to the readable end. */
+    public HandoverView read() {
+        HandoverView view = new HandoverView();
+        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
+            Long end = readableEnd(reader, topic, timeout);
+            if (end == null || end == 0) {
+                return view;
+            }
+            TopicPartition tp = partition();
+            reader.assign(List.of(tp));
+            reader.seekToBeginning(List.of(tp));
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (reader.position(tp, timeout) < end) {
+                if (System.nanoTime() > deadline) {
+                    throw new HandoverTopicException("reading handover topic " + topic + " to offset " + end + " took over "
+                            + timeout.toSeconds() + "s (reached " + reader.position(tp) + ")");
+                }
+                for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(100))) {
+                    view.apply(record.key(), record.value());
+                }
+            }
+        }
+        return view;
+    }
+
+    /** One replay's state: per partition start S, handover H, guard progress and acknowledgement. */
+    public ReplayHandover readReplay(String replayId) {
+        return read().replay(replayId);
+    }
+
+    // -- writes
+
+    /** Writes records and returns once Kafka has them durably (acks=all); throws otherwise. */
+    public void publish(HandoverRecord... records) {
+        publish(List.of(records));
+    }
+
+    public void publish(Collection<? extends HandoverRecord> records) {
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (HandoverRecord record : records) {
+            HandoverWire.Encoded encoded = HandoverWire.encode(record);
+            sent.add(producer().send(new ProducerRecord<>(topic, 0, encoded.key(), encoded.value())));
+        }
+        await(sent);
+    }
+
+    private void await(List<Future<RecordMetadata>> sent) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Future<RecordMetadata> future : sent) {
+            try {
+                future.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                throw new HandoverTopicException("handover record(s) not acknowledged by Kafka within " + timeout.toSeconds() + "s", e);
+            } catch (ExecutionException e) {
+                throw new HandoverTopicException("writing to handover topic " + topic + " failed: " + e.getCause().getMessage(), e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new HandoverTopicException("interrupted while writing to handover topic " + topic, e);
+            }
+        }
+    }
+
+    /**
+     * Publishes H for every listed partition that has a start and no H yet; returns what was published. For aborting
+     * a replay from outside: stop the replay group first, and pass its committed offsets.
+     */
+    public List<HandoverRecord.Handover> forceHandover(String replayId, Map<TopicPartition, Long> offsets, String by, String reason) {
+        ReplayHandover state = readReplay(replayId);
+        List<HandoverRecord.Handover> records = new ArrayList<>();
+        Map<String, TopicPartition> ordered = new TreeMap<>();
+        offsets.keySet().forEach(tp -> ordered.put(tp.topic() + "\u0000" + String.format("%010d", tp.partition()), tp));
+        for (TopicPartition tp : ordered.values()) {
+            PartitionHandover part = state.partitions.get(tp);
+            if (part == null || part.start == null || part.handover != null) {
+                continue;
+            }
+            records.add(new HandoverRecord.Handover(replayId, tp.topic(), tp.partition(),
+                    Math.max(offsets.get(tp), part.start.offset()), reason, by, System.currentTimeMillis()));
+        }
+        if (!records.isEmpty()) {
+            publish(records);
+        }
+        return records;
+    }
+
+    /** Deletes every record of a replay id ({@code replay} first, so every guard sees it gone at once); returns how many keys. */
+    public int tombstone(String replayId) {
+        List<byte[]> keys = new ArrayList<>();
+        for (ByteBuffer key : readReplay(replayId).liveKeys) {
+            byte[] raw = new byte[key.remaining()];
+            key.duplicate().get(raw);
+            keys.add(raw);
+        }
+        keys.sort((a, b) -> {
+            boolean ra = isReplayKey(a);
+            boolean rb = isReplayKey(b);
+            return ra != rb ? (ra ? -1 : 1) : java.util.Arrays.compare(a, b);
+        });
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (byte[] key : keys) {
+            sent.add(producer().send(new ProducerRecord<>(topic, 0, key, null)));
+        }
+        await(sent);
+        return keys.size();
+    }
+
+    private static boolean isReplayKey(byte[] raw) {
+        try {
+            return "replay".equals(HandoverKey.decode(raw).kind());
+        } catch (Exception e) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,87 @@
+"""The Java library (`java/`): its Maven test suite, run against this session's real broker.
+
+One entry for every Java test set: the conformance vectors (filters, wire, commit marks, guard traces, replay
+rules), the unit tests, and the integration tests of the guard, the handover topic, the replay role and the
+Spring Kafka hook on the real broker. Maven resolves its dependencies into `~/.m2` (outside the repository) and
+builds into the cache (`$REPRISE_CACHE/build/java-...`), never into the checkout.
+
+The integration tests fail (never skip) when REPRISE_TEST_BOOTSTRAP is missing, so this file passes only when
+the whole suite ran: it reads Surefire's reports and checks that enough tests ran and none failed or skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from local_platform.cache import cache_root
+from local_platform.kafka_broker import KafkaBroker
+from local_platform.prerequisites import missing
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+JAVA = REPO / "java"
+VECTORS = REPO / "conformance" / "vectors"
+#: Fewer than this means test sets were lost (the vector files alone make about 480 cases).
+MIN_TESTS = 450
+#: Integration test classes that must have run against the broker.
+INTEGRATION_CLASSES = (
+    "io.reprise.kafka.topic.HandoverTopicIntegrationTest",
+    "io.reprise.kafka.guard.GuardedConsumerIntegrationTest",
+    "io.reprise.kafka.spring.GuardedConsumerFactoryIntegrationTest",
+)
+
+
+def _build_dir() -> Path:
+    """Per checkout, so two clones on one machine never share build output."""
+    digest = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    return cache_root() / "build" / f"java-{digest}"
+
+
+def _reports(reports: Path) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    for path in sorted(reports.glob("TEST-*.xml")):
+        root = ET.parse(path).getroot()
+        found[root.get("name", path.stem)] = {k: int(root.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")}
+    return found
+
+
+def _tail(log: Path, lines: int = 80) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@pytest.mark.timeout(1800)
+def test_java_suite(kafka: KafkaBroker) -> None:
+    for tool in ("java", "mvn"):
+        problem = missing(tool)
+        assert problem is None, problem
+    assert VECTORS.is_dir(), f"{VECTORS} is missing: the Java suite runs the shared conformance vectors"
+    build = _build_dir()
+    reports = build / "surefire-reports"
+    if reports.is_dir():
+        for old in reports.iterdir():
+            old.unlink()
+    build.mkdir(parents=True, exist_ok=True)
+    log = build / "mvn-test.log"
+    env = {k: v for k, v in os.environ.items() if k != "REPRISE_CONFORMANCE_DIR"}
+    env["REPRISE_TEST_BOOTSTRAP"] = kafka.bootstrap
+    command = ["mvn", "-B", f"-Dreprise.build.dir={build}", f"-Dreprise.conformance.dir={VECTORS}", "test"]
+    with log.open("w") as out:
+        done = subprocess.run(command, cwd=JAVA, env=env, stdout=out, stderr=subprocess.STDOUT, check=False,
+                              timeout=1700)
+    found = _reports(reports)
+    failed = {name: counts for name, counts in found.items() if counts["failures"] or counts["errors"]}
+    assert done.returncode == 0 and not failed, \
+        f"the Java suite failed (exit {done.returncode}; failing classes: {sorted(failed)}); log {log}:\n{_tail(log)}"
+    total = sum(c["tests"] for c in found.values())
+    skipped = sum(c["skipped"] for c in found.values())
+    assert total > MIN_TESTS, f"only {total} Java tests ran (expected more than {MIN_TESTS}); log {log}"
+    assert skipped == 0, f"{skipped} Java tests were skipped; log {log}"
+    for name in INTEGRATION_CLASSES:
+        assert found.get(name, {}).get("tests", 0) > 0, f"{name} did not run; log {log}"
