@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .cache import cache_root
 from .local_images import publish
+from .prerequisites import missing
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "java"
@@ -76,6 +77,9 @@ def build_jvm_image(project: Path, reference: str, library: Path = LIBRARY, log:
     project, library = project.resolve(), library.resolve()
     if not (library / "pom.xml").is_file():
         raise JvmBuildError(f"the Reprise Java library is not at {library} (java/pom.xml)")
+    problems = [p for p in (missing("java"), missing("mvn")) if p]
+    if problems:
+        raise JvmBuildError("; ".join(problems))
     images = cache_root() / "images"
     images.mkdir(parents=True, exist_ok=True)
     folder = images / f"{project.name}-{source_hash(library, project)}"

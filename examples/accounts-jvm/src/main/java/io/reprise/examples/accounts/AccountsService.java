@@ -109,15 +109,19 @@ public final class AccountsService {
                 }
             });
             long processed = 0;
+            boolean uncommitted = false;
             while (true) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 if (records.isEmpty()) {
+                    if (uncommitted) {
+                        uncommitted = !commit(consumer);  // a commit a rebalance deferred, when no revoke took it
+                    }
                     continue;
                 }
                 List<ConsumerRecord<String, String>> batch = new ArrayList<>(records.count());
                 records.forEach(batch::add);
-                ledger.record(batch);  // process first ...
-                commit(consumer);      // ... then commit: at-least-once, the batch is the window a crash repeats
+                ledger.record(batch);             // process first ...
+                uncommitted = !commit(consumer);  // ... then commit: at-least-once, a crash repeats the batch
                 processed += batch.size();
                 if (processed / 10_000 != (processed - batch.size()) / 10_000) {
                     LOG.info("processed {} user events", processed);
@@ -132,12 +136,15 @@ public final class AccountsService {
         }
     }
 
-    private static void commit(Consumer<String, String> consumer) {
+    /** Commits what poll() handed out; false when a rebalance is under way (the next poll() finishes it). */
+    private static boolean commit(Consumer<String, String> consumer) {
         try {
             consumer.commitSync();
+            return true;
         } catch (RebalanceInProgressException | CommitFailedException e) {
-            // The partitions are being revoked: the revoke callback in the next poll() commits them.
+            // Revoked partitions are committed by the revoke callback in the next poll(); the others after it.
             LOG.info("commit deferred to the rebalance: {}", e.getMessage());
+            return false;
         }
     }
 
