@@ -137,7 +137,7 @@ def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, ha
         f"(spec.consumer.entrypoint: Service), and none of its pods has started Reprise's replay role: replay "
         f"{rid} is not bootstrapped in handover topic {handover_topic} after {format_duration_seconds(int(waited_seconds))}. "
         "The service must start the replay role, with its own record handler, when REPRISE_REPLAY_ID is set "
-        "(Java: io.reprise.kafka.replay.ReplayRole at the start of main, see docs/jvm-services.md), or the replay "
+        "(Java: io.reprise.kafka.replay.ReplayRole.runIfRequested at the start of main, see docs/jvm-services.md), or the replay "
         "must use spec.consumer.entrypoint: ReplayWorker (a new resource: the field is immutable)"
     )
 

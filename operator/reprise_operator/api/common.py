@@ -552,7 +552,7 @@ ENTRYPOINT_DESCRIPTION = (
     "REPRISE_HANDLER (or copies records to REPRISE_FORWARD_TOPIC); the image must hold Reprise's Python "
     "package. Service: the cloned container keeps its own command and args and gets only the REPRISE_* "
     "environment; the service's Reprise library (Java: io.reprise.kafka.replay) must start its replay role "
-    "when REPRISE_ROLE is set, with the service's own record handler, so REPRISE_HANDLER and "
+    "when REPRISE_REPLAY_ID is set, with the service's own record handler, so REPRISE_HANDLER and "
     "REPRISE_FORWARD_TOPIC are refused in env. The role serves /healthz on REPRISE_METRICS_PORT (the "
     "container's liveness probe). A service that does not start it shows the condition reason "
     "ReplayRoleNotStarted. Immutable."
