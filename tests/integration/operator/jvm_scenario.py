@@ -208,11 +208,12 @@ class GroupLedger:
         for path in folder.glob("*.log"):
             found = _PID.search(path.name)
             pid = int(found.group(1)) if found else -1
-            for line in path.read_text(errors="replace").splitlines():
+            # Only whole lines: a killed process may leave a torn last one, without its newline.
+            for line in path.read_text(errors="replace").split("\n")[:-1]:
                 parts = line.split()
                 # Java: `side topic partition offset group`; the Python test sinks: `side topic partition offset`.
                 if len(parts) not in (4, 5) or parts[0] not in ("L", "R") or parts[1] != topic:
-                    continue  # a torn last line of a killed process
+                    continue
                 try:
                     partition, offset = int(parts[2]), int(parts[3])
                 except ValueError:
