@@ -148,12 +148,16 @@ async def require_replay_role(resource: Resource, memory: ObjectMemory, consumer
     bootstraps the replay in the handover topic (the protocol's first step: every replica does it on start).
     Until then the clock runs; past `timeout` the resource says so (condition Waiting, reason
     ReplayRoleNotStarted), and it resolves by itself once a replica starts the role. The clock lives in the
-    operator's memory: a restart gives the pods the full time again, never less."""
+    operator's memory: a restart gives the pods the full time again, never less; so does a pause in following
+    (a suspended replay has no pods to wait for)."""
     if consumer.entrypoint is not Entrypoint.SERVICE or bootstrapped:
         memory.extra.pop(ROLE_CLOCK, None)
         return
     now = resource.now()
-    since = memory.extra.setdefault(ROLE_CLOCK, now)
+    since, last = memory.extra.get(ROLE_CLOCK, (now, now))
+    if (now - last).total_seconds() > max(30.0, timeout / 4):
+        since = now
+    memory.extra[ROLE_CLOCK] = (since, now)
     waited = (now - since).total_seconds()
     if waited < timeout:
         return

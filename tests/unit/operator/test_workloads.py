@@ -186,3 +186,50 @@ def test_replay_role_message_says_what_the_service_must_do():
     assert "replay ns/accounts/1234abcd is not bootstrapped in handover topic reprise.handover after 2m5s" in message
     assert "when REPRISE_REPLAY_ID is set" in message and "io.reprise.kafka.replay" in message
     assert "entrypoint: ReplayWorker" in message
+
+
+def test_the_replay_role_clock_runs_while_followed_and_restarts_after_a_pause():
+    import asyncio
+    from datetime import datetime, timedelta, timezone
+
+    from reprise_operator.api import Consumer
+    from reprise_operator.lifecycle import ObjectMemory, Waiting
+    from reprise_operator.standby import require_replay_role
+
+    class Kube:
+        def get_deployment(self, namespace, name):
+            return {"status": {"readyReplicas": 2}}
+
+        async def run(self, fn, *args):
+            return fn(*args)
+
+    class Rt:
+        kube = Kube()
+
+    class FakeResource:
+        namespace, status, rt = "ns", {"children": {"deployment": "svc-replay"}}, Rt()
+
+        def __init__(self):
+            self.at = datetime(2026, 11, 23, tzinfo=timezone.utc)
+
+        def now(self):
+            return self.at
+
+    service = Consumer.model_validate({"deploymentRef": {"name": "svc"}, "entrypoint": "Service", "replicas": 3})
+    resource, memory = FakeResource(), ObjectMemory()
+
+    def check(bootstrapped=False):
+        asyncio.run(require_replay_role(resource, memory, service, bootstrapped, "ns/x/1", "reprise.handover", 120))
+
+    for _ in range(12):  # followed every 10 s for 110 s: still within the bound
+        check()
+        resource.at += timedelta(seconds=10)
+    with pytest.raises(Waiting) as waiting:
+        check()  # 120 s
+    assert waiting.value.reason == "ReplayRoleNotStarted" and "(2/3 pods ready)" in waiting.value.message
+    resource.at += timedelta(minutes=10)  # suspended meanwhile: not followed
+    check()  # the clock starts again
+    check(bootstrapped=True)  # a replica bootstrapped: nothing to say
+    worker = Consumer.model_validate({"deploymentRef": {"name": "svc"}})
+    resource.at += timedelta(hours=1)
+    asyncio.run(require_replay_role(resource, memory, worker, False, "ns/x/1", "reprise.handover", 120))
