@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # control plane, operator). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv platform run test test-unit test-integration crds bench soak demo demo-jvm e2e-kind image constraints clean-platform
+.PHONY: help venv platform run test test-unit test-integration crds vectors bench soak demo demo-jvm e2e-kind image constraints clean-platform
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ test-unit: venv ## only the fast unit tests (no platform)
 
 crds: venv ## generate crds/ and the chart's CRDs from the typed models
 	@$(PY) -m reprise_operator.api.generate
+
+vectors: venv ## generate conformance/vectors/ (the handover protocol's test vectors for every port) from the Python reference
+	@$(PY) -m replay_worker.conformance
 
 bench: platform ## the benchmarks, as ratios against baselines measured in the same run
 	@$(PY) -m benchmarks

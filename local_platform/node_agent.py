@@ -36,7 +36,9 @@ Ports. Pods share the host's network here (there are no pod IPs), so two pods th
 `containerPort` would collide, within one platform or between two platforms on one machine. A declared
 containerPort is used as it is while it is free on the host; when another process holds it, the container
 gets a free port instead, and an env value that is exactly the declared port number
-(`REPRISE_METRICS_PORT=9400`) is given that port. `REPRISE_PORT_MAP` holds {containerPort: host port}.
+(`REPRISE_METRICS_PORT=9400`) is given that port. `REPRISE_PORT_MAP` holds {containerPort: host port}. A
+port is claimed machine-wide when it is chosen (`processes.PortClaims`) and kept until the pod is gone, so
+pods that start together never get the same port before either listens on it.
 
 Logs go to `<workdir>/pods/<namespace>_<pod>_<uid8>/logs/<container>.log` (the previous run of a
 restarted container is kept as `<container>.previous.log`); `NodeAgent.container_log()` finds them.
@@ -73,7 +75,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .local_images import image_paths
-from .processes import free_port, port_is_bindable
+from .processes import PortClaims, port_is_bindable
 
 log = logging.getLogger("reprise.node_agent")
 
@@ -697,6 +699,7 @@ class NodeAgent:
         self._ca_file = ""
         self._boot_id = str(uuid.uuid4())
         self._pid_file = self.workdir / "processes.json"
+        self._ports = PortClaims()  # the host ports given to containers, claimed until their pod is gone
 
     # -- public -------------------------------------------------------------------------------------
 
@@ -748,6 +751,7 @@ class NodeAgent:
             except subprocess.TimeoutExpired:
                 pass
             _close(c)
+        self._ports.release_all()
         self._write_pid_file()
         for api in (getattr(self, "_api", None), getattr(self, "_heartbeat_api", None), getattr(self, "_watch_api", None)):
             if api is not None:
@@ -1291,10 +1295,13 @@ class NodeAgent:
         if kubeconfig:
             env["KUBECONFIG"] = kubeconfig
         for port in declared_ports(spec):
-            # Checked again at every (re)start: another pod may have taken the port in the meantime.
+            # Checked again at every (re)start: another process may have taken the port in the meantime. A
+            # port is claimed when chosen (see PortClaims), so no other pod is given it before this one listens.
             known = c.host_ports.get(port)
             if known is None or not port_is_bindable(known):
-                c.host_ports[port] = port if port_is_bindable(port) else free_port()
+                if known is not None:
+                    self._ports.release(known)
+                c.host_ports[port] = self._ports.claim_port(port)
         pod_env = map_ports(pod_env, c.host_ports)
         if c.host_ports:
             env["REPRISE_PORT_MAP"] = json.dumps({str(k): v for k, v in c.host_ports.items()}, sort_keys=True)
@@ -1363,6 +1370,9 @@ class NodeAgent:
         if pod.deleted_in_api:
             with self._pods_lock:
                 self._pods.pop(pod.uid, None)
+            for c in pod.init + pod.main:
+                for host_port in c.host_ports.values():
+                    self._ports.release(host_port)
 
     def _report(self, pod: _Pod, now: float) -> None:
         """Patch the pod status when it changed (a JSON merge patch of the whole status)."""

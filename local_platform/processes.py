@@ -52,6 +52,67 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class PortClaims:
+    """Host ports handed out to processes that have not listened on them yet, claimed machine-wide.
+
+    Checking that a port is free and handing it out is not atomic: two pods that declare the same port and
+    start together both find it free, and the second to bind it crashes with EADDRINUSE. So a port is first
+    claimed, by an exclusive `flock` on a file named after it in a folder every claimer on the machine shares
+    (node agents of other platforms included), and only then checked: a port is handed out once, until its
+    holder releases it. The kernel drops the lock when the holder dies, so a killed agent leaves no claim.
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        import tempfile
+        import threading
+
+        self.folder = folder or Path(tempfile.gettempdir()) / f"reprise-host-ports-{os.getuid()}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._held: dict[int, int] = {}  # port -> the descriptor whose lock claims it
+        self._lock = threading.Lock()
+
+    def claim(self, port: int) -> bool:
+        """Claim `port` when no one holds it and nothing listens on it; False otherwise."""
+        import fcntl
+
+        with self._lock:
+            if port in self._held:
+                return False
+            fd = os.open(self.folder / str(port), os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+            if not port_is_bindable(port):
+                os.close(fd)  # closing the descriptor drops the lock
+                return False
+            self._held[port] = fd
+            return True
+
+    def claim_port(self, preferred: int | None = None) -> int:
+        """`preferred` when it can be claimed, else a free port (claimed)."""
+        if preferred is not None and self.claim(preferred):
+            return preferred
+        for _ in range(100):
+            port = free_port()
+            if self.claim(port):
+                return port
+        raise PlatformError("no free port could be claimed in 100 attempts")
+
+    def release(self, port: int) -> None:
+        with self._lock:
+            fd = self._held.pop(port, None)
+        if fd is not None:
+            os.close(fd)
+
+    def release_all(self) -> None:
+        with self._lock:
+            held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)
+
+
 def port_is_bindable(port: int) -> bool:
     """Whether a server could listen on `port` on every address now (as servers do, with SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from . import kafka_clients
 from .filters import RecordFilter, Undecodable
-from .handover import ResultInfo
+from .wire import ResultInfo
 from .handover_topic import HandoverTopic, now_ms
 from .metrics import WorkerMetrics
 from .settings import WorkerSettings

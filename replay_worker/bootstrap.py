@@ -30,7 +30,8 @@ from typing import Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from . import kafka_clients
-from .handover import ReplayHandover, ReplayInfo, StartInfo, decode, encode
+from .handover import ReplayHandover
+from .wire import ReplayInfo, StartInfo, decode, encode
 from .handover_topic import HandoverTopic, HandoverTopicError, now_ms
 from .settings import WorkerSettings
 from .start_position import PartitionFacts, SpecError, StartDecision, StartOlderThanRetention, decide_partition

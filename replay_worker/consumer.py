@@ -13,7 +13,7 @@ The idioms (REFERENCE.md section 1, confluent-kafka's examples) and why:
 - Rebalance callbacks only run inside `consume()`, and every batch is checkpointed before the next
   `consume()`; a revoke commits the revoked partitions' positions synchronously (commit on revoke).
   `on_lost` drops the partitions without committing (they are someone else's now).
-- A partition is finished (handed over / drained) when `handover.replay_finish` says so. Its final offset is
+- A partition is finished (handed over / drained) when `finish_rules.replay_finish` says so. Its final offset is
   committed with a `finished` mark in the commit metadata *before* H is published, so any replica that gets
   the partition later sees it is finished from the offset alone, and re-publishes H (idempotent).
 - End of partition: the consumer's end-of-partition event carries the offset after the last readable
@@ -39,7 +39,10 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from . import kafka_clients
 from .delivery import Delivery, DeliveryError, Outcome
 from .filters import RecordFilter, Undecodable
-from .handover import CommitMark, HandoverInfo, HandoverView, ProgressInfo, ReplayHandover, record_ends_partition, replay_finish
+from .commit_marks import CommitMark
+from .finish_rules import record_ends_partition, replay_finish
+from .handover import HandoverView, ReplayHandover
+from .wire import HandoverInfo, ProgressInfo
 from .handover_topic import HandoverFollower, HandoverTopic, now_ms
 from .metrics import WorkerMetrics
 from .settings import WorkerSettings
@@ -113,7 +116,8 @@ def _facts_of(replay_id: str):
         replay = view.replay(replay_id)
         return _ReplayFacts(
             dict(replay.handover_offsets()),
-            {k: p.guard.seen_until for k, p in replay.partitions.items() if p.guard is not None},
+            {k: p.guard.seen_until for k, p in replay.partitions.items()
+             if p.guard is not None and p.guard.seen_until is not None},
             frozenset(k for k, p in replay.partitions.items() if p.start is not None),
         )
     return derive

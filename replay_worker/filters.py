@@ -27,7 +27,13 @@ Headers = Sequence[tuple[str, bytes | None]] | None
 
 
 class FilterSpecError(ValueError):
-    """A filter spec that cannot be understood."""
+    """A filter spec that cannot be understood. `field` names the part at fault (`filter.json[0].in`) and
+    `code` says what is wrong, in words that stay the same in every language (the conformance vectors)."""
+
+    def __init__(self, message: str, *, field: str = "filter", code: str = "invalid") -> None:
+        super().__init__(message)
+        self.field = field
+        self.code = code
 
 
 class Undecodable(ValueError):
@@ -77,49 +83,60 @@ class FilterSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise FilterSpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})") from None
+                raise FilterSpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
+                                      field=what, code="not-json") from None
         if not isinstance(obj, Mapping):
-            raise FilterSpecError(f"{what}: expected a JSON object with headers, keys, keysFile or json")
+            raise FilterSpecError(f"{what}: expected a JSON object with headers, keys, keysFile or json",
+                                  field=what, code="not-an-object")
         unknown = set(obj) - {"headers", "keys", "keysFile", "json"}
         if unknown:
-            raise FilterSpecError(f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json")
+            raise FilterSpecError(f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json",
+                                  field=f"{what}.{sorted(unknown)[0]}", code="unknown-field")
         headers: list[tuple[str, tuple[str, ...]]] = []
         raw_headers = obj.get("headers") or {}
         if not isinstance(raw_headers, Mapping):
-            raise FilterSpecError(f"{what}.headers: expected {{\"name\": [\"value\", ...]}}")
+            raise FilterSpecError(f"{what}.headers: expected {{\"name\": [\"value\", ...]}}",
+                                  field=f"{what}.headers", code="bad-headers")
         for name, values in raw_headers.items():
             values = [values] if isinstance(values, str) else values
             if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-                raise FilterSpecError(f"{what}.headers.{name}: expected a string or a non-empty list of strings")
+                raise FilterSpecError(f"{what}.headers.{name}: expected a string or a non-empty list of strings",
+                                      field=f"{what}.headers.{name}", code="bad-header-values")
             headers.append((str(name), tuple(values)))
         keys = obj.get("keys")
         if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
-            raise FilterSpecError(f"{what}.keys: expected a list of strings")
+            raise FilterSpecError(f"{what}.keys: expected a list of strings", field=f"{what}.keys", code="bad-keys")
         keys_file = obj.get("keysFile")
         if keys_file is not None and not isinstance(keys_file, str):
-            raise FilterSpecError(f"{what}.keysFile: expected a path")
+            raise FilterSpecError(f"{what}.keysFile: expected a path", field=f"{what}.keysFile", code="bad-keys-file")
         matches: list[JsonMatch] = []
         raw_json = obj.get("json") or []
         if isinstance(raw_json, Mapping):
             raw_json = [raw_json]
         if not isinstance(raw_json, list):
-            raise FilterSpecError(f"{what}.json: expected a list of {{path, equals|in|exists}}")
+            raise FilterSpecError(f"{what}.json: expected a list of {{path, equals|in|exists}}",
+                                  field=f"{what}.json", code="bad-json")
         for index, cond in enumerate(raw_json):
             where = f"{what}.json[{index}]"
             if not isinstance(cond, Mapping) or not isinstance(cond.get("path"), str) or not cond["path"]:
-                raise FilterSpecError(f"{where}: expected {{\"path\": \"a.b\", \"equals\": value}} (or in / exists)")
+                raise FilterSpecError(f"{where}: expected {{\"path\": \"a.b\", \"equals\": value}} (or in / exists)",
+                                      field=where, code="bad-condition")
             ops = [op for op in ("equals", "in", "exists") if op in cond]
             if len(ops) != 1:
-                raise FilterSpecError(f"{where}: give exactly one of equals, in, exists")
+                raise FilterSpecError(f"{where}: give exactly one of equals, in, exists", field=where, code="bad-operator")
             path = tuple(cond["path"].split("."))
             if ops[0] == "equals":
                 matches.append(JsonMatch(path, (cond["equals"],)))
             elif ops[0] == "in":
                 if not isinstance(cond["in"], list) or not cond["in"]:
-                    raise FilterSpecError(f"{where}.in: expected a non-empty list")
+                    raise FilterSpecError(f"{where}.in: expected a non-empty list", field=f"{where}.in", code="bad-in")
                 matches.append(JsonMatch(path, tuple(cond["in"])))
             else:
-                matches.append(JsonMatch(path, exists=bool(cond["exists"])))
+                if not isinstance(cond["exists"], bool):
+                    # "false" (a string) must not read as true: a guard would skip what the replay ignores.
+                    raise FilterSpecError(f"{where}.exists: expected true or false", field=f"{where}.exists",
+                                          code="bad-exists")
+                matches.append(JsonMatch(path, exists=cond["exists"]))
         return cls(tuple(headers), tuple(keys) if keys is not None else None, keys_file, tuple(matches))
 
     def to_obj(self, inline_keys: bool = False) -> dict[str, Any]:
@@ -149,17 +166,22 @@ class FilterSpec:
             try:
                 text = Path(self.keys_file).read_text(encoding="utf-8")
             except OSError as exc:
-                raise FilterSpecError(f"filter.keysFile {self.keys_file}: cannot read it ({exc.strerror})") from None
+                raise FilterSpecError(f"filter.keysFile {self.keys_file}: cannot read it ({exc.strerror})",
+                                      field="filter.keysFile", code="keys-file-unreadable") from None
             keys.update(line.strip() for line in text.splitlines() if line.strip())
         return keys
 
 
 def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: `true` is not `1`, but `1` is `1.0`."""
+    """JSON equality: `true` is not `1`, but `1` is `1.0`; inside arrays and objects too."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
 
 
@@ -168,7 +190,7 @@ def _lookup(document: Any, path: tuple[str, ...]) -> Any:
     for step in path:
         if isinstance(node, dict):
             node = node.get(step, _MISSING)
-        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+        elif isinstance(node, list) and step.isascii() and step.isdigit() and int(step) < len(node):
             node = node[int(step)]
         else:
             return _MISSING
@@ -352,6 +374,17 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
         return type(found) is str and found == wanted
 
     return match
+
+
+def published_filter(obj: Any) -> RecordFilter:
+    """The filter of a `replay` record, compiled as a guard evaluates it. The record carries the key set
+    inline; a `keysFile` names a file in the replay's pods that no guard can read, so it is refused (a
+    guard that cannot evaluate the filter skips nothing for that replay; HANDOVER.md section 4)."""
+    spec = FilterSpec.parse(obj)
+    if spec.keys_file is not None:
+        raise FilterSpecError("filter.keysFile: a published filter carries its keys inline (keys), not a file",
+                              field="filter.keysFile", code="keys-file-not-published")
+    return RecordFilter.compile(spec)
 
 
 def compile_filter(spec: FilterSpec | Mapping[str, Any] | str | None) -> RecordFilter:

@@ -45,7 +45,10 @@ from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPa
 
 from . import kafka_clients
 from .guard_book import GuardBook, Store
-from .handover import AckInfo, ActiveHandover, CommitMark, GuardInfo, HandoverView, ack_due, encode
+from .commit_marks import CommitMark
+from .guard_rules import ActiveHandover, ack_due
+from .handover import HandoverView
+from .wire import AckInfo, GuardInfo, encode
 from .handover_topic import DEFAULT_TOPIC, HandoverFollower, now_ms
 
 log = logging.getLogger("replay_worker.guard")
@@ -298,6 +301,14 @@ class GuardedConsumer:
         for report in book.skip_reports():
             self._publish(GuardInfo(report.replay_id, report.topic, report.partition, report.first_skipped,
                                     report.seen_until, self.member, now_ms()))
+        for problem in book.problem_reports():
+            # Once per partition and problem: the guard skips nothing here for this replay (at-least-once).
+            log.warning("guard cannot follow the replay on this partition and skips nothing for it", extra={
+                "topic": problem.topic, "partition": problem.partition, "replay_id": problem.replay_id,
+                "problem": problem.problem})
+            if problem.replay_id:
+                self._publish(GuardInfo(problem.replay_id, problem.topic, problem.partition, problem.first_skipped,
+                                        problem.seen_until, self.member, now_ms(), problem.problem))
         for store in book.floor_commits(self._position):
             offsets = [TopicPartition(store.topic, store.partition, store.offset)]
             try:

@@ -2,7 +2,7 @@
 and has stored, and from that what the guard stores and commits, with which mark.
 
 `guard.GuardedConsumer` is the thin I/O around this (confluent-kafka calls only); the model tests drive this
-class directly against a simulated log with crashes. The rules per record are `handover.GuardPartition`;
+class directly against a simulated log with crashes. The rules per record are `guard_rules.GuardPartition`;
 this class decides the offsets:
 
 - A partition is held from its assignment until the handover view is current (`ticket`), then released.
@@ -23,7 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .handover import ActiveHandover, CommitMark, GuardPartition, Headers, Verdict
+from .commit_marks import CommitMark
+from .filters import Headers
+from .guard_rules import ActiveHandover, GuardPartition, Verdict
 
 TopicPartitionKey = tuple[str, int]
 
@@ -49,6 +51,19 @@ class SkipReport:
     seen_until: int
 
 
+@dataclass(frozen=True)
+class ProblemReport:
+    """What a `guard` record with `problem` says: the guard cannot follow a replay on a partition and skips
+    nothing for it (HANDOVER.md section 6, Bad input)."""
+
+    replay_id: str
+    topic: str
+    partition: int
+    problem: str
+    first_skipped: int | None
+    seen_until: int | None
+
+
 @dataclass
 class PartitionBook:
     rules: GuardPartition
@@ -64,6 +79,7 @@ class PartitionBook:
     #: offset only above what it committed, which is at most this.
     high_water: int | None = None
     reported_seen: int | None = None
+    reported_problem: tuple[str, str] | None = None
 
 
 @dataclass
@@ -240,6 +256,19 @@ class GuardBook:
                     and rules.seen_until != part.reported_seen:
                 reports.append(SkipReport(rules.replay_id, key[0], key[1], rules.first_skipped, rules.seen_until))
                 part.reported_seen = rules.seen_until
+        return reports
+
+    def problem_reports(self) -> list[ProblemReport]:
+        """Released partitions whose problem appeared or changed since the last report (each reported once)."""
+        reports = []
+        for key, part in self.parts.items():
+            problem = part.rules.problem
+            if part.ticket is not None or problem == part.reported_problem:
+                continue
+            part.reported_problem = problem
+            if problem is not None:
+                reports.append(ProblemReport(problem[0], key[0], key[1], problem[1], part.rules.first_skipped,
+                                             part.rules.seen_until))
         return reports
 
     def pending_acks(self) -> dict[TopicPartitionKey, tuple[str, int]]:

@@ -31,7 +31,8 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from . import kafka_clients
-from .handover import HandoverInfo, HandoverRecord, HandoverView, ReplayHandover, TopicPartitionKey, decode_key, encode
+from .handover import HandoverView, ReplayHandover
+from .wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
 
 log = logging.getLogger("replay_worker.handover_topic")
 

@@ -5,8 +5,11 @@ Connection settings come from the bootstrap servers plus a folder of files, one 
 read here, handed to librdkafka, and never logged, put in metrics or in the handover topic. Only the
 names of the keys may be logged.
 
-The worker's own settings go on top, because its correctness depends on them (manual offset storing and
-commits, cooperative rebalancing, idempotent producers): a Secret cannot switch them off.
+Each client type gets only the settings that apply to it (`setting_scopes`: `consumer.`/`producer.`/`admin.`
+prefixes, and librdkafka's consumer-only and producer-only settings), so one Secret serves them all without
+librdkafka warning from every client. The worker's own settings go on top, because its correctness depends on
+them (manual offset storing and commits, cooperative rebalancing, idempotent producers): a Secret cannot
+switch them off.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+from .setting_scopes import settings_for
 
 _client_log = logging.getLogger("replay_worker.librdkafka")
 
@@ -56,7 +61,7 @@ def connection(bootstrap_servers: str, extra: Mapping[str, str] | None = None, c
 
 def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) -> dict[str, Any]:
     """A group member that stores and commits only what it processed, and rebalances cooperatively."""
-    config = dict(base)
+    config = settings_for("consumer", base)
     config.update({
         "group.id": group_id,
         "enable.auto.commit": False,
@@ -74,7 +79,7 @@ def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) ->
 
 def reader_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
     """A consumer used with `assign()` only (no group): bounded reads and the handover-topic tail."""
-    config = dict(base)
+    config = settings_for("consumer", base)
     config.update({
         "group.id": "reprise-reader-unused",  # required by librdkafka, never joined: assign() only
         "enable.auto.commit": False,
@@ -89,7 +94,7 @@ def reader_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
 
 def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
     """An idempotent producer: retries never duplicate or reorder records within a partition."""
-    config = dict(base)
+    config = settings_for("producer", base)
     config.update({"enable.idempotence": True, "acks": "all"})
     config.update(overrides)
     if "transactional.id" in config:
@@ -102,7 +107,7 @@ def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]
 
 
 def admin_config(base: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(base)
+    return settings_for("admin", base)
 
 
 class GroupOffsetReader:
@@ -117,7 +122,7 @@ class GroupOffsetReader:
     def __init__(self, base: Mapping[str, Any], group_id: str) -> None:
         from confluent_kafka import Consumer
 
-        config = {k: v for k, v in base.items() if k != "group.id"}
+        config = {k: v for k, v in settings_for("consumer", base).items() if k != "group.id"}
         config.update({"group.id": group_id, "enable.auto.commit": False})
         self.group_id = group_id
         self._consumer = Consumer(config)

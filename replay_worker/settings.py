@@ -18,7 +18,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .filters import FilterSpec, FilterSpecError
-from .handover import MODES
+from .wire import MODES
 from .start_position import EndSpec, SpecError, StartSpec
 
 Role = Literal["replay", "backfill"]

@@ -27,11 +27,19 @@ PartitionOffsets = Mapping[str, Mapping[int, int]]
 
 
 class SpecError(ValueError):
-    """A start or end spec that cannot be understood; the message says what is accepted."""
+    """A start or end spec that cannot be understood; the message says what is accepted. `field` names the
+    part at fault and `code` what is wrong, the same in every language (the conformance vectors)."""
+
+    def __init__(self, message: str, *, field: str = "", code: str = "invalid") -> None:
+        super().__init__(message)
+        self.field = field
+        self.code = code
 
 
 class StartOlderThanRetention(RuntimeError):
     """The asked-for start is below the log-start offset: records the replay should cover are gone."""
+
+    code = "start-older-than-retention"
 
     def __init__(self, topic: str, partition: int, requested: int | None, log_start: int, what: str) -> None:
         self.topic, self.partition, self.requested, self.log_start = topic, partition, requested, log_start
@@ -46,7 +54,8 @@ class StartOlderThanRetention(RuntimeError):
 def _ms_from(value: Any, what: str) -> int:
     """Epoch milliseconds from an int/float (ms) or an ISO-8601 string (naive means UTC)."""
     if isinstance(value, bool):
-        raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}")
+        raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}",
+                        field=what, code="bad-time")
     if isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, str):
@@ -57,11 +66,12 @@ def _ms_from(value: Any, what: str) -> int:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise SpecError(f"{what}: {value!r} is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) "
-                            f"nor epoch milliseconds") from None
+                            f"nor epoch milliseconds", field=what, code="bad-time") from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
         return int(moment.timestamp() * 1000)
-    raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}")
+    raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}",
+                    field=what, code="bad-time")
 
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -74,7 +84,7 @@ _ISO_DURATION = re.compile(
 def parse_duration(value: Any, what: str = "duration") -> float:
     """Seconds from a number (seconds), `90s`/`15m`/`2h`/`7d`/`1h30m`, or ISO-8601 `PT2H`/`P1D`."""
     if isinstance(value, bool):
-        raise SpecError(f"{what}: {value!r} is not a duration")
+        raise SpecError(f"{what}: {value!r} is not a duration", field=what, code="bad-duration")
     if isinstance(value, (int, float)):
         seconds = float(value)
     elif isinstance(value, str):
@@ -88,12 +98,13 @@ def parse_duration(value: Any, what: str = "duration") -> float:
         else:
             pieces = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)", text)
             if not pieces or "".join(n + u for n, u in pieces) != text:
-                raise SpecError(f"{what}: {value!r} is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)")
+                raise SpecError(f"{what}: {value!r} is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)",
+                                field=what, code="bad-duration")
             seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in pieces)
     else:
-        raise SpecError(f"{what}: {value!r} is not a duration")
+        raise SpecError(f"{what}: {value!r} is not a duration", field=what, code="bad-duration")
     if seconds <= 0:
-        raise SpecError(f"{what}: must be positive, got {value!r}")
+        raise SpecError(f"{what}: must be positive, got {value!r}", field=what, code="duration-not-positive")
     return seconds
 
 
@@ -113,11 +124,12 @@ def _parse_offsets(value: Any, what: str) -> dict[str, dict[int, int]]:
             raise TypeError
     except (TypeError, ValueError, KeyError):
         raise SpecError(f"{what}: expected {{\"topic\": {{\"0\": 12}}}} or a list of {{topic, partition, offset}}, "
-                        f"got {json.dumps(value)[:200]}") from None
+                        f"got {json.dumps(value)[:200]}", field=what, code="bad-offsets") from None
     for topic, partitions in result.items():
         for partition, offset in partitions.items():
             if partition < 0 or offset < 0:
-                raise SpecError(f"{what}: {topic}[{partition}]={offset}: partitions and offsets are >= 0")
+                raise SpecError(f"{what}: {topic}[{partition}]={offset}: partitions and offsets are >= 0",
+                                field=what, code="negative-offset")
     return result
 
 
@@ -126,17 +138,19 @@ def _one_of(obj: Any, kinds: tuple[str, ...], what: str) -> tuple[str, Any]:
     if isinstance(obj, str):
         if obj in kinds:
             return obj, None
-        raise SpecError(f"{what}: {obj!r} is not one of {', '.join(kinds)}")
+        raise SpecError(f"{what}: {obj!r} is not one of {', '.join(kinds)}", field=what, code="unknown-type")
     if not isinstance(obj, Mapping):
-        raise SpecError(f"{what}: expected a JSON object, got {json.dumps(obj)[:200]}")
+        raise SpecError(f"{what}: expected a JSON object, got {json.dumps(obj)[:200]}",
+                        field=what, code="not-an-object")
     if "type" in obj:
         kind = obj["type"]
         if kind not in kinds:
-            raise SpecError(f"{what}: type {kind!r} is not one of {', '.join(kinds)}")
+            raise SpecError(f"{what}: type {kind!r} is not one of {', '.join(kinds)}", field=what, code="unknown-type")
         return kind, obj.get(kind)
     present = [k for k in kinds if k in obj]
     if len(present) != 1:
-        raise SpecError(f"{what}: give exactly one of {', '.join(kinds)} (got {sorted(obj)})")
+        raise SpecError(f"{what}: give exactly one of {', '.join(kinds)} (got {sorted(obj)})",
+                        field=what, code="ambiguous-type")
     return present[0], obj[present[0]]
 
 
@@ -155,7 +169,8 @@ class StartSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})") from None
+                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
+                                field=what, code="not-json") from None
         kind, value = _one_of(obj, ("earliest", "timestamp", "duration", "offsets"), what)
         if kind == "earliest":
             return cls("earliest")
@@ -200,7 +215,8 @@ class EndSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})") from None
+                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
+                                field=what, code="not-json") from None
         kind, value = _one_of(obj, ("snapshot", "timestamp", "offsets"), what)
         if kind == "snapshot":
             return cls("snapshot")
@@ -256,10 +272,12 @@ def decide_start(spec: StartSpec, facts: PartitionFacts, allow_clamp: bool) -> S
         return StartDecision(t, p, facts.log_start)
     if spec.kind == "offsets":
         if t not in spec.offsets or p not in spec.offsets[t]:
-            raise SpecError(f"start.offsets has no offset for {t}[{p}]: give one for every partition of the topics")
+            raise SpecError(f"start.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
+                            field="start.offsets", code="missing-partition-offset")
         wanted = spec.offsets[t][p]
         if wanted > facts.end:
-            raise SpecError(f"start.offsets: {t}[{p}]={wanted} is beyond the partition's end offset {facts.end}")
+            raise SpecError(f"start.offsets: {t}[{p}]={wanted} is beyond the partition's end offset {facts.end}",
+                            field="start.offsets", code="offset-beyond-end")
         if wanted < facts.log_start:
             if not allow_clamp:
                 raise StartOlderThanRetention(t, p, wanted, facts.log_start, "explicit offset")
@@ -288,7 +306,8 @@ def decide_end(spec: EndSpec | None, facts: PartitionFacts, now_ms: int) -> tupl
     if spec.kind == "offsets":
         t, p = facts.topic, facts.partition
         if t not in spec.offsets or p not in spec.offsets[t]:
-            raise SpecError(f"end.offsets has no offset for {t}[{p}]: give one for every partition of the topics")
+            raise SpecError(f"end.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
+                            field="end.offsets", code="missing-partition-offset")
         return spec.offsets[t][p], None
     assert spec.timestamp_ms is not None
     found = facts.end_time_lookup

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from replay_worker.setting_scopes import ClientType, settings_for
+
 #: Debezium's notification types of an incremental snapshot, in the order they arrive.
 NOTIFICATION_TYPES = ("STARTED", "PAUSED", "RESUMED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED", "ABORTED")
 #: `status` values of TABLE_SCAN_COMPLETED that mean the scan worked (EMPTY: the filter matched no row).
@@ -226,15 +228,15 @@ def follow_all(progress: SnapshotProgress, notifications: Iterable[Notification]
 IO_TIMEOUT_S = 15.0
 
 
-def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str) -> dict[str, Any]:
-    return {**dict(config), "bootstrap.servers": bootstrap, "client.id": client_id}
+def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, client: ClientType) -> dict[str, Any]:
+    return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
 
 
 def send(bootstrap: str, config: Mapping[str, str], topic: str, record: SignalRecord) -> int:
     """Produce `record` to partition 0 of the signal topic (the only one Debezium reads); its offset."""
     from confluent_kafka import Producer
 
-    producer = Producer({**_client_config(bootstrap, config, "reprise-operator-signal"), "enable.idempotence": True})
+    producer = Producer({**_client_config(bootstrap, config, "reprise-operator-signal", "producer"), "enable.idempotence": True})
     delivered: dict[str, Any] = {}
 
     def on_delivery(error: Any, message: Any) -> None:
@@ -268,7 +270,7 @@ def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: 
     A bounded read with `assign()` and no consumer group: nothing is committed anywhere."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    consumer = Consumer({**_client_config(bootstrap, config, "reprise-operator-debezium"),
+    consumer = Consumer({**_client_config(bootstrap, config, "reprise-operator-debezium", "consumer"),
                          "group.id": "reprise-operator-debezium", "enable.auto.commit": False,
                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     try:

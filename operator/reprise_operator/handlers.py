@@ -13,6 +13,7 @@ rather than by decorators at import time.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
@@ -21,13 +22,16 @@ import kopf
 from . import backfill, lakereplay, metrics, reconsume
 from .api import GROUP, VERSION
 from .constants import APPROVE_ANNOTATION, FINALIZER
-from .lifecycle import FINISHED, TEMPORARY, Resource, memory_of, run_reconcile
+from .lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
 from .runtime import Runtime
 
 log = logging.getLogger("reprise.handlers")
 
 Step = Callable[..., Awaitable[None]]
 Cleanup = Callable[[Resource, Any], Awaitable[None]]
+
+#: Seconds between two attempts of a cleanup that waits (pods stopping, the live side acknowledging).
+CLEANUP_WAIT = 2.0
 
 
 def _controls(body: Any) -> tuple:
@@ -41,6 +45,11 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
         memory_of(memo).extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step)
 
+    async def poll(body: Any, memo: Any, **_: Any) -> None:
+        # Only the timer waits out a failure's backoff; a person's change (create, resume, event) is acted on at once.
+        memory_of(memo).extra["controls"] = _controls(body)
+        await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
+
     async def on_event(body: Any, memo: Any, type: str | None = None, **_: Any) -> None:
         if type not in ("ADDED", "MODIFIED") or body["metadata"].get("deletionTimestamp"):
             return
@@ -49,22 +58,40 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
             await reconcile(body=body, memo=memo)
 
     async def on_delete(body: Any, memo: Any, **_: Any) -> None:
+        # The cleanup waits here until it is done rather than raising kopf.TemporaryError: Kopf logs every
+        # temporary error at ERROR, and waiting for pods to stop or for the live side to acknowledge is
+        # routine (INFO). Transient failures (Kafka or the API unreachable) back off and log a WARNING.
         memory = memory_of(memo)
-        async with memory.lock:
-            status = dict(memory.status if memory.status is not None else body.get("status") or {})
-            resource = Resource(kind, plural, body, status, rt)
-            if resource.phase not in FINISHED:
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        said, failures = "", 0
+        while True:
+            async with memory.lock:
+                status = dict(memory.status if memory.status is not None else body.get("status") or {})
+                resource = Resource(kind, plural, body, status, rt)
+                if resource.phase in FINISHED:
+                    break
                 try:
                     await cleanup(resource, memory)
+                    break
+                except WAITS as exc:
+                    failures, delay = 0, CLEANUP_WAIT
+                    if str(exc) != said:
+                        log.info("%s %s/%s: cleanup waits: %s", kind, namespace, name, exc)
+                    said = str(exc)
                 except TEMPORARY as exc:
-                    raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=2) from None
-        metrics.PHASES.forget(kind, body["metadata"]["namespace"], body["metadata"]["name"])
+                    failures += 1
+                    delay = retry_delay(failures, CLEANUP_WAIT)
+                    if str(exc) != said:
+                        log.warning("%s %s/%s: cleanup retries in %.0fs: %s", kind, namespace, name, delay, exc)
+                    said = str(exc)
+            await asyncio.sleep(delay)
+        metrics.PHASES.forget(kind, namespace, name)
 
     resource = (GROUP, VERSION, plural)
     kopf.on.create(*resource, registry=registry, id=f"{plural}-create")(reconcile)
     kopf.on.resume(*resource, registry=registry, id=f"{plural}-resume")(reconcile)
     kopf.on.event(*resource, registry=registry, id=f"{plural}-event")(on_event)
-    kopf.timer(*resource, registry=registry, id=f"{plural}-poll", interval=rt.settings.poll_interval, sharp=False)(reconcile)
+    kopf.timer(*resource, registry=registry, id=f"{plural}-poll", interval=rt.settings.poll_interval, sharp=False)(poll)
     kopf.on.delete(*resource, registry=registry, id=f"{plural}-cleanup")(on_delete)
 
 

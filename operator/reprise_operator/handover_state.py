@@ -18,12 +18,27 @@ from replay_worker.handover_topic import HandoverFollower, HandoverTopic
 
 from .kafka_admin import connection_key
 
+#: How long a read waits for a new follower to catch up before the reconcile tries again at the next poll.
+CATCH_UP_WAIT = 5.0
+
+
+class HandoverBehind(RuntimeError):
+    """The follower has not yet read what the handover topic held when it started: its view is older than
+    what an earlier operator (or this one) may already have reported, so nothing may be reported from it."""
+
 
 class HandoverReaders:
-    """Per (cluster, handover topic): a follower tailing it and a topic handle for writes."""
+    """Per (cluster, handover topic): a follower tailing it and a topic handle for writes.
+
+    A follower starts from the beginning of the topic. Until it has read up to where the topic ended when it
+    started (its first sync), its view is older than the status a previous operator wrote: a restarted
+    operator would report partitions handed over as pending and positions as not started, for one poll, and
+    the lag metrics and alerts with it. So `replay` refuses (HandoverBehind) until that first sync is served;
+    after it, the view only moves forward."""
 
     def __init__(self) -> None:
         self._followers: dict[tuple[str, str], HandoverFollower[int]] = {}
+        self._caught_up_at: dict[tuple[str, str], int] = {}
         self._topics: dict[tuple[str, str], HandoverTopic] = {}
         self._ensured: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -47,8 +62,10 @@ class HandoverReaders:
         self.topic(bootstrap, config, topic).ensure()
         self._ensured.add(key)
 
-    def replay(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str) -> ReplayHandover:
-        """What the handover topic says of one replay, as of the follower's last read."""
+    def replay(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str,
+               wait: float = CATCH_UP_WAIT) -> ReplayHandover:
+        """What the handover topic says of one replay, as of the follower's last read; HandoverBehind while
+        a new follower has not caught up with the topic (waiting up to `wait` seconds for it first)."""
         key = self._key(bootstrap, config, topic)
         with self._lock:
             follower = self._followers.get(key)
@@ -57,6 +74,11 @@ class HandoverReaders:
                     bootstrap, topic, dict(config), derive=lambda view: 0, interval=0.2, client_id="reprise-operator-follower"
                 ).start()
                 self._followers[key] = follower
+                self._caught_up_at[key] = follower.request_sync()
+            ticket = self._caught_up_at[key]
+        if not follower.synced(ticket) and not follower.wait_synced(ticket, wait):
+            raise HandoverBehind(f"reading handover topic {topic} from its start (a new reader{': ' + follower.error if follower.error else ''}); "
+                                 "progress is reported once it has caught up")
         with follower.locked_view() as view:
             return copy.deepcopy(view.replay(replay_id))
 
@@ -76,5 +98,6 @@ class HandoverReaders:
             for handle in self._topics.values():
                 handle.close()
             self._followers.clear()
+            self._caught_up_at.clear()
             self._topics.clear()
 

@@ -21,6 +21,8 @@ from typing import Iterable, Mapping
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from replay_worker.setting_scopes import settings_for
+
 from .metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
@@ -83,7 +85,7 @@ class KafkaCluster:
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin = AdminClient(config)
+        self._admin = AdminClient(settings_for("admin", config))
         self._readers: dict[str, Consumer] = {}
         self._snapshot_lock = threading.Lock()
         self._snapshot: dict[TopicPartitionKey, int] = {}
@@ -235,7 +237,7 @@ class KafkaCluster:
         with self._lock:
             reader = self._readers.pop(group, None)
             if reader is None:
-                reader = Consumer({**self._config, "group.id": group, "enable.auto.commit": False,
+                reader = Consumer({**settings_for("consumer", self._config), "group.id": group, "enable.auto.commit": False,
                                    "client.id": "reprise-operator-offsets"})
             self._readers[group] = reader  # most recently used last
             while len(self._readers) > MAX_OFFSET_READERS:

@@ -63,7 +63,7 @@ from .conditions import is_true, rfc3339
 from .constants import GROUP, VERSION, bounded_name, child_labels
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import PartitionFacts, Plan, StartRequest, make_plan
+from .planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
 from .progress import PartitionView
 from .reconsume import plan_partitions_status
 from .settings import OperatorSettings
@@ -257,9 +257,18 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
             for key in keys}
 
 
+def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
+    """PlanError when the lake range ends after `now` (the admission rules already put `from` before `to`).
+
+    Decided as a Reconsume's start in the future is: the lake holds history only, and with then.reconsume the
+    live topics would continue from offsets of a time not reached yet, so records written between the lake's
+    last record and `to` would be replayed by neither side."""
+    refuse_future("spec.source.to", spec.source.to, now, reason="EndInFuture")
+
+
 def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
     risky = plan.at_risk
-    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {p.start_offset})" for p in risky[:5])
+    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {log_start(p)})" for p in risky[:5])
     more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
     return (f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
             f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
@@ -301,6 +310,10 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
     resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    try:
+        refuse_future_range(spec, resource.now())
+    except PlanError as exc:
+        raise Failure(exc.reason, str(exc)) from None
     cluster, _ = await resource.kafka(spec.kafka)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []

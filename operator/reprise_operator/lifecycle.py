@@ -23,8 +23,9 @@ from . import metrics
 from .api import API_VERSION
 from .conditions import is_true, rfc3339, set_condition, utc_now
 from .constants import replay_id
+from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
-from .kube import KubeUnavailable
+from .kube import KubeUnavailable, NotOwned
 from .progress import DrainClock, EtaWindow
 from .runtime import Runtime
 from .workloads import Owner
@@ -58,7 +59,21 @@ class Failure(Exception):
         self.message = message
 
 
-TEMPORARY = (KafkaUnavailable, KubeUnavailable, Retry)
+#: Routine waiting: logged at INFO, not a failure, nothing in status.
+WAITS = (Retry, HandoverBehind)
+TEMPORARY = (KafkaUnavailable, KubeUnavailable, *WAITS)
+
+#: The longest wait between two attempts after failures in a row, in poll intervals.
+MAX_BACKOFF_POLLS = 30
+
+
+def retry_delay(failures: int, poll_interval: float) -> float:
+    """Seconds to wait before the next attempt after `failures` failures in a row: the poll interval,
+    doubled per failure, at most MAX_BACKOFF_POLLS intervals (so an unreachable Kafka or a failing API call
+    is not hammered every poll, and a recovery is still noticed within minutes)."""
+    if failures <= 0:
+        return 0.0
+    return poll_interval * min(2 ** (failures - 1), MAX_BACKOFF_POLLS)
 
 
 @dataclass
@@ -71,6 +86,9 @@ class ObjectMemory:
     drain: DrainClock = field(default_factory=DrainClock)
     processed: int | None = None
     processed_since: datetime | None = None
+    #: Failed reconciles in a row (transient or unexpected errors), and when the timer may try again.
+    failures: int = 0
+    retry_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -240,32 +258,58 @@ async def run_reconcile(
     body: Any,
     memo: Any,
     step: Callable[[Resource, ObjectMemory], Any],
+    backoff: bool = False,
 ) -> None:
-    """Run one reconcile step of a resource under its lock, and write its status if it changed."""
+    """Run one reconcile step of a resource under its lock, and write its status if it changed.
+
+    Every failure reaches the status: what a person must fix (Waiting, NotOwned) as the Waiting condition,
+    retried every poll so the fix is picked up at once; a transient failure (Kafka or the API unreachable)
+    or an unexpected one as the Waiting condition too, with reason KafkaUnavailable, KubeUnavailable or
+    ReconcileError, and with `backoff` (the timer) the next attempt waits `retry_delay`. `Retry` is routine
+    waiting, not a failure: logged at INFO, nothing in status."""
     memory = memory_of(memo)
     async with memory.lock:
+        if backoff and memory.retry_at is not None and utc_now() < memory.retry_at:
+            return
         rt.heartbeat.beat()
         old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
         old.pop("kopf", None)
         resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
+        failed: tuple[str, str] | None = None
         try:
             await step(resource, memory)
             if _has(resource, "Waiting"):
                 resource.condition("Waiting", "False", "Resolved", "nothing is missing any more")
-        except Waiting as waiting:
+        except (Waiting, NotOwned) as exc:
+            waiting = exc if isinstance(exc, Waiting) else Waiting("NameTaken", str(exc))
             resource.condition("Waiting", "True", waiting.reason, waiting.message)
             if _changed_condition(old, resource.status, "Waiting"):
                 resource.event(waiting.reason, waiting.message, warning=True)
         except Failure as failure:
             resource.fail(failure.reason, failure.message)
-        except TEMPORARY as exc:
+        except WAITS as exc:
+            log.info("%s %s/%s: waiting: %s", kind, resource.namespace, resource.name, exc)
+        except (KafkaUnavailable, KubeUnavailable) as exc:
             metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-            log.info("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
+            failed = (type(exc).__name__, str(exc))
+            log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
         except kopf.PermanentError:
             raise
-        except Exception as exc:  # a bug or an unexpected API answer: count it, keep the status, retry later
+        except Exception as exc:  # a bug or an unexpected API answer: count it, show it, retry with backoff
             metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+            failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
             log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+        if failed is None:
+            memory.failures, memory.retry_at = 0, None
+        else:
+            memory.failures += 1
+            delay = retry_delay(memory.failures, rt.settings.poll_interval)
+            memory.retry_at = utc_now() + timedelta(seconds=delay)
+            reason, message = failed
+            resource.condition("Waiting", "True", reason,
+                               f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)")
+            if _changed_condition(old, resource.status, "Waiting"):
+                resource.event(reason, message[:1000], warning=True)
         resource.status["observedGeneration"] = resource.generation
         metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
         if resource.status != old:

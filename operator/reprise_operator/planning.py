@@ -20,6 +20,30 @@ StartKind = Literal["timestamp", "duration", "earliest", "offsets"]
 class PlanError(ValueError):
     """The plan cannot be made as asked; the message names the partition, the field and the fix."""
 
+    def __init__(self, message: str, reason: str = "InvalidStart") -> None:
+        super().__init__(message)
+        #: The condition reason the resource fails with.
+        self.reason = reason
+
+
+def refuse_future(field: str, moment: datetime | None, now: datetime, reason: str = "StartInFuture") -> None:
+    """PlanError when a bound of the replayed range lies after `now`.
+
+    A replay reads history: no record is newer than now, so a start in the future would plan zero records
+    and an end in the future would leave the range open. The API server has no clock to refuse it at
+    admission (CEL has no `now`), so it is refused here, when the plan is computed, with the field named."""
+    if moment is None or moment <= now:
+        return
+    raise PlanError(
+        f"{field} {_rfc3339(moment)} is in the future (the operator's clock says {_rfc3339(now)}): a replay reads "
+        f"records that already exist, so nothing would be replayed. Set a time in the past",
+        reason,
+    )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
 
 @dataclass(frozen=True)
 class StartRequest:
@@ -64,6 +88,8 @@ class PartitionPlan:
     oldest_timestamp_ms: int | None
     retention_risk: bool
     clamped: bool = False
+    #: The partition's log-start offset when the plan was made (what a retention message must name).
+    log_start: int | None = None
 
     @property
     def records(self) -> int:
@@ -111,7 +137,7 @@ def plan_partition(topic: str, partition: int, start: StartRequest, facts: Parti
     clamped = False
     if risk and start.allow_clamp:
         offset, clamped = max(offset, facts.log_start), True
-    return PartitionPlan(topic, partition, offset, facts.end, oldest, risk, clamped)
+    return PartitionPlan(topic, partition, offset, facts.end, oldest, risk, clamped, facts.log_start)
 
 
 @dataclass(frozen=True)
@@ -147,13 +173,18 @@ def make_plan(
 def retention_message(plan: Plan, lake_hint: str = "LakeReplay") -> str:
     """The one message that says which partitions lost their start to retention, and what to do."""
     risky = plan.at_risk
-    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {p.start_offset})" for p in risky[:5])
+    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {log_start(p)})" for p in risky[:5])
     more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
     return (
         f"the start is older than the retained log on {names}{more}: those records are gone from Kafka. "
         f"Replay them from the data lake with a {lake_hint}, or set spec.start.allowClamp: true to start "
         f"at the oldest retained record"
     )
+
+
+def log_start(part: PartitionPlan) -> int:
+    """Where the partition's retained log starts (not the offset asked for: that is what lies below it)."""
+    return part.log_start if part.log_start is not None else part.start_offset
 
 
 def plan_status(plan: Plan) -> dict:

@@ -36,6 +36,9 @@ class PartitionView:
     #: The replay consumer reported it reached the end of the partition (no newer record).
     at_end: bool = False
     handover_offset: int | None = None
+    #: The replay published where it stopped this partition (H): it reached the live group, whether or not
+    #: its latest position record has come in yet. Parallel ends here (CaughtUp); Handover waits for the ack.
+    finished: bool = False
 
     @property
     def goal(self) -> int:
@@ -60,6 +63,8 @@ class PartitionView:
     def state(self) -> PartitionState:
         if self.handed_over:
             return "HandedOver"
+        if self.finished:
+            return "CaughtUp"
         if self.position is None and self.start < self.goal:
             return "Pending"
         if self.lag == 0 or self.at_end:
@@ -68,7 +73,7 @@ class PartitionView:
 
     @property
     def done(self) -> bool:
-        return self.handed_over or self.lag == 0 or self.at_end
+        return self.handed_over or self.finished or self.lag == 0 or self.at_end
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from replay_worker.filters import FilterSpec
+from replay_worker.handover import ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
@@ -38,7 +39,7 @@ from .constants import (
 )
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, retention_message
+from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
 from .standby import (
     consumer_delivery,
@@ -59,6 +60,7 @@ PLURAL = "reconsumes"
 
 def start_request(spec: ReconsumeSpec, now: datetime) -> StartRequest:
     start = spec.start
+    refuse_future("spec.start.timestamp", start.timestamp, now)
     if start.timestamp is not None:
         return StartRequest("timestamp", timestamp=start.timestamp, allow_clamp=start.allow_clamp)
     if start.duration is not None:
@@ -138,6 +140,34 @@ def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
     return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
 
 
+def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int],
+                 state: ReplayHandover, mode: str) -> list[PartitionView]:
+    """Each planned partition as the handover topic and the end offsets show it now."""
+    views = []
+    for key, (start, _) in sorted(plan.items()):
+        part = state.partitions.get(key)
+        h = part.handover_offset if part else None
+        acked = bool(part and part.acknowledged)
+        reason = part.handover.reason if part and part.handover else ""
+        views.append(
+            PartitionView(
+                topic=key[0],
+                partition=key[1],
+                start=start,
+                end=ends[key],
+                position=part.progress.position if part and part.progress else None,
+                target=h,
+                # Only the live side's acknowledgement hands a partition over; a Parallel replay that
+                # reached the live group is CaughtUp (the state names the CRD documents).
+                handed_over=acked and mode == "Handover",
+                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
+                handover_offset=h,
+                finished=h is not None,
+            )
+        )
+    return views
+
+
 # ------------------------------------------------------------------------------------------ Kafka facts
 
 
@@ -191,12 +221,15 @@ async def step(resource: Resource, memory: ObjectMemory) -> None:
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase("Planning", "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
-    start = start_request(spec, resource.now())
+    try:
+        start = start_request(spec, resource.now())
+    except PlanError as exc:
+        raise Failure(exc.reason, str(exc)) from None
     facts = await asyncio.to_thread(gather_facts, cluster, list(spec.topics), start)
     try:
         plan = make_plan(start, facts, resource.now())
     except PlanError as exc:
-        raise Failure("InvalidStart", str(exc)) from None
+        raise Failure(exc.reason, str(exc)) from None
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
         message = retention_message(plan)
@@ -287,25 +320,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, rid, rt.settings.handover_topic,
                               rt.settings.replay_role_timeout)
     handover_mode = spec.mode.value == "Handover"
-    views = []
-    for key, (start, _) in sorted(plan.items()):
-        part = state.partitions.get(key)
-        h = part.handover_offset if part else None
-        acked = bool(part and part.acknowledged)
-        reason = part.handover.reason if part and part.handover else ""
-        views.append(
-            PartitionView(
-                topic=key[0],
-                partition=key[1],
-                start=start,
-                end=ends[key],
-                position=part.progress.position if part and part.progress else None,
-                target=h,
-                handed_over=acked if handover_mode else h is not None,
-                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
-                handover_offset=h,
-            )
-        )
+    views = replay_views(plan, ends, state, spec.mode.value)
     progress = _record_progress(resource, memory, views)
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)

@@ -18,7 +18,7 @@ from .conditions import rfc3339
 from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from .progress import PartitionView, Progress, progress_status, summarize
-from .workloads import DELIVERY_VARIABLES, replay_deployment_manifest
+from .workloads import DELIVERY_VARIABLES, pick_container, replay_deployment_manifest
 
 #: With `consumer.entrypoint: Service` the service's own code handles the records, so there is no delivery to
 #: pass. `WorkerSettings` (the Python worker's contract) insists on one; this stands in while the settings are
@@ -41,7 +41,7 @@ def consumer_delivery(consumer: Consumer, template: dict, field: str = "spec.con
     with entrypoint ReplayWorker), or, with entrypoint Service, the service's own handler."""
     if consumer.entrypoint is Entrypoint.SERVICE:
         return dict(SERVICE_DELIVERY)
-    return require_delivery(delivery_from_env(template_env(template), user_env(consumer)), field)
+    return require_delivery(delivery_from_env(template_env(template, consumer.container), user_env(consumer)), field)
 
 
 def require_delivery(delivery: dict[str, str], field: str = "spec.consumer") -> dict[str, str]:
@@ -71,6 +71,7 @@ def standby_deployment(resource: Resource, *, name: str, component: str, templat
                        settings: WorkerSettings, kafka: KafkaConnection) -> dict:
     """The standby Deployment: the service's pod template running the replay worker with `settings`, the
     user's `spec.consumer` env and resources on top, owned by the resource."""
+    index = service_container(template, consumer.container)
     manifest = replay_deployment_manifest(
         owner=resource.owner(),
         name=name,
@@ -85,7 +86,7 @@ def standby_deployment(resource: Resource, *, name: str, component: str, templat
         keep_command=consumer.entrypoint is Entrypoint.SERVICE,
     )
     if consumer.resources is not None:
-        manifest["spec"]["template"]["spec"]["containers"][0]["resources"] = consumer.resources.dump()
+        manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()
     return manifest
 
 
@@ -93,9 +94,19 @@ def user_env(consumer: Consumer) -> list[dict]:
     return [e.model_dump(by_alias=True) for e in consumer.env or []]
 
 
-def template_env(template: dict) -> list[dict]:
+def service_container(template: dict, name: str | None, field: str = "spec.consumer") -> int:
+    """The index of the container that becomes the replay worker (`consumer.container`, else the first).
+    A name the template lacks waits in status for a person to fix the spec or the Deployment."""
+    try:
+        return pick_container((template.get("spec") or {}).get("containers") or [], name)
+    except ValueError as exc:
+        raise Waiting("ContainerNotFound", str(exc).replace("spec.consumer", field, 1)) from None
+
+
+def template_env(template: dict, container: str | None = None) -> list[dict]:
+    """The env of the service's container: the handler is the service's own setting, on its container."""
     containers = (template.get("spec") or {}).get("containers") or []
-    return containers[0].get("env", []) if containers else []
+    return containers[service_container(template, container)].get("env", []) if containers else []
 
 
 def format_duration_seconds(seconds: int) -> str:

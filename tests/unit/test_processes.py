@@ -28,3 +28,16 @@ def test_a_port_someone_listens_on_is_never_handed_out(monkeypatch) -> None:
         picks = iter([busy, busy, busy + 1])
         monkeypatch.setattr(processes.random, "randrange", lambda a, b: next(picks, busy))
         assert processes.free_port() != busy
+
+
+def test_a_claimed_port_is_handed_out_once_until_released(tmp_path) -> None:
+    # Two node agents (or one agent, twice) choosing for pods that have not listened yet: one port, one holder.
+    first, second = processes.PortClaims(tmp_path), processes.PortClaims(tmp_path)
+    port = first.claim_port()
+    assert not second.claim(port) and not first.claim(port)
+    assert second.claim_port(port) != port
+    first.release(port)
+    assert second.claim(port)
+    second.release_all()
+    assert first.claim(port)
+    first.release_all()

@@ -68,6 +68,8 @@ def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, nam
         replay = ledger.replay.get(p, {})
         assert all(replay.get(o, 0) >= 1 for o in range(0, stop)), f"partition {p}: replay missed records below {stop}"
         assert stop >= HISTORY // PARTITIONS // 2, "the replay stops at the live group's position, past the history"
+        # Parallel partitions end CaughtUp; HandedOver is the Handover mode's state (docs/reconsume.md, the CRD).
+        assert part["state"] == "CaughtUp", part
     assert_children_gone(kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"), topic_name)
 
 

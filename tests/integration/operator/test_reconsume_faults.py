@@ -28,6 +28,9 @@ from .scenario import (
 
 pytestmark = pytest.mark.integration
 
+#: One line of the operator's log (its format is in reprise_operator/__main__.py; messages are not escaped).
+LOG_LINE = re.compile(r'"level":"(?P<level>[A-Z]+)","logger":"[^"]*","message":"(?P<message>.*)"}$')
+
 #: Slow the replay down so there is time to act while it runs.
 SLOW = {"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": "150"}
 
@@ -89,7 +92,17 @@ def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(kub
         apply(kube, namespace, body)
         running = wait_phase(kube, namespace, "reconsume", "cancelled", "Running", 60, operator)
         wait_for(lambda: Ledger.read(live_service, topic_name).replay, 60, "the replay to process records")
+        log_from = len(operator.log())
         kube.kubectl("delete", "reconsume", "cancelled", "-n", namespace, "--timeout=120s")
+    # The cleanup waits for the replay pods to stop (and the live side to acknowledge): routine waiting, so the
+    # operator logs it at INFO. An ERROR is for something a person must act on.
+    cleanup_log = [found.groupdict() for line in operator.log()[log_from:].splitlines()
+                   if (found := LOG_LINE.search(line))]
+    waits = ("still terminating", "acknowledge", "cleanup")
+    assert not [r for r in cleanup_log if r["level"] == "ERROR" and any(w in r["message"] for w in waits)], \
+        [r["message"] for r in cleanup_log if r["level"] == "ERROR"]
+    assert any(r["level"] == "INFO" and "cancelled" in r["message"] and any(w in r["message"] for w in waits)
+               for r in cleanup_log), [r["message"] for r in cleanup_log]
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     # The replay's uncommitted batches (batch size 100, 2 replicas) may be processed again by the live side.
     assert_handover_exact(live_service, topic_name, ends, duplicates_allowed=2 * 100 * PARTITIONS)

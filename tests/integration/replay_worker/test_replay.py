@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from replay_worker.bootstrap import bootstrap_replay
-from replay_worker.handover import CommitMark
+from replay_worker.commit_marks import CommitMark
 from replay_worker.handover_topic import HandoverTopic
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay_worker.handover import record_ends_partition, replay_finish
+from replay_worker.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
 from reprise_operator.kafka_admin import OffsetAtTime
@@ -23,11 +23,12 @@ from reprise_operator.lakereplay import (
     drain_deployment_name,
     drain_settings,
     plan_summary,
+    refuse_future_range,
     spark_application,
     spark_defaults,
     topic_config,
 )
-from reprise_operator.planning import PartitionFacts, StartRequest, make_plan
+from reprise_operator.planning import PartitionFacts, PlanError, StartRequest, make_plan
 from reprise_operator.settings import OperatorSettings
 from reprise_operator.spark_application import SparkDefaults
 from reprise_operator.workloads import Owner
@@ -184,6 +185,17 @@ def test_a_seam_older_than_retention_is_refused_with_the_fix():
     message = continuation_retention_message(spec, plan)
     assert "users/0 (log starts at 40)" in message and "users/1" not in message
     assert "spec.source.to later" in message
+
+
+def test_a_lake_range_ending_in_the_future_is_refused_as_a_start_in_the_future_is():
+    # The lake holds history only, and the continuation would start at Kafka offsets for a time not yet
+    # reached: records between the lake's last one and `to` would be in neither.
+    body = raw()
+    body["source"]["to"] = "2026-07-01T00:00:00Z"
+    with pytest.raises(PlanError, match=r"spec.source.to 2026-07-01T00:00:00Z is in the future") as raised:
+        refuse_future_range(spec_of(body), T0)
+    assert raised.value.reason == "EndInFuture"
+    refuse_future_range(spec_of(raw()), T0)  # to == now is not in the future
 
 
 # ------------------------------------------------------------------------------------------ wiring

@@ -82,3 +82,14 @@ def test_plan_totals_status_and_retention_message():
     assert status["partitions"][0]["oldestTimestamp"] == "1970-01-01T00:00:00.009Z"
     message = retention_message(plan)
     assert "users/1" in message and "LakeReplay" in message and "spec.start.allowClamp" in message
+
+
+def test_retention_message_names_the_partitions_log_start_for_an_offsets_start():
+    # Asked for offset 0 where the log starts at 500: the message must say 500, not the offset asked for.
+    facts = {("users", 0): PartitionFacts(500, 900)}
+    plan = make_plan(StartRequest("offsets", offsets={("users", 0): 0}), facts, NOW)
+    message = retention_message(plan)
+    assert "users/0 (log starts at 500)" in message, message
+    timestamp_plan = make_plan(StartRequest("timestamp", timestamp=T),
+                               {("users", 0): PartitionFacts(500, 900, at_start_time=OffsetAtTime(500, 5))}, NOW)
+    assert "users/0 (log starts at 500)" in retention_message(timestamp_plan)

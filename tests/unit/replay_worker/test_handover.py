@@ -7,9 +7,12 @@ import json
 import pytest
 
 from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.handover import (AckInfo, ActiveHandover, CommitMark, GuardInfo, GuardPartition, HandoverFormatError,
-                                    HandoverInfo, HandoverView, ReplayInfo, ResultInfo, StartInfo, Verdict, ack_due,
-                                    decode, decode_key, encode, encode_key, record_ends_partition, replay_finish)
+from replay_worker.commit_marks import CommitMark
+from replay_worker.finish_rules import record_ends_partition, replay_finish
+from replay_worker.guard_rules import ActiveHandover, GuardPartition, Verdict, ack_due
+from replay_worker.handover import HandoverView
+from replay_worker.wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, ReplayInfo, ResultInfo, StartInfo,
+                                decode, decode_key, encode, encode_key)
 
 RID = "shop/orders-fix/1a2b3c4d"
 EVERYTHING = RecordFilter.compile(FilterSpec())

@@ -23,7 +23,9 @@ import pytest
 
 from replay_worker.filters import RecordFilter
 from replay_worker.guard_book import GuardBook
-from replay_worker.handover import ActiveHandover, CommitMark, ack_due, replay_finish
+from replay_worker.commit_marks import CommitMark
+from replay_worker.finish_rules import replay_finish
+from replay_worker.guard_rules import ActiveHandover, ack_due
 
 TOPIC = "t"
 KEY = (TOPIC, 0)

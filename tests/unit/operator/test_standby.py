@@ -1,0 +1,56 @@
+"""The standby Deployment's service container: `consumer.container` names it, and it alone gets the
+resources, the worker and the handler, whatever its place in the pod template (issue 14, the two defects)."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay_worker.settings import WorkerSettings
+from replay_worker.start_position import StartSpec
+from reprise_operator.api import KafkaConnection
+from reprise_operator.api.common import Consumer
+from reprise_operator.lifecycle import Resource, Waiting
+from reprise_operator.standby import delivery_from_env, standby_deployment, template_env, user_env
+
+TEMPLATE = {
+    "metadata": {"labels": {"app": "accounts"}},
+    "spec": {"containers": [
+        {"name": "proxy", "image": "envoyproxy/envoy:v1.31", "env": [{"name": "REPRISE_HANDLER", "value": "proxy:wrong"}]},
+        {"name": "app", "image": "accounts:1", "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]},
+    ]},
+}
+RESOURCES = {"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}
+
+
+def resource() -> Resource:
+    body = {"metadata": {"name": "fix", "namespace": "accounts", "uid": "1a2b3c4d-0000-4000-8000-000000000000"}}
+    return Resource("Reconsume", "reconsumes", body, {}, rt=None)  # type: ignore[arg-type]
+
+
+def settings() -> WorkerSettings:
+    return WorkerSettings(bootstrap_servers="kafka:9092", replay_id="accounts/fix/1a2b3c4d", topics=("users",),
+                          role="replay", mode="Parallel", replay_group="g", live_group="accounts",
+                          start=StartSpec("offsets", offsets={"users": {0: 0}}), handler="accounts.replay:handle")
+
+
+def test_the_named_service_container_gets_the_resources_and_the_worker_when_it_is_second():
+    consumer = Consumer.model_validate({"template": TEMPLATE, "container": "app", "resources": RESOURCES})
+    manifest = standby_deployment(resource(), name="fix-replay", component="replay-consumer", template=TEMPLATE,
+                                  consumer=consumer, settings=settings(), kafka=KafkaConnection(bootstrapServers="kafka:9092"))
+    proxy, app = manifest["spec"]["template"]["spec"]["containers"]
+    assert app["resources"] == RESOURCES and "resources" not in proxy
+    assert app["command"] == ["python", "-m", "replay_worker"] and "command" not in proxy
+
+
+def test_the_handler_is_read_from_the_named_service_container():
+    consumer = Consumer.model_validate({"template": TEMPLATE, "container": "app"})
+    delivery = delivery_from_env(template_env(TEMPLATE, consumer.container), user_env(consumer))
+    assert delivery == {"REPRISE_HANDLER": "accounts.replay:handle"}
+    assert template_env(TEMPLATE)[0]["value"] == "proxy:wrong"  # no name: the first container, as documented
+
+
+def test_a_container_name_the_template_lacks_waits_with_the_field_named():
+    with pytest.raises(Waiting) as waiting:
+        template_env(TEMPLATE, "service")
+    assert waiting.value.reason == "ContainerNotFound"
+    assert "spec.consumer.container 'service' is not in the pod template (it has: proxy, app)" in waiting.value.message
