@@ -137,7 +137,8 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
 
 # ------------------------------------------------------------------------------------------ the service's role
 
-ROLE_CLOCK = "replay_role_waiting_since"
+#: memory.extra key: (since, last look) of the wait for a replica to start the service's replay role.
+ROLE_CLOCK = "replay_role_clock"
 
 
 def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, handover_topic: str,
@@ -148,8 +149,9 @@ def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, ha
         f"(spec.consumer.entrypoint: Service), and none of its pods has started Reprise's replay role: replay "
         f"{rid} is not bootstrapped in handover topic {handover_topic} after {format_duration_seconds(int(waited_seconds))}. "
         "The service must start the replay role, with its own record handler, when REPRISE_REPLAY_ID is set "
-        "(Java: io.reprise.kafka.replay.ReplayRole.runIfRequested at the start of main, see docs/jvm-services.md), or the replay "
-        "must use spec.consumer.entrypoint: ReplayWorker (a new resource: the field is immutable)"
+        "(Java: io.reprise.kafka.replay.ReplayRole.runIfRequested at the start of main, see "
+        "docs/jvm-services.md), or the replay must use spec.consumer.entrypoint: ReplayWorker (a new resource: "
+        "the field is immutable)"
     )
 
 
