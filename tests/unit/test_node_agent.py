@@ -318,3 +318,18 @@ def test_declared_ports_get_host_ports_in_env_values_that_name_them():
     mapped = map_ports(env, {9400: 41001, 8080: 41002})
     assert mapped == {"REPRISE_METRICS_PORT": "41001", "HTTP": "41002", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
     assert map_ports(env, {}) == env
+
+
+def test_a_published_local_image_maps_its_container_paths(tmp_path):
+    from local_platform.local_images import image_paths, publish
+
+    build = tmp_path / "images" / "accounts-jvm-1234"
+    publish("reprise-examples/accounts-jvm:dev", {"/app/": build}, store=tmp_path / "store")
+    paths = image_paths("reprise-examples/accounts-jvm:dev", store=tmp_path / "store")
+    assert paths == {"/app": str(build)}
+    assert image_paths("reprise-examples/accounts-jvm:other", store=tmp_path / "store") == {}
+    assert image_paths("", store=tmp_path / "store") == {}
+    # The classpath of the image's command, as the agent maps it.
+    assert map_paths("/app/accounts-jvm.jar:/app/lib/*", paths) == f"{build}/accounts-jvm.jar:{build}/lib/*"
+    with pytest.raises(ValueError):
+        publish("x:dev", {"app": build}, store=tmp_path / "store")
