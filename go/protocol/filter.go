@@ -57,8 +57,21 @@ type HeaderCondition struct {
 	Values []string
 }
 
-func specError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrFilterSpec, fmt.Sprintf(format, args...))
+// FilterSpecError is a filter that cannot be understood: Field names the part at fault
+// (`filter.json[0].in`) and Code says what is wrong, in words the same in every language.
+type FilterSpecError struct {
+	Field   string
+	Code    string
+	Message string
+}
+
+func (e *FilterSpecError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrFilterSpec) true.
+func (e *FilterSpecError) Unwrap() error { return ErrFilterSpec }
+
+func specError(field, code, format string, args ...any) error {
+	return &FilterSpecError{Field: field, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // ParseFilterSpec reads a filter from JSON text or a parsed value (nil or "" is the empty filter).
@@ -75,13 +88,13 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 	if text, ok := obj.(string); ok {
 		parsed, err := ParseOrdered([]byte(text))
 		if err != nil {
-			return FilterSpec{}, specError("%s: not valid JSON (%v)", what, err)
+			return FilterSpec{}, specError(what, "not-json", "%s: not valid JSON (%v)", what, err)
 		}
 		obj = parsed
 	}
 	body, ok := obj.(*Object)
 	if !ok {
-		return FilterSpec{}, specError("%s: expected a JSON object with headers, keys, keysFile or json", what)
+		return FilterSpec{}, specError(what, "not-an-object", "%s: expected a JSON object with headers, keys, keysFile or json", what)
 	}
 	var unknown []string
 	for _, k := range body.Keys {
@@ -93,13 +106,13 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return FilterSpec{}, specError("%s: unknown field(s) %s; known: headers, keys, keysFile, json", what, strings.Join(unknown, ", "))
+		return FilterSpec{}, specError(what+"."+unknown[0], "unknown-field", "%s: unknown field(s) %s; known: headers, keys, keysFile, json", what, strings.Join(unknown, ", "))
 	}
 	var spec FilterSpec
 	if raw, _ := body.Get("headers"); truthy(raw) {
 		headers, ok := raw.(*Object)
 		if !ok {
-			return FilterSpec{}, specError(`%s.headers: expected {"name": ["value", ...]}`, what)
+			return FilterSpec{}, specError(what+".headers", "bad-headers", `%s.headers: expected {"name": ["value", ...]}`, what)
 		}
 		for _, name := range headers.Keys {
 			values := headers.Values[name]
@@ -108,13 +121,13 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 			}
 			list, isList := values.([]any)
 			if !isList || len(list) == 0 {
-				return FilterSpec{}, specError("%s.headers.%s: expected a string or a non-empty list of strings", what, name)
+				return FilterSpec{}, specError(what+".headers."+name, "bad-header-values", "%s.headers.%s: expected a string or a non-empty list of strings", what, name)
 			}
 			cond := HeaderCondition{Name: name}
 			for _, v := range list {
 				s, isStr := v.(string)
 				if !isStr {
-					return FilterSpec{}, specError("%s.headers.%s: expected a string or a non-empty list of strings", what, name)
+					return FilterSpec{}, specError(what+".headers."+name, "bad-header-values", "%s.headers.%s: expected a string or a non-empty list of strings", what, name)
 				}
 				cond.Values = append(cond.Values, s)
 			}
@@ -124,14 +137,14 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 	if raw, ok := body.Get("keys"); ok && raw != nil {
 		list, isList := raw.([]any)
 		if !isList {
-			return FilterSpec{}, specError("%s.keys: expected a list of strings", what)
+			return FilterSpec{}, specError(what+".keys", "bad-keys", "%s.keys: expected a list of strings", what)
 		}
 		spec.HasKeys = true
 		spec.Keys = []string{}
 		for _, k := range list {
 			s, isStr := k.(string)
 			if !isStr {
-				return FilterSpec{}, specError("%s.keys: expected a list of strings", what)
+				return FilterSpec{}, specError(what+".keys", "bad-keys", "%s.keys: expected a list of strings", what)
 			}
 			spec.Keys = append(spec.Keys, s)
 		}
@@ -139,7 +152,7 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 	if raw, ok := body.Get("keysFile"); ok && raw != nil {
 		s, isStr := raw.(string)
 		if !isStr {
-			return FilterSpec{}, specError("%s.keysFile: expected a path", what)
+			return FilterSpec{}, specError(what+".keysFile", "bad-keys-file", "%s.keysFile: expected a path", what)
 		}
 		spec.KeysFile = s
 	}
@@ -151,7 +164,7 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 		case []any:
 			conditions = v
 		default:
-			return FilterSpec{}, specError("%s.json: expected a list of {path, equals|in|exists}", what)
+			return FilterSpec{}, specError(what+".json", "bad-json", "%s.json: expected a list of {path, equals|in|exists}", what)
 		}
 	}
 	for index, raw := range conditions {
@@ -163,7 +176,7 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 			path, isStr = cond.Values["path"].(string)
 		}
 		if !ok || !isStr || path == "" {
-			return FilterSpec{}, specError(`%s: expected {"path": "a.b", "equals": value} (or in / exists)`, where)
+			return FilterSpec{}, specError(where, "bad-condition", `%s: expected {"path": "a.b", "equals": value} (or in / exists)`, where)
 		}
 		var ops []string
 		for _, op := range []string{"equals", "in", "exists"} {
@@ -172,7 +185,7 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 			}
 		}
 		if len(ops) != 1 {
-			return FilterSpec{}, specError("%s: give exactly one of equals, in, exists", where)
+			return FilterSpec{}, specError(where, "bad-operator", "%s: give exactly one of equals, in, exists", where)
 		}
 		match := JSONMatch{Path: strings.Split(path, ".")}
 		switch ops[0] {
@@ -181,11 +194,15 @@ func ParseFilterSpec(obj any, what string) (FilterSpec, error) {
 		case "in":
 			list, isList := cond.Values["in"].([]any)
 			if !isList || len(list) == 0 {
-				return FilterSpec{}, specError("%s.in: expected a non-empty list", where)
+				return FilterSpec{}, specError(where+".in", "bad-in", "%s.in: expected a non-empty list", where)
 			}
 			match.Values = list
 		default:
-			exists := truthy(cond.Values["exists"])
+			exists, isBool := cond.Values["exists"].(bool)
+			if !isBool {
+				// "false" (a string) must not read as true: a guard would skip what the replay ignores.
+				return FilterSpec{}, specError(where+".exists", "bad-exists", "%s.exists: expected true or false", where)
+			}
 			match.Exists = &exists
 		}
 		spec.JSONMatches = append(spec.JSONMatches, match)
@@ -207,7 +224,7 @@ func (s FilterSpec) AllKeys() (map[string]struct{}, error) {
 	if s.KeysFile != "" {
 		text, err := os.ReadFile(s.KeysFile)
 		if err != nil {
-			return nil, specError("filter.keysFile %s: cannot read it (%v)", s.KeysFile, err)
+			return nil, specError("filter.keysFile", "keys-file-unreadable", "filter.keysFile %s: cannot read it (%v)", s.KeysFile, err)
 		}
 		for _, line := range strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n") {
 			if line = strings.TrimSpace(line); line != "" {
@@ -265,6 +282,20 @@ func (s FilterSpec) ToObject(inlineKeys bool) (*Object, error) {
 		body.Set("json", list)
 	}
 	return body, nil
+}
+
+// PublishedFilter compiles the filter of a `replay` record as a guard evaluates it. The record carries the
+// key set inline; a keysFile names a file in the replay's pods that no guard can read, so it is refused.
+func PublishedFilter(obj any) (*RecordFilter, error) {
+	spec, err := ParseFilterSpec(obj, "")
+	if err != nil {
+		return nil, err
+	}
+	if spec.KeysFile != "" {
+		return nil, specError("filter.keysFile", "keys-file-not-published",
+			"filter.keysFile: a published filter carries its keys inline (keys), not a file")
+	}
+	return CompileFilter(spec)
 }
 
 // pyLess orders strings by code point, as Python's sorted() does (Go compares UTF-8 bytes, the same order).
@@ -645,7 +676,7 @@ func isDigits(s string) bool {
 	return true
 }
 
-// jsonEqual: JSON equality where `true` is not `1` but `1` is `1.0` (filters.py _json_equal).
+// jsonEqual: JSON equality where `true` is not `1` but `1` is `1.0`, inside arrays and objects too.
 func jsonEqual(a, b any) bool {
 	_, aBool := a.(bool)
 	_, bBool := b.(bool)
@@ -656,6 +687,31 @@ func jsonEqual(a, b any) bool {
 	_, bNum := b.(json.Number)
 	if aNum || bNum {
 		return aNum && bNum && pyEqual(a, b)
+	}
+	if x, ok := a.([]any); ok {
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if xm := asMap(a); xm != nil {
+		ym := asMap(b)
+		if ym == nil || len(xm) != len(ym) {
+			return false
+		}
+		for k, v := range xm {
+			w, ok := ym[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
 	}
 	return sameKind(a, b) && pyEqual(a, b)
 }

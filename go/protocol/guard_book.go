@@ -51,8 +51,8 @@ type PartitionBook struct {
 	// GuardCommit: a store the guard commits itself.
 	GuardCommit *Store
 	// HighWater: highest offset stored in this session (at first the committed one).
-	HighWater     *int64
-	reportedSeen  *int64
+	HighWater    *int64
+	reportedSeen *int64
 }
 
 // Held says whether the partition waits for the handover view.

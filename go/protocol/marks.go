@@ -3,7 +3,6 @@
 package protocol
 
 import (
-	"encoding/json"
 	"strings"
 )
 
@@ -16,6 +15,8 @@ type CommitMark struct {
 	Finished    *string
 	SkipFrom    *int64
 	RereadUntil *int64
+	// Problem: why a Reprise mark cannot be used (newer-version, malformed); "" for a usable mark.
+	Problem string
 }
 
 // Encode is the metadata string: `{"reprise":1,"replay":"<id>",...}`, compact.
@@ -33,8 +34,15 @@ func (m CommitMark) Encode() string {
 	return string(Dumps(body))
 }
 
+// Problems of a Reprise mark this reader cannot use.
+const (
+	MarkNewerVersion = "newer-version"
+	MarkMalformed    = "malformed"
+)
+
 // DecodeMark returns the mark in a committed offset's metadata; nil when there is none or the metadata is
-// someone else's (anything not a JSON object with `reprise` and a string `replay`).
+// someone else's (anything but a JSON object with a `reprise` member). A Reprise mark this reader cannot
+// use comes back with Problem set and no fields.
 func DecodeMark(text string) *CommitMark {
 	if text == "" || !strings.HasPrefix(text, "{") {
 		return nil
@@ -47,33 +55,41 @@ func DecodeMark(text string) *CommitMark {
 	if !ok {
 		return nil
 	}
-	if _, has := body.Get("reprise"); !has {
+	rawVersion, has := body.Get("reprise")
+	if !has {
 		return nil
 	}
-	id, ok := body.Values["replay"].(string)
-	if !ok {
-		return nil
+	replay, replayIsStr := body.Values["replay"].(string)
+	version, isInt := jsonInt(rawVersion)
+	if !isInt || version < 1 {
+		return &CommitMark{ReplayID: replay, Problem: MarkMalformed}
 	}
-	mark := &CommitMark{ReplayID: id}
-	if finished, ok := body.Get("finished"); ok && finished != nil {
-		s := pyStr(finished)
+	if version > FormatVersion {
+		return &CommitMark{ReplayID: replay, Problem: MarkNewerVersion}
+	}
+	mark := &CommitMark{ReplayID: replay}
+	good := replayIsStr
+	if raw, _ := body.Get("finished"); raw != nil {
+		s, isStr := raw.(string)
+		good = good && isStr
 		mark.Finished = &s
 	}
-	mark.SkipFrom = optMarkInt(body, "skip_from")
-	mark.RereadUntil = optMarkInt(body, "reread_until")
+	for name, target := range map[string]**int64{"skip_from": &mark.SkipFrom, "reread_until": &mark.RereadUntil} {
+		if raw, _ := body.Get(name); raw != nil {
+			n, isInt := jsonInt(raw)
+			good = good && isInt
+			*target = &n
+		}
+	}
+	if !good {
+		return &CommitMark{ReplayID: replay, Problem: MarkMalformed}
+	}
 	return mark
 }
 
-func optMarkInt(body *Object, name string) *int64 {
-	raw, ok := body.Get(name)
-	if !ok || raw == nil {
-		return nil
-	}
-	if n, ok := pyIntOf(raw); ok {
-		return &n
-	}
-	return nil
-}
+// Usable is false for a Reprise mark this reader cannot read: it says nothing reliable about what was
+// skipped or processed below the offset.
+func (m *CommitMark) Usable() bool { return m.Problem == "" }
 
 // AckDue says whether the live group owns the partition from H on: committed >= H with no skip pending.
 func AckDue(handover int64, committed *int64, mark *CommitMark) bool {
@@ -88,5 +104,3 @@ func Int64(n int64) *int64 { return &n }
 
 // String returns a pointer to s.
 func String(s string) *string { return &s }
-
-var _ = json.Number("")

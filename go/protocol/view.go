@@ -266,11 +266,7 @@ func (v *HandoverView) filterOf(info *ReplayInfo) (*RecordFilter, error) {
 	spec := string(Dumps(info.Filter))
 	cached, ok := v.filters[info.ReplayID]
 	if !ok || cached.spec != spec {
-		parsed, err := ParseFilterSpec(info.Filter, "")
-		var compiled *RecordFilter
-		if err == nil {
-			compiled, err = CompileFilter(parsed)
-		}
+		compiled, err := PublishedFilter(info.Filter)
 		cached = cachedFilter{spec, compiled, err}
 		v.filters[info.ReplayID] = cached
 	}

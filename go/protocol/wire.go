@@ -7,11 +7,11 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // FormatVersion is the `v` this implementation writes and the newest it reads.
@@ -38,8 +38,30 @@ const (
 // ErrFormat is wrapped by every error about a record that does not follow the format.
 var ErrFormat = errors.New("not a handover record")
 
-func formatError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
+// Reasons a record is malformed, the same in every language (checked in this order).
+const (
+	CodeMalformedKey   = "malformed-key"
+	CodeMalformedValue = "malformed-value"
+	CodeNewerVersion   = "newer-version"
+	CodeKindMismatch   = "kind-mismatch"
+	CodeUnknownKind    = "unknown-kind"
+	CodeKeyMismatch    = "key-mismatch"
+	CodeBadField       = "bad-field"
+)
+
+// FormatError is a handover-topic record that does not follow the format; Code names the reason.
+type FormatError struct {
+	Code    string
+	Message string
+}
+
+func (e *FormatError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrFormat) true.
+func (e *FormatError) Unwrap() error { return ErrFormat }
+
+func formatError(code, format string, args ...any) error {
+	return &FormatError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // TopicPartition names one partition of a source topic.
@@ -106,10 +128,12 @@ type GuardInfo struct {
 	ReplayID     string
 	Topic        string
 	Partition    int32
-	FirstSkipped int64
-	SeenUntil    int64
+	FirstSkipped *int64
+	SeenUntil    *int64
 	Member       string
 	AtMs         int64
+	// Problem is set when the guard cannot follow the replay on this partition (it skips nothing then).
+	Problem *string
 }
 
 // AckInfo is the `ack` record: the live group's committed offset is >= H with no mark.
@@ -216,6 +240,9 @@ func Encode(r Record) (key, value []byte) {
 	case GuardInfo:
 		body.Set("kind", KindGuard).Set("topic", v.Topic).Set("partition", v.Partition).
 			Set("first_skipped", v.FirstSkipped).Set("seen_until", v.SeenUntil).Set("member", v.Member)
+		if v.Problem != nil {
+			body.Set("problem", *v.Problem)
+		}
 		body.Set("at_ms", v.AtMs)
 	case AckInfo:
 		body.Set("kind", KindAck).Set("topic", v.Topic).Set("partition", v.Partition).Set("offset", v.Offset).
@@ -238,49 +265,51 @@ func Encode(r Record) (key, value []byte) {
 	return KeyOf(r), Dumps(body)
 }
 
-// DecodeKey parses a handover-topic key.
+// DecodeKey parses a handover-topic key (code malformed-key when it is not one).
 func DecodeKey(raw []byte) (RecordKey, error) {
-	if raw == nil {
-		return RecordKey{}, formatError("not a handover key: None")
+	bad := func() (RecordKey, error) {
+		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key: %q", raw)
 	}
-	var parts []json.RawMessage
-	if !validUTF8(raw) || json.Unmarshal(raw, &parts) != nil || (len(parts) != 2 && len(parts) != 4) {
-		return RecordKey{}, formatError("not a handover key: %q", raw)
+	if raw == nil || !validUTF8(raw) {
+		return bad()
 	}
-	var id, kind string
-	if json.Unmarshal(parts[0], &id) != nil || json.Unmarshal(parts[1], &kind) != nil {
-		return RecordKey{}, formatError("not a handover key: %q", raw)
+	parsed, err := ParseOrdered(raw)
+	parts, ok := parsed.([]any)
+	if err != nil || !ok || (len(parts) != 2 && len(parts) != 4) {
+		return bad()
+	}
+	id, ok1 := parts[0].(string)
+	kind, ok2 := parts[1].(string)
+	if !ok1 || !ok2 {
+		return bad()
 	}
 	key := RecordKey{ReplayID: id, Kind: kind}
 	if len(parts) == 4 {
-		var topic string
-		if json.Unmarshal(parts[2], &topic) != nil {
-			return RecordKey{}, formatError("not a handover key: %q", raw)
-		}
-		partition, ok := pyInt(parts[3])
-		if !ok {
-			return RecordKey{}, formatError("not a handover key: %q", raw)
+		topic, ok := parts[2].(string)
+		partition, isInt := jsonInt(parts[3])
+		if !ok || !isInt {
+			return bad()
 		}
 		key.HasPartition, key.Topic, key.Partition = true, topic, int32(partition)
 	}
 	return key, nil
 }
 
-// pyInt accepts what Python's isinstance(x, int) accepts in parsed JSON: an integer literal (and booleans,
-// which Python counts as ints).
-func pyInt(raw json.RawMessage) (int64, bool) {
-	text := string(bytes.TrimSpace(raw))
-	switch text {
-	case "true":
-		return 1, true
-	case "false":
-		return 0, true
+// jsonInt accepts a JSON integer only: not true/false, not 1.5 or 1.0.
+func jsonInt(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(n), ".eE") {
+		return 0, false
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	return n, err == nil
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	return i, err == nil
 }
 
-// Decode returns the record of one handover-topic message; a nil Record for a tombstone.
+var recordKinds = map[string]bool{KindReplay: true, KindStart: true, KindHandover: true, KindGuard: true,
+	KindAck: true, KindProgress: true, KindResult: true}
+
+// Decode returns the record of one handover-topic message; a nil Record for a tombstone. A *FormatError
+// says why a record is malformed.
 func Decode(rawKey, rawValue []byte) (RecordKey, Record, error) {
 	key, err := DecodeKey(rawKey)
 	if err != nil {
@@ -292,95 +321,81 @@ func Decode(rawKey, rawValue []byte) (RecordKey, Record, error) {
 	where := describeKey(key)
 	parsed, err := ParseOrdered(rawValue)
 	if err != nil || !validUTF8(rawValue) {
-		return key, nil, formatError("value of %s is not JSON", where)
+		return key, nil, formatError(CodeMalformedValue, "value of %s is not JSON", where)
 	}
 	v, ok := parsed.(*Object)
+	version := int64(0)
+	if ok {
+		if raw, has := v.Get("v"); has {
+			version, ok = jsonInt(raw)
+		}
+	}
 	if !ok {
-		return key, nil, formatError("value of %s does not say kind %q", where, key.Kind)
-	}
-	if kind, _ := v.Get("kind"); kind != key.Kind {
-		return key, nil, formatError("value of %s does not say kind %q", where, key.Kind)
-	}
-	fields := fieldReader{obj: v}
-	version := fields.intOr("v", 0)
-	if fields.err != nil {
-		return key, nil, formatError("value of %s is missing or has a bad field: %v", where, fields.err)
+		return key, nil, formatError(CodeMalformedValue, "value of %s is not a handover record", where)
 	}
 	if version > FormatVersion {
-		raw, _ := v.Get("v")
-		return key, nil, formatError("%s has format version %s, newer than %d", where, Dumps(raw), FormatVersion)
+		return key, nil, formatError(CodeNewerVersion, "%s has format version %d, newer than %d", where, version, FormatVersion)
 	}
+	if kind, _ := v.Get("kind"); kind != key.Kind {
+		return key, nil, formatError(CodeKindMismatch, "value of %s does not say kind %q", where, key.Kind)
+	}
+	if !recordKinds[key.Kind] {
+		return key, nil, formatError(CodeUnknownKind, "unknown record kind %q", key.Kind)
+	}
+	replayWide := key.Kind == KindReplay || key.Kind == KindResult
+	if key.HasPartition == replayWide {
+		return key, nil, formatError(CodeKeyMismatch, "a %s record has no key of this shape: %s", key.Kind, where)
+	}
+	f := fieldReader{obj: v}
 	id := key.ReplayID
-	at := fields.intOr("at_ms", 0)
+	at := f.intOr("at_ms", 0)
 	var record Record
 	switch key.Kind {
 	case KindReplay:
-		info := ReplayInfo{ReplayID: id, Mode: fields.str("mode"), ReplayGroup: fields.str("replay_group"), AtMs: at}
-		if live, ok := v.Get("live_group"); ok && live != nil {
-			s := pyStr(live)
-			info.LiveGroup = &s
-		}
-		if topics, ok := v.Get("topics"); ok && topics != nil {
-			list, isList := topics.([]any)
-			if !isList {
-				fields.fail("topics")
+		info := ReplayInfo{ReplayID: id, AtMs: at}
+		topics := f.listOr("topics")
+		for _, t := range topics {
+			s, isStr := t.(string)
+			if !isStr {
+				f.fail("topics", "list of strings")
 			}
-			for _, t := range list {
-				info.Topics = append(info.Topics, pyStr(t))
-			}
+			info.Topics = append(info.Topics, s)
 		}
-		info.Filter = NewObject()
-		if f, ok := v.Get("filter"); ok && f != nil && f != false {
-			obj, isObj := f.(*Object)
-			if !isObj {
-				fields.fail("filter")
-			} else {
-				info.Filter = obj
-			}
-		}
+		info.Mode = f.str("mode")
+		info.ReplayGroup = f.str("replay_group")
+		info.LiveGroup = f.optStr("live_group")
+		info.Filter = f.objOr("filter")
 		record = info
 	case KindResult:
-		info := ResultInfo{ReplayID: id, Body: NewObject(), AtMs: at}
-		if r, ok := v.Get("result"); ok && r != nil {
-			obj, isObj := r.(*Object)
-			if !isObj {
-				fields.fail("result")
-			} else {
-				info.Body = obj
-			}
-		}
-		record = info
+		record = ResultInfo{ReplayID: id, Body: f.objOr("result"), AtMs: at}
 	default:
-		topic := fields.str("topic")
-		partition := int32(fields.int("partition"))
-		if fields.err != nil {
-			return key, nil, formatError("value of %s is missing or has a bad field: %v", where, fields.err)
+		topic := f.str("topic")
+		partition := int32(f.int("partition"))
+		if f.err != nil {
+			return key, nil, formatError(CodeBadField, "value of %s is missing or has a bad field: %v", where, f.err)
 		}
-		if !key.HasPartition || topic != key.Topic || partition != key.Partition {
-			return key, nil, formatError("value of %s names %s[%d]", where, topic, partition)
+		if topic != key.Topic || partition != key.Partition {
+			return key, nil, formatError(CodeKeyMismatch, "value of %s names %s[%d]", where, topic, partition)
 		}
 		switch key.Kind {
 		case KindStart:
-			record = StartInfo{id, topic, partition, fields.int("offset"), fields.optInt("end_offset"),
-				fields.optInt("end_timestamp_ms"), fields.truthy("clamped"), at}
+			record = StartInfo{id, topic, partition, f.int("offset"), f.optInt("end_offset"),
+				f.optInt("end_timestamp_ms"), f.boolOr("clamped"), at}
 		case KindHandover:
-			record = HandoverInfo{id, topic, partition, fields.int("offset"), fields.strOr("reason", ""),
-				fields.strOr("by", "replay"), at}
+			record = HandoverInfo{id, topic, partition, f.int("offset"), f.strOr("reason", ""),
+				f.strOr("by", "replay"), at}
 		case KindGuard:
-			record = GuardInfo{id, topic, partition, fields.int("first_skipped"), fields.int("seen_until"),
-				fields.strOr("member", ""), at}
+			record = GuardInfo{id, topic, partition, f.optInt("first_skipped"), f.optInt("seen_until"),
+				f.strOr("member", ""), at, f.optStr("problem")}
 		case KindProgress:
-			record = ProgressInfo{id, topic, partition, fields.int("position"), fields.truthy("at_end"),
-				fields.strOr("member", ""), at}
-		case KindAck:
-			record = AckInfo{id, topic, partition, fields.int("offset"), fields.int("committed"),
-				fields.strOr("member", ""), at}
+			record = ProgressInfo{id, topic, partition, f.int("position"), f.boolOr("at_end"),
+				f.strOr("member", ""), at}
 		default:
-			return key, nil, formatError("unknown record kind %q", key.Kind)
+			record = AckInfo{id, topic, partition, f.int("offset"), f.int("committed"), f.strOr("member", ""), at}
 		}
 	}
-	if fields.err != nil {
-		return key, nil, formatError("value of %s is missing or has a bad field: %v", where, fields.err)
+	if f.err != nil {
+		return key, nil, formatError(CodeBadField, "value of %s is missing or has a bad field: %v", where, f.err)
 	}
 	return key, record, nil
 }
@@ -392,80 +407,123 @@ func describeKey(k RecordKey) string {
 	return fmt.Sprintf("%s/%s", k.ReplayID, k.Kind)
 }
 
-// fieldReader reads fields the way the reference's int()/str()/bool() conversions do, remembering the
-// first failure.
+// fieldReader reads fields with their JSON types; an absent or null field gives the default, or fails
+// when required. It remembers the first failure.
 type fieldReader struct {
 	obj *Object
 	err error
 }
 
-func (f *fieldReader) fail(name string) {
+func (f *fieldReader) fail(name, what string) {
 	if f.err == nil {
-		f.err = fmt.Errorf("field %q", name)
+		f.err = fmt.Errorf("%s is not a JSON %s", name, what)
 	}
+}
+
+func (f *fieldReader) get(name string, required bool) (any, bool) {
+	raw, _ := f.obj.Get(name)
+	if raw == nil {
+		if required && f.err == nil {
+			f.err = fmt.Errorf("%q is missing", name)
+		}
+		return nil, false
+	}
+	return raw, true
 }
 
 func (f *fieldReader) int(name string) int64 {
-	raw, ok := f.obj.Get(name)
-	if !ok {
-		f.fail(name)
-		return 0
+	if p := f.intField(name, true); p != nil {
+		return *p
 	}
-	n, ok := pyIntOf(raw)
-	if !ok {
-		f.fail(name)
-	}
-	return n
+	return 0
 }
 
 func (f *fieldReader) intOr(name string, fallback int64) int64 {
-	raw, ok := f.obj.Get(name)
-	if !ok || raw == nil || raw == false || raw == "" {
-		return fallback
+	if p := f.intField(name, false); p != nil {
+		return *p
 	}
-	if num, isNum := raw.(json.Number); isNum && (string(num) == "0" || string(num) == "0.0") {
-		return fallback
-	}
-	n, ok := pyIntOf(raw)
-	if !ok {
-		f.fail(name)
-	}
-	return n
+	return fallback
 }
 
-func (f *fieldReader) optInt(name string) *int64 {
-	raw, ok := f.obj.Get(name)
-	if !ok || raw == nil {
+func (f *fieldReader) optInt(name string) *int64 { return f.intField(name, false) }
+
+func (f *fieldReader) intField(name string, required bool) *int64 {
+	raw, ok := f.get(name, required)
+	if !ok {
 		return nil
 	}
-	n, ok := pyIntOf(raw)
-	if !ok {
-		f.fail(name)
+	n, isInt := jsonInt(raw)
+	if !isInt {
+		f.fail(name, "int")
 		return nil
 	}
 	return &n
 }
 
 func (f *fieldReader) str(name string) string {
-	raw, ok := f.obj.Get(name)
-	if !ok {
-		f.fail(name)
-		return ""
+	if p := f.strField(name, true); p != nil {
+		return *p
 	}
-	return pyStr(raw)
+	return ""
 }
 
 func (f *fieldReader) strOr(name, fallback string) string {
-	raw, ok := f.obj.Get(name)
-	if !ok {
-		return fallback
+	if p := f.strField(name, false); p != nil {
+		return *p
 	}
-	return pyStr(raw)
+	return fallback
 }
 
-func (f *fieldReader) truthy(name string) bool {
-	raw, _ := f.obj.Get(name)
-	return truthy(raw)
+func (f *fieldReader) optStr(name string) *string { return f.strField(name, false) }
+
+func (f *fieldReader) strField(name string, required bool) *string {
+	raw, ok := f.get(name, required)
+	if !ok {
+		return nil
+	}
+	s, isStr := raw.(string)
+	if !isStr {
+		f.fail(name, "str")
+		return nil
+	}
+	return &s
+}
+
+func (f *fieldReader) boolOr(name string) bool {
+	raw, ok := f.get(name, false)
+	if !ok {
+		return false
+	}
+	b, isBool := raw.(bool)
+	if !isBool {
+		f.fail(name, "bool")
+	}
+	return b
+}
+
+func (f *fieldReader) listOr(name string) []any {
+	raw, ok := f.get(name, false)
+	if !ok {
+		return nil
+	}
+	list, isList := raw.([]any)
+	if !isList {
+		f.fail(name, "list")
+	}
+	return list
+}
+
+func (f *fieldReader) objOr(name string) *Object {
+	raw, ok := f.get(name, false)
+	if !ok {
+		return NewObject()
+	}
+	obj, isObj := raw.(*Object)
+	if !isObj {
+		f.fail(name, "dict")
+		return NewObject()
+	}
+	return obj
 }
 
 // pyIntOf is Python's int() of a parsed JSON value: integers, floats truncated, booleans, numeric strings.
@@ -491,7 +549,7 @@ func pyIntOf(raw any) (int64, bool) {
 	return 0, false
 }
 
-func trimPySpace(s string) string { return string(bytes.TrimSpace([]byte(s))) }
+func trimPySpace(s string) string { return strings.TrimSpace(s) }
 
 // pyStr is Python's str() of a parsed JSON value.
 func pyStr(raw any) string {
