@@ -684,6 +684,16 @@ func (c *Consumer) progress() {
 			FirstSkipped: protocol.Int64(r.FirstSkipped), SeenUntil: protocol.Int64(r.SeenUntil), Member: c.member,
 			AtMs: time.Now().UnixMilli()})
 	}
+	for _, p := range c.book.ProblemReports() {
+		// Once per partition and problem: the guard skips nothing here for this replay (at-least-once).
+		c.log.Warn("guard cannot follow the replay on this partition and skips nothing for it", "topic", p.Topic,
+			"partition", p.Partition, "replay_id", p.ReplayID, "problem", p.Problem)
+		if p.ReplayID != "" {
+			c.publish(protocol.GuardInfo{ReplayID: p.ReplayID, Topic: p.Topic, Partition: p.Partition,
+				FirstSkipped: p.FirstSkipped, SeenUntil: p.SeenUntil, Member: c.member, AtMs: time.Now().UnixMilli(),
+				Problem: protocol.String(p.Problem)})
+		}
+	}
 	for _, s := range c.book.FloorCommits(c.position) {
 		offsets := offsetsOf([]protocol.Store{s})
 		// Stored too, so a later automatic commit of the stored offset cannot move the group below H.

@@ -51,8 +51,20 @@ type PartitionBook struct {
 	// GuardCommit: a store the guard commits itself.
 	GuardCommit *Store
 	// HighWater: highest offset stored in this session (at first the committed one).
-	HighWater    *int64
-	reportedSeen *int64
+	HighWater       *int64
+	reportedSeen    *int64
+	reportedProblem *Problem
+}
+
+// ProblemReport is what a `guard` record with `problem` says: the guard cannot follow a replay on a
+// partition and skips nothing for it.
+type ProblemReport struct {
+	ReplayID     string
+	Topic        string
+	Partition    int32
+	Problem      string
+	FirstSkipped *int64
+	SeenUntil    *int64
 }
 
 // Held says whether the partition waits for the handover view.
@@ -313,6 +325,38 @@ func (b *GuardBook) SkipReports() []SkipReport {
 		part.reportedSeen = Int64(*r.SeenUntil)
 	}
 	return reports
+}
+
+// ProblemReports: released partitions whose problem appeared or changed since the last report.
+func (b *GuardBook) ProblemReports() []ProblemReport {
+	var reports []ProblemReport
+	for _, key := range b.sortedKeys() {
+		part := b.Parts[key]
+		problem := part.Rules.CurrentProblem()
+		if part.Held() || equalProblem(problem, part.reportedProblem) {
+			continue
+		}
+		part.reportedProblem = problem
+		if problem != nil {
+			reports = append(reports, ProblemReport{problem.ReplayID, key.Topic, key.Partition, problem.Problem,
+				copyInt(part.Rules.FirstSkipped), copyInt(part.Rules.SeenUntil)})
+		}
+	}
+	return reports
+}
+
+func equalProblem(a, b *Problem) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func copyInt(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	return Int64(*p)
 }
 
 // PendingAcks: partitions whose H is known, to acknowledge once committed past H.

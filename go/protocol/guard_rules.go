@@ -52,6 +52,27 @@ type GuardPartition struct {
 	FloorCommitted bool
 	// Skipped counts records skipped since the assignment.
 	Skipped int64
+	// ViewProblem: the handover view says this guard cannot follow the partition's replay.
+	ViewProblem *Problem
+	// MarkProblem: the commit mark found at assignment could not be used.
+	MarkProblem *Problem
+	// UnknownSkips: the committed mark could not be read, so the previous owner may have skipped any covered
+	// record below the committed offset; the first replay adopted counts as skipped from its start (F := S).
+	UnknownSkips bool
+}
+
+// Problem is (replay id, problem) to report for a partition: the guard skips nothing for that replay there.
+type Problem struct {
+	ReplayID string
+	Problem  string
+}
+
+// CurrentProblem is the problem to report for this partition, or nil.
+func (g *GuardPartition) CurrentProblem() *Problem {
+	if g.ViewProblem != nil {
+		return g.ViewProblem
+	}
+	return g.MarkProblem
 }
 
 // NewGuardPartition returns the state of a newly assigned partition.
@@ -67,6 +88,13 @@ func (g *GuardPartition) Restore(committed *int64, mark *CommitMark) {
 	if mark == nil {
 		return
 	}
+	if !mark.Usable() {
+		// A newer (or broken) guard wrote it: what it skipped below C is unknown. Assume the worst the replay
+		// can cover (everything from S), so that H brings a re-read instead of a loss.
+		g.MarkProblem = &Problem{mark.ReplayID, "unusable-commit-mark:" + mark.Problem}
+		g.UnknownSkips = committed != nil && *committed > 0
+		return
+	}
 	if mark.SkipFrom != nil && committed != nil && *committed > *mark.SkipFrom {
 		g.ReplayID = String(mark.ReplayID)
 		g.FirstSkipped = Int64(*mark.SkipFrom)
@@ -80,6 +108,12 @@ func (g *GuardPartition) Restore(committed *int64, mark *CommitMark) {
 // Update applies what the handover topic now says (nil: no active replay); returns an offset to seek back
 // to, or nil.
 func (g *GuardPartition) Update(active *ActiveHandover) *int64 {
+	g.ViewProblem = nil
+	if active != nil && active.Problem != "" {
+		// A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
+		g.ViewProblem = &Problem{active.ReplayID, active.Problem}
+		active = nil
+	}
 	if g.RereadUntil != nil && !g.rereadHasFilter && active != nil && g.RereadReplay != nil &&
 		active.ReplayID == *g.RereadReplay {
 		g.rereadFilter, g.rereadHasFilter = active.Filter, true
@@ -110,10 +144,16 @@ func (g *GuardPartition) Update(active *ActiveHandover) *int64 {
 
 func (g *GuardPartition) adopt(active *ActiveHandover) {
 	g.ReplayID = String(active.ReplayID)
-	g.Start = Int64(active.Start)
+	g.Start = Int64(*active.Start)
 	g.filter, g.hasFilter = active.Filter, true
 	if active.Handover == nil {
 		g.Handover = nil
+	}
+	if g.UnknownSkips {
+		g.UnknownSkips = false
+		if g.FirstSkipped == nil && g.SeenUntil != nil && *g.SeenUntil > *active.Start {
+			g.FirstSkipped = Int64(*active.Start)
+		}
 	}
 }
 

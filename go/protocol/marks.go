@@ -96,7 +96,7 @@ func AckDue(handover int64, committed *int64, mark *CommitMark) bool {
 	if committed == nil || *committed < handover {
 		return false
 	}
-	return mark == nil || (mark.SkipFrom == nil && mark.RereadUntil == nil)
+	return mark == nil || (mark.Usable() && mark.SkipFrom == nil && mark.RereadUntil == nil)
 }
 
 // Int64 returns a pointer to n (for the optional fields).

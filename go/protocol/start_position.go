@@ -41,9 +41,25 @@ func (e *StartOlderThanRetention) Error() string {
 		"(REPRISE_ALLOW_CLAMP=true) to start at offset %d instead", e.Topic, e.Partition, asked, e.LogStart, e.LogStart)
 }
 
-func specErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(format, args...))
+// SpecError is a start or end spec that cannot be understood or honoured: Field names the part at fault,
+// Code what is wrong, the same in every language.
+type SpecError struct {
+	Field   string
+	Code    string
+	Message string
 }
+
+func (e *SpecError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrSpec) true.
+func (e *SpecError) Unwrap() error { return ErrSpec }
+
+func specErr(field, code, format string, args ...any) error {
+	return &SpecError{Field: field, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Code of a StartOlderThanRetention.
+func (e *StartOlderThanRetention) Code() string { return "start-older-than-retention" }
 
 // PartitionOffsets: per topic, per partition, an offset.
 type PartitionOffsets map[string]map[int32]int64
@@ -77,7 +93,7 @@ func msFrom(value any, what string) (int64, error) {
 		}
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
-			return 0, specErr("%s: expected epoch milliseconds or an ISO-8601 time, got %s", what, v)
+			return 0, specErr(what, "bad-time", "%s: expected epoch milliseconds or an ISO-8601 time, got %s", what, v)
 		}
 		return int64(f), nil
 	case string:
@@ -92,9 +108,9 @@ func msFrom(value any, what string) (int64, error) {
 				return t.UnixMilli(), nil
 			}
 		}
-		return 0, specErr("%s: %q is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds", what, v)
+		return 0, specErr(what, "bad-time", "%s: %q is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds", what, v)
 	}
-	return 0, specErr("%s: expected epoch milliseconds or an ISO-8601 time, got %s", what, Dumps(value))
+	return 0, specErr(what, "bad-time", "%s: expected epoch milliseconds or an ISO-8601 time, got %s", what, Dumps(value))
 }
 
 var durationUnits = map[string]float64{"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -109,7 +125,7 @@ func ParseDuration(value any, what string) (float64, error) {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
-			return 0, specErr("%s: %s is not a duration", what, v)
+			return 0, specErr(what, "bad-duration", "%s: %s is not a duration", what, v)
 		}
 		seconds = f
 	case float64:
@@ -140,7 +156,7 @@ func ParseDuration(value any, what string) (float64, error) {
 					joined += p[1] + p[2]
 				}
 				if len(pieces) == 0 || joined != text {
-					return 0, specErr("%s: %q is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)", what, v)
+					return 0, specErr(what, "bad-duration", "%s: %q is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)", what, v)
 				}
 				for _, p := range pieces {
 					f, _ := strconv.ParseFloat(p[1], 64)
@@ -149,10 +165,10 @@ func ParseDuration(value any, what string) (float64, error) {
 			}
 		}
 	default:
-		return 0, specErr("%s: %s is not a duration", what, Dumps(value))
+		return 0, specErr(what, "bad-duration", "%s: %s is not a duration", what, Dumps(value))
 	}
 	if seconds <= 0 {
-		return 0, specErr("%s: must be positive, got %s", what, Dumps(value))
+		return 0, specErr(what, "duration-not-positive", "%s: must be positive, got %s", what, Dumps(value))
 	}
 	return seconds, nil
 }
@@ -160,7 +176,7 @@ func ParseDuration(value any, what string) (float64, error) {
 func parseOffsets(value any, what string) (PartitionOffsets, error) {
 	out := PartitionOffsets{}
 	bad := func() error {
-		return specErr(`%s: expected {"topic": {"0": 12}} or a list of {topic, partition, offset}, got %s`, what, Dumps(value))
+		return specErr(what, "bad-offsets", `%s: expected {"topic": {"0": 12}} or a list of {topic, partition, offset}, got %s`, what, Dumps(value))
 	}
 	switch v := value.(type) {
 	case *Object:
@@ -203,7 +219,7 @@ func parseOffsets(value any, what string) (PartitionOffsets, error) {
 	for topic, parts := range out {
 		for p, o := range parts {
 			if p < 0 || o < 0 {
-				return nil, specErr("%s: %s[%d]=%d: partitions and offsets are >= 0", what, topic, p, o)
+				return nil, specErr(what, "negative-offset", "%s: %s[%d]=%d: partitions and offsets are >= 0", what, topic, p, o)
 			}
 		}
 	}
@@ -217,11 +233,11 @@ func oneOf(obj any, kinds []string, what string) (string, any, error) {
 				return k, nil, nil
 			}
 		}
-		return "", nil, specErr("%s: %q is not one of %s", what, s, strings.Join(kinds, ", "))
+		return "", nil, specErr(what, "unknown-type", "%s: %q is not one of %s", what, s, strings.Join(kinds, ", "))
 	}
 	body, ok := obj.(*Object)
 	if !ok {
-		return "", nil, specErr("%s: expected a JSON object, got %s", what, Dumps(obj))
+		return "", nil, specErr(what, "not-an-object", "%s: expected a JSON object, got %s", what, Dumps(obj))
 	}
 	if kind, has := body.Get("type"); has {
 		s, _ := kind.(string)
@@ -231,7 +247,7 @@ func oneOf(obj any, kinds []string, what string) (string, any, error) {
 				return k, v, nil
 			}
 		}
-		return "", nil, specErr("%s: type %s is not one of %s", what, Dumps(kind), strings.Join(kinds, ", "))
+		return "", nil, specErr(what, "unknown-type", "%s: type %s is not one of %s", what, Dumps(kind), strings.Join(kinds, ", "))
 	}
 	var present []string
 	for _, k := range kinds {
@@ -242,7 +258,7 @@ func oneOf(obj any, kinds []string, what string) (string, any, error) {
 	if len(present) != 1 {
 		keys := append([]string{}, body.Keys...)
 		sort.Strings(keys)
-		return "", nil, specErr("%s: give exactly one of %s (got %v)", what, strings.Join(kinds, ", "), keys)
+		return "", nil, specErr(what, "ambiguous-type", "%s: give exactly one of %s (got %v)", what, strings.Join(kinds, ", "), keys)
 	}
 	return present[0], body.Values[present[0]], nil
 }
@@ -253,7 +269,7 @@ func specInput(obj any, what string) (any, error) {
 		if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") || strings.HasPrefix(t, `"`) {
 			parsed, err := ParseOrdered([]byte(t))
 			if err != nil {
-				return nil, specErr("%s: not valid JSON (%v)", what, err)
+				return nil, specErr(what, "not-json", "%s: not valid JSON (%v)", what, err)
 			}
 			return parsed, nil
 		}
@@ -354,10 +370,10 @@ func DecideStart(spec StartSpec, f PartitionFacts, allowClamp bool) (StartDecisi
 	case "offsets":
 		wanted, ok := spec.Offsets[t][p]
 		if !ok {
-			return StartDecision{}, specErr("start.offsets has no offset for %s[%d]: give one for every partition of the topics", t, p)
+			return StartDecision{}, specErr("start.offsets", "missing-partition-offset", "start.offsets has no offset for %s[%d]: give one for every partition of the topics", t, p)
 		}
 		if wanted > f.End {
-			return StartDecision{}, specErr("start.offsets: %s[%d]=%d is beyond the partition's end offset %d", t, p, wanted, f.End)
+			return StartDecision{}, specErr("start.offsets", "offset-beyond-end", "start.offsets: %s[%d]=%d is beyond the partition's end offset %d", t, p, wanted, f.End)
 		}
 		if wanted < f.LogStart {
 			if !allowClamp {
@@ -391,7 +407,7 @@ func DecideEnd(spec *EndSpec, f PartitionFacts, nowMs int64) (*int64, *int64, er
 	case "offsets":
 		o, ok := spec.Offsets[f.Topic][f.Partition]
 		if !ok {
-			return nil, nil, specErr("end.offsets has no offset for %s[%d]: give one for every partition of the topics", f.Topic, f.Partition)
+			return nil, nil, specErr("end.offsets", "missing-partition-offset", "end.offsets has no offset for %s[%d]: give one for every partition of the topics", f.Topic, f.Partition)
 		}
 		return Int64(o), nil, nil
 	}

@@ -58,11 +58,26 @@ type ReplayHandover struct {
 	LiveKeys map[string]struct{}
 	// Order: position of the `replay` record; the earliest replay wins when two target one partition.
 	Order int
+	// Unreadable: keys of governing kinds (replay, start, handover) whose latest value could not be read,
+	// with the reason (a wire error code). Such a key hides what it held: nobody acts on a value a reader
+	// cannot see.
+	Unreadable map[KeySlot]string
 }
+
+// KeySlot is (kind, topic, partition) of a record key; Topic is "" and HasPartition false for replay-wide kinds.
+type KeySlot struct {
+	Kind         string
+	HasPartition bool
+	Topic        string
+	Partition    int32
+}
+
+// governingKinds: an unreadable value of these stops the guard from acting on the replay (others are advisory).
+var governingKinds = map[string]bool{KindReplay: true, KindStart: true, KindHandover: true}
 
 func newReplayHandover(id string, order int) *ReplayHandover {
 	return &ReplayHandover{ReplayID: id, Partitions: map[TopicPartition]*PartitionHandover{},
-		LiveKeys: map[string]struct{}{}, Order: order}
+		LiveKeys: map[string]struct{}{}, Order: order, Unreadable: map[KeySlot]string{}}
 }
 
 // Bootstrapped: the replay and start records exist (they come in one transaction).
@@ -130,6 +145,7 @@ func (r *ReplayHandover) Complete() bool {
 }
 
 func (r *ReplayHandover) apply(key RecordKey, rawKey []byte, record Record) {
+	delete(r.Unreadable, KeySlot{key.Kind, key.HasPartition, key.Topic, key.Partition})
 	if record == nil {
 		delete(r.LiveKeys, string(rawKey))
 	} else {
@@ -192,13 +208,17 @@ func (r *ReplayHandover) apply(key RecordKey, rawKey []byte, record Record) {
 	}
 }
 
-// ActiveHandover is what a guard needs of the Handover-mode replay covering one of its partitions.
+// ActiveHandover is what a guard needs of the Handover-mode replay covering one of its partitions. With
+// Problem set the guard cannot follow this replay on the partition (a record it cannot read, a filter it
+// cannot evaluate): it skips nothing for it and reports the problem; Start and Filter may then be unset.
 type ActiveHandover struct {
 	ReplayID string
-	Start    int64
+	Start    *int64
 	// Handover is nil while H is unknown.
 	Handover *int64
 	Filter   *RecordFilter
+	// Problem: `<what>:<code>`, e.g. `unreadable-handover-record:newer-version`.
+	Problem string
 }
 
 // HandoverView is the state of every replay, built by applying the topic's records in log order.
@@ -206,10 +226,8 @@ type HandoverView struct {
 	Replays map[string]*ReplayHandover
 	// Malformed counts records skipped because they do not follow the format (never fatal).
 	Malformed int
-	// FilterErrors names replays whose published filter this side cannot evaluate.
-	FilterErrors map[string]error
-	applied      int
-	filters      map[string]cachedFilter
+	applied   int
+	filters   map[string]cachedFilter
 }
 
 type cachedFilter struct {
@@ -220,16 +238,19 @@ type cachedFilter struct {
 
 // NewHandoverView returns an empty view.
 func NewHandoverView() *HandoverView {
-	return &HandoverView{Replays: map[string]*ReplayHandover{}, FilterErrors: map[string]error{},
-		filters: map[string]cachedFilter{}}
+	return &HandoverView{Replays: map[string]*ReplayHandover{}, filters: map[string]cachedFilter{}}
 }
 
-// Apply adds one message of the topic (a nil value is a tombstone). A malformed record is counted and
-// skipped, and so is returned as an error for the caller's log.
+// Apply adds one message of the topic (a nil value is a tombstone). A malformed record is counted, and a
+// governing one replaces what its key held (see Unreadable); the error is returned for the caller's log.
 func (v *HandoverView) Apply(rawKey, rawValue []byte) error {
 	key, record, err := Decode(rawKey, rawValue)
 	if err != nil {
 		v.Malformed++
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			v.unreadable(rawKey, fe.Code)
+		}
 		return err
 	}
 	v.applied++
@@ -251,6 +272,23 @@ func (v *HandoverView) Apply(rawKey, rawValue []byte) error {
 	return nil
 }
 
+// unreadable: a governing record that cannot be read replaces what its key held. A record whose key
+// cannot be read belongs to no replay and is only counted.
+func (v *HandoverView) unreadable(rawKey []byte, code string) {
+	key, err := DecodeKey(rawKey)
+	if err != nil || !governingKinds[key.Kind] || (key.Kind == KindReplay) == key.HasPartition {
+		return
+	}
+	v.applied++
+	replay := v.Replays[key.ReplayID]
+	if replay == nil {
+		replay = newReplayHandover(key.ReplayID, v.applied)
+		v.Replays[key.ReplayID] = replay
+	}
+	replay.Unreadable[KeySlot{key.Kind, key.HasPartition, key.Topic, key.Partition}] = code
+	replay.LiveKeys[string(rawKey)] = struct{}{}
+}
+
 // Replay returns one replay's state (empty when unknown).
 func (v *HandoverView) Replay(id string) *ReplayHandover {
 	if r := v.Replays[id]; r != nil {
@@ -258,9 +296,6 @@ func (v *HandoverView) Replay(id string) *ReplayHandover {
 	}
 	return newReplayHandover(id, 0)
 }
-
-// ErrFilterUnsupported wraps a published filter this side cannot evaluate.
-var ErrFilterUnsupported = errors.New("the replay's filter cannot be evaluated here")
 
 func (v *HandoverView) filterOf(info *ReplayInfo) (*RecordFilter, error) {
 	spec := string(Dumps(info.Filter))
@@ -274,8 +309,9 @@ func (v *HandoverView) filterOf(info *ReplayInfo) (*RecordFilter, error) {
 }
 
 // ActiveFor returns, per partition, the Handover-mode replay whose guard is liveGroup (the earliest one if
-// several). A replay whose filter cannot be evaluated here covers its partitions with a nil Filter, which
-// the guard treats as "every record matches": it never processes what the replay may cover.
+// several). A replay the guard cannot follow (an unreadable replay, start or handover record, or a filter
+// it cannot evaluate) still holds its partitions, as an entry with Problem set: the guard skips nothing for
+// it, and a later replay does not take those partitions over.
 func (v *HandoverView) ActiveFor(liveGroup string) map[TopicPartition]ActiveHandover {
 	replays := make([]*ReplayHandover, 0, len(v.Replays))
 	for _, r := range v.Replays {
@@ -285,33 +321,74 @@ func (v *HandoverView) ActiveFor(liveGroup string) map[TopicPartition]ActiveHand
 	out := map[TopicPartition]ActiveHandover{}
 	for _, replay := range replays {
 		info := replay.Replay
-		if info == nil || info.Mode != ModeHandover || info.LiveGroup == nil || *info.LiveGroup != liveGroup {
+		notOurs := info == nil || info.Mode != ModeHandover || info.LiveGroup == nil || *info.LiveGroup != liveGroup
+		var filter *RecordFilter
+		problem := ""
+		if code, ok := replay.Unreadable[KeySlot{Kind: KindReplay}]; ok {
+			// Whose replay it is cannot be read: it may be this group's, unless an earlier readable value said
+			// it is not.
+			if info != nil && notOurs {
+				continue
+			}
+			problem = "unreadable-replay-record:" + code
+		} else if notOurs {
 			continue
-		}
-		filter, err := v.filterOf(info)
-		if err != nil {
-			v.FilterErrors[replay.ReplayID] = err
 		} else {
-			delete(v.FilterErrors, replay.ReplayID)
+			var err error
+			filter, err = v.filterOf(info)
+			if err != nil {
+				var fe *FilterSpecError
+				code := "invalid"
+				if errors.As(err, &fe) {
+					code = fe.Code
+				}
+				problem = "unevaluable-filter:" + code
+				filter = nil
+			}
 		}
-		keys := make([]TopicPartition, 0, len(replay.Partitions))
-		for k := range replay.Partitions {
-			keys = append(keys, k)
+		slots := map[TopicPartition]bool{}
+		var keys []TopicPartition
+		add := func(k TopicPartition) {
+			if !slots[k] {
+				slots[k] = true
+				keys = append(keys, k)
+			}
 		}
-		for _, key := range keys {
-			part := replay.Partitions[key]
-			if part.Start == nil {
+		for k, p := range replay.Partitions {
+			if p.Start != nil {
+				add(k)
+			}
+		}
+		for slot := range replay.Unreadable {
+			if slot.HasPartition {
+				add(TopicPartition{slot.Topic, slot.Partition})
+			}
+		}
+		for _, k := range keys {
+			if _, taken := out[k]; taken {
 				continue
 			}
-			if _, taken := out[key]; taken {
-				continue
+			part := replay.Partitions[k]
+			var start *int64
+			if part != nil && part.Start != nil {
+				start = Int64(part.Start.Offset)
 			}
-			active := ActiveHandover{ReplayID: replay.ReplayID, Start: part.Start.Offset, Filter: filter}
-			if part.Handover != nil {
-				h := part.Handover.Offset
-				active.Handover = &h
+			partProblem := problem
+			for _, kind := range []string{KindStart, KindHandover} {
+				if code, ok := replay.Unreadable[KeySlot{kind, true, k.Topic, k.Partition}]; ok && partProblem == "" {
+					partProblem = "unreadable-" + kind + "-record:" + code
+				}
 			}
-			out[key] = active
+			switch {
+			case partProblem != "":
+				out[k] = ActiveHandover{ReplayID: replay.ReplayID, Start: start, Problem: partProblem}
+			case start != nil && filter != nil:
+				active := ActiveHandover{ReplayID: replay.ReplayID, Start: start, Filter: filter}
+				if part.Handover != nil {
+					active.Handover = Int64(part.Handover.Offset)
+				}
+				out[k] = active
+			}
 		}
 	}
 	return out
