@@ -28,9 +28,29 @@ import (
 type ledger struct {
 	mu     sync.Mutex
 	counts map[[2]int64]int
+	by     map[string]int
 }
 
-func newLedger() *ledger { return &ledger{counts: map[[2]int64]int{}} }
+func newLedger() *ledger { return &ledger{counts: map[[2]int64]int{}, by: map[string]int{}} }
+
+// handlerOf tags what one replica processed.
+func (l *ledger) handlerOf(member string) replay.Handler {
+	return replay.HandlerFunc(func(_ context.Context, records []*kafka.Message) error {
+		for _, m := range records {
+			l.add(m)
+		}
+		l.mu.Lock()
+		l.by[member] += len(records)
+		l.mu.Unlock()
+		return nil
+	})
+}
+
+func (l *ledger) processedBy(member string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.by[member]
+}
 
 func (l *ledger) add(m *kafka.Message) {
 	l.mu.Lock()
@@ -200,16 +220,18 @@ func TestDrainWithReplicasJoiningAndLeaving(t *testing.T) {
 	const n = 4000
 	kafkatest.Produce(t, topic, records(n, 4, plain))
 	s := settings(t, topic, handoverName, protocol.ModeDrain, "")
-	s.MaxRecordsPerSecond = 2000 // slow enough that replicas join and leave while it runs
+	s.MaxRecordsPerSecond = 300 // slow enough that replicas join and leave while it runs (per replica)
 	port := freePort(t)
 	first := s
 	first.MetricsPort = port
 	l := newLedger()
 	// Replicas start one after another, as a Deployment scales up, and one leaves (SIGTERM) midway.
-	r1 := start(first, l.handler(), "replica-1")
+	r1 := start(first, l.handlerOf("replica-1"), "replica-1")
 	kafkatest.Eventually(t, 60*time.Second, "the first replica is reading", func() bool { return l.size() > 200 })
-	r2 := start(s, l.handler(), "replica-2")
-	kafkatest.Eventually(t, 60*time.Second, "the second replica took partitions", func() bool { return l.size() > 1200 })
+	r2 := start(s, l.handlerOf("replica-2"), "replica-2")
+	kafkatest.Eventually(t, 60*time.Second, "the second replica took partitions (a rebalance)", func() bool {
+		return l.processedBy("replica-2") > 200
+	})
 	// /metrics and /healthz of the first replica.
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
@@ -224,8 +246,11 @@ func TestDrainWithReplicasJoiningAndLeaving(t *testing.T) {
 		t.Fatalf("/healthz: %v %v", resp, err)
 	}
 	r1.stop(t)
-	r3 := start(s, l.handler(), "replica-3")
+	r3 := start(s, l.handlerOf("replica-3"), "replica-3")
 	topicClient := kafkatest.Handover(t, handoverName)
+	kafkatest.Eventually(t, 120*time.Second, "the third replica took partitions", func() bool {
+		return l.processedBy("replica-3") > 0
+	})
 	kafkatest.Eventually(t, 120*time.Second, "every partition drained and handed over", func() bool {
 		state, err := topicClient.ReadReplay(context.Background(), s.ReplayID)
 		return err == nil && state.AllHandedOver()
