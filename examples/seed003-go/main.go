@@ -11,7 +11,8 @@
 //     Service), hands the same record handler to replay.Main, which resolves the start once (a Kafka
 //     transaction), resumes every replica from committed offsets, and never seeks on a rebalance.
 //
-// Settings (live): BOOTSTRAP_SERVERS, TOPIC, GROUP_ID, LEDGER_FILE, PROCESS_DELAY_MS.
+// Settings (live): BOOTSTRAP_SERVERS, TOPIC, GROUP_ID, LEDGER_FILE, PROCESS_DELAY_MS, HANDOVER_TOPIC (the
+// guard's; default reprise.handover), AUTO_COMMIT_INTERVAL_MS (librdkafka's, default 5000).
 package main
 
 import (
@@ -74,12 +75,14 @@ func live(book *ledger, group string) error {
 			return fmt.Errorf("%s is required", required)
 		}
 	}
+	interval, _ := strconv.Atoi(envOr("AUTO_COMMIT_INTERVAL_MS", "5000"))
 	consumer, err := guard.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers":  os.Getenv("BOOTSTRAP_SERVERS"),
-		"group.id":           group,
-		"auto.offset.reset":  "earliest",
-		"session.timeout.ms": 10000,
-	})
+		"bootstrap.servers":       os.Getenv("BOOTSTRAP_SERVERS"),
+		"group.id":                group,
+		"auto.offset.reset":       "earliest",
+		"session.timeout.ms":      10000,
+		"auto.commit.interval.ms": interval,
+	}, guard.Options{HandoverTopic: os.Getenv("HANDOVER_TOPIC")})
 	if err != nil {
 		return err
 	}

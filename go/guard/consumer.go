@@ -820,6 +820,9 @@ func (c *Consumer) tick() {
 // Close stores what was handed, leaves the group (librdkafka commits stored offsets when auto commit is on)
 // and stops the guard's own clients.
 func (c *Consumer) Close() error {
+	if c.closing {
+		return nil // closed already: librdkafka handles must not be closed twice
+	}
 	c.flushPending()
 	c.closing = true
 	err := c.Consumer.Close()
