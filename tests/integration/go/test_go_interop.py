@@ -62,7 +62,7 @@ def test_go_guard_with_the_python_replay_role(kafka, topic_name, handover_topic,
                                                          end_offsets(bootstrap, topic_name, PARTITIONS).values())),
              120, "the Go service caught up", processes_to_watch=lives)
     live_from = {p: o for p, (o, _) in committed(bootstrap, live_group, topic_name, PARTITIONS).items()}
-    producer = ProducerThread(bootstrap, topic_name, PARTITIONS, rate=500, total=6000)
+    producer = ProducerThread(bootstrap, topic_name, PARTITIONS, rate=500, total=200_000)  # until stopped
     producer.start()
     env = worker_env(REPRISE_MODE="Handover", REPRISE_LIVE_GROUP=live_group, REPRISE_BATCH_SIZE="300",
                      REPRISE_MAX_RECORDS_PER_SECOND="2500")
