@@ -408,3 +408,84 @@ func TestHandoverExactlyOnceWithTheGuard(t *testing.T) {
 		t.Fatal("the guard skipped nothing: the test did not exercise the handover")
 	}
 }
+
+// TestPoisonRecordsAreDeadLetteredOrSkipped: a value the filter cannot decode, and a record the handler
+// keeps failing on, go to the dead-letter topic with their origin; without one they are counted and
+// skipped. Never a crash loop, and every other record is delivered once.
+func TestPoisonRecordsAreDeadLetteredOrSkipped(t *testing.T) {
+	for _, withDLQ := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dlq=%v", withDLQ), func(t *testing.T) {
+			topic := kafkatest.Name(t, "events")
+			handoverName := kafkatest.Name(t, "handover")
+			kafkatest.CreateTopic(t, topic, 2)
+			kafkatest.Produce(t, topic, records(100, 2, func(i int) string {
+				switch i {
+				case 10:
+					return `not json but says "paid"`
+				case 33:
+					return `{"kind":"paid","fail":true}`
+				}
+				return `{"kind":"paid"}`
+			}))
+			s := settings(t, topic, handoverName, protocol.ModeDrain, "")
+			s.Filter, _ = protocol.ParseFilterSpec(`{"json":[{"path":"kind","equals":"paid"}]}`, "filter")
+			s.HandlerRetries = 1
+			s.ExitWhenDone = true
+			dlq := kafkatest.Name(t, "dlq")
+			if withDLQ {
+				kafkatest.CreateTopic(t, dlq, 1)
+				s.DLQTopic, s.PoisonPolicy = dlq, "dead-letter"
+			}
+			l := newLedger()
+			failing := replay.HandlerFunc(func(ctx context.Context, batch []*kafka.Message) error {
+				for _, m := range batch {
+					if strings.Contains(string(m.Value), "fail") {
+						return fmt.Errorf("cannot apply %s", m.Value)
+					}
+				}
+				return l.handler().HandleRecords(ctx, batch)
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			if err := replay.Run(ctx, s, failing); err != nil {
+				t.Fatalf("the replay stopped with %v", err)
+			}
+			counts := l.snapshot()
+			for k, c := range counts {
+				if c != 1 {
+					t.Fatalf("%v delivered %d times", k, c)
+				}
+			}
+			if len(counts) != 98 {
+				t.Fatalf("delivered %d records, want 98 (100 less two poison records)", len(counts))
+			}
+			if !withDLQ {
+				return
+			}
+			c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": kafkatest.Bootstrap(t), "group.id": "dlq-reader",
+				"enable.partition.eof": true, "auto.offset.reset": "earliest"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.Assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: kafka.OffsetBeginning}})
+			reasons := map[string]string{}
+			for done := false; !done; {
+				switch e := c.Poll(5000).(type) {
+				case *kafka.Message:
+					h := map[string]string{}
+					for _, x := range e.Headers {
+						h[x.Key] = string(x.Value)
+					}
+					reasons[h["reprise.source.partition"]+"@"+h["reprise.source.offset"]] = h["reprise.error"]
+				case kafka.PartitionEOF, nil:
+					done = true
+				}
+			}
+			if len(reasons) != 2 || !strings.HasPrefix(reasons["0@5"], "undecodable") ||
+				!strings.HasPrefix(reasons["1@16"], "handler failed") {
+				t.Fatalf("dead letters %v", reasons)
+			}
+		})
+	}
+}

@@ -24,7 +24,8 @@ GO_MODULES = {
     "go": ("TestConformanceWire", "TestConformanceFilters", "TestConformanceCommitMarks", "TestConformanceGuardTraces",
            "TestConformanceReplayStart", "TestConformanceReplayFinish",
            "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges", "TestBootstrapResolvesStartOnce",
-           "TestDrainWithReplicasJoiningAndLeaving", "TestHandoverExactlyOnceWithTheGuard"),
+           "TestDrainWithReplicasJoiningAndLeaving", "TestHandoverExactlyOnceWithTheGuard",
+           "TestPoisonRecordsAreDeadLetteredOrSkipped", "TestSettingsErrorsNameTheVariable"),
     "examples/seed003-go": ("TestSeedBugShownAndFixed",),
 }
 #: A bound for one module's run (the first build of confluent-kafka-go's cgo part takes minutes).
