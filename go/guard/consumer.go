@@ -81,7 +81,12 @@ type Consumer struct {
 	closing    bool
 	lastReport time.Time
 	// pending: offsets handed while no replay is active, stored at the next call (auto store).
-	pending map[protocol.TopicPartition]int64
+	pending map[protocol.TopicPartition]*int64
+	// lastTopic/lastPartition/lastSlot: the pending slot of the partition of the last record (records come
+	// in runs per partition, so most records skip the map).
+	lastTopic     string
+	lastPartition int32
+	lastSlot      *int64
 	// servicePaused: partitions the service paused itself (the guard must not resume them).
 	servicePaused map[protocol.TopicPartition]bool
 
@@ -154,7 +159,7 @@ func NewConsumer(conf *kafka.ConfigMap, opts ...Options) (*Consumer, error) {
 		autoStore: autoStore, cooperative: strings.Contains(fmt.Sprint(strategy), "cooperative"),
 		interval: o.ProgressInterval, log: o.Logger.With("component", "reprise-guard", "group", fmt.Sprint(group)),
 		book: protocol.NewGuardBook(autoStore), producer: producer, base: base, seenVer: -1,
-		pending: map[protocol.TopicPartition]int64{}, servicePaused: map[protocol.TopicPartition]bool{},
+		pending: map[protocol.TopicPartition]*int64{}, servicePaused: map[protocol.TopicPartition]bool{},
 	}
 	liveGroup := c.group
 	c.follower = handovertopic.NewFollower(handovertopic.Connection(*conf, "reprise-guard-"+o.Member+"-follower"),
@@ -233,6 +238,7 @@ func (c *Consumer) onRebalance(inner *kafka.Consumer, ev kafka.Event) error {
 				found := committed[k]
 				c.book.Assign(k, found.offset, found.mark, ticket)
 				delete(c.pending, k)
+				c.lastSlot = nil
 			}
 			c.guarded = true
 		}
@@ -421,16 +427,24 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		if !ok || msg.TopicPartition.Error != nil || msg.TopicPartition.Topic == nil {
 			return ev
 		}
-		k := key(msg.TopicPartition)
 		offset := int64(msg.TopicPartition.Offset)
 		if !c.guarded {
-			// No replay active: the record goes to the service; its offset is stored at the next call.
-			if _, ok := c.book.Parts[k]; ok {
-				c.pending[k] = offset + 1
+			// No replay active: the record goes to the service; its offset is stored a little later.
+			if c.lastSlot != nil && msg.TopicPartition.Partition == c.lastPartition && *msg.TopicPartition.Topic == c.lastTopic {
+				*c.lastSlot = offset + 1
+			} else if k := key(msg.TopicPartition); c.book.Parts[k] != nil {
+				slot := c.pending[k]
+				if slot == nil {
+					slot = new(int64)
+					c.pending[k] = slot
+				}
+				*slot = offset + 1
+				c.lastTopic, c.lastPartition, c.lastSlot = k.Topic, k.Partition, slot
 			}
 			c.handed.Add(1)
 			return msg
 		}
+		k := key(msg.TopicPartition)
 		part := c.book.Parts[k]
 		if part == nil {
 			continue // revoked meanwhile
@@ -510,8 +524,12 @@ func (c *Consumer) flushPending() {
 	if len(c.pending) == 0 {
 		return
 	}
-	positions := c.pending
-	c.pending = map[protocol.TopicPartition]int64{}
+	positions := make(map[protocol.TopicPartition]int64, len(c.pending))
+	for k, slot := range c.pending {
+		positions[k] = *slot
+	}
+	c.pending = map[protocol.TopicPartition]*int64{}
+	c.lastSlot = nil
 	c.store(c.book.HandedUnguarded(positions))
 }
 
@@ -661,11 +679,12 @@ func (c *Consumer) Seek(partition kafka.TopicPartition, ignoredTimeoutMs int) er
 func (c *Consumer) progress() {
 	// With no replay active, the stores of handed records are batched: one call every few milliseconds
 	// instead of one per record (librdkafka's automatic commit reads them every auto.commit.interval.ms).
-	if c.guarded || time.Since(c.lastFlush) >= 20*time.Millisecond {
+	now := time.Now()
+	if c.guarded || now.Sub(c.lastFlush) >= 20*time.Millisecond {
 		c.flushPending()
-		c.lastFlush = time.Now()
+		c.lastFlush = now
 	}
-	if !c.guarded && len(c.book.Parts) > 0 && time.Since(c.lastReport) < c.interval {
+	if !c.guarded && len(c.book.Parts) > 0 && now.Sub(c.lastReport) < c.interval {
 		return
 	}
 	if commits := c.book.TakeGuardCommits(); len(commits) > 0 {
