@@ -203,3 +203,41 @@ func TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardWithBadInputSkipsNothingAndSaysWhy: a replay whose filter this guard cannot evaluate covers
+// nothing the guard can prove, so it hands every record to the service, logs it, and publishes a `guard`
+// record naming the problem (what the operator's status shows).
+func TestGuardWithBadInputSkipsNothingAndSaysWhy(t *testing.T) {
+	topic := kafkatest.Name(t, "orders")
+	handoverName := kafkatest.Name(t, "handover")
+	group := kafkatest.Name(t, "live")
+	replayID := "shop/" + topic + "/bad"
+	kafkatest.CreateTopic(t, topic, 1)
+	handover := kafkatest.Handover(t, handoverName)
+	var records []kafkatest.Record
+	for i := 0; i < 10; i++ {
+		records = append(records, kafkatest.Record{Key: fmt.Sprint(i), Value: `{"kind":"even"}`})
+	}
+	kafkatest.Produce(t, topic, records)
+	filter, _ := protocol.ParseOrdered([]byte(`{"regex":"ev.n"}`)) // a filter feature this guard does not know
+	kafkatest.Publish(t, handover,
+		protocol.ReplayInfo{ReplayID: replayID, Mode: protocol.ModeHandover, ReplayGroup: "replay-" + group,
+			LiveGroup: protocol.String(group), Topics: []string{topic}, Filter: filter.(*protocol.Object)},
+		protocol.StartInfo{ReplayID: replayID, Topic: topic, Partition: 0, Offset: 0})
+	ledger := map[int64]int{}
+	live := newService(t, group, topic, handoverName, false, ledger)
+	live.run(60*time.Second, "every record handed to the service", func() bool { return len(ledger) == 10 })
+	if s := live.consumer.Stats(); s.Skipped != 0 {
+		t.Fatalf("skipped %d records of a replay it cannot follow", s.Skipped)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the problem is published", func() bool {
+		live.pollFor(300 * time.Millisecond)
+		view, err := handover.ReadReplay(t.Context(), replayID)
+		if err != nil {
+			return false
+		}
+		part := view.Partitions[protocol.TopicPartition{Topic: topic, Partition: 0}]
+		return part != nil && part.Guard != nil && part.Guard.Problem != nil &&
+			*part.Guard.Problem == "unevaluable-filter:unknown-field"
+	})
+}

@@ -25,7 +25,8 @@ GO_MODULES = {
            "TestConformanceReplayStart", "TestConformanceReplayFinish",
            "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges", "TestBootstrapResolvesStartOnce",
            "TestDrainWithReplicasJoiningAndLeaving", "TestHandoverExactlyOnceWithTheGuard",
-           "TestPoisonRecordsAreDeadLetteredOrSkipped", "TestSettingsErrorsNameTheVariable"),
+           "TestPoisonRecordsAreDeadLetteredOrSkipped", "TestSettingsErrorsNameTheVariable",
+           "TestGuardWithBadInputSkipsNothingAndSaysWhy"),
     "examples/seed003-go": ("TestSeedBugShownAndFixed",),
 }
 #: A bound for one module's run (the first build of confluent-kafka-go's cgo part takes minutes).
