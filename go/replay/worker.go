@@ -292,8 +292,13 @@ func (w *Worker) process(ctx context.Context, messages []*kafka.Message) error {
 		if part == nil || part.finished != "" || part.endMet != nil {
 			continue
 		}
-		part.atEnd = false
 		offset := int64(m.TopicPartition.Offset)
+		if part.position != nil && offset < *part.position {
+			// Read before a rebalance gave the partition back to this replica (the fetch then starts again
+			// at the committed offset): processed already, or to be read again in order.
+			continue
+		}
+		part.atEnd = false
 		if part.endOffset != nil || part.endTimestampMs != nil {
 			var ts *int64
 			if m.TimestampType != kafka.TimestampNotAvailable {
