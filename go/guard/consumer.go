@@ -73,6 +73,7 @@ type Consumer struct {
 
 	book       *protocol.GuardBook
 	guarded    bool
+	holding    bool // some partition waits for the handover view
 	follower   *handovertopic.Follower[map[protocol.TopicPartition]protocol.ActiveHandover]
 	producer   *kafka.Producer
 	base       kafka.ConfigMap
@@ -224,10 +225,10 @@ func (c *Consumer) onRebalance(inner *kafka.Consumer, ev kafka.Event) error {
 		}
 		if len(e.Partitions) > 0 && !c.closing {
 			// Hold the new partitions until the handover view is at least as new as this moment: the
-			// previous owner may have acted on state this replica has not read yet.
-			if err := inner.Pause(e.Partitions); err != nil {
-				c.log.Warn("pausing assigned partitions failed", "error", err)
-			}
+			// previous owner may have acted on state this replica has not read yet. Held in the book, not
+			// paused here: a record that arrives before the view is current is put back and the partition
+			// paused then (Poll). Usually the view is current before the first fetch returns, and a pause
+			// and resume would cost the first fetch most of a second.
 			committed, err := c.committed(inner, e.Partitions)
 			if err != nil {
 				return err
@@ -240,7 +241,7 @@ func (c *Consumer) onRebalance(inner *kafka.Consumer, ev kafka.Event) error {
 				delete(c.pending, k)
 				c.lastSlot = nil
 			}
-			c.guarded = true
+			c.guarded, c.holding = true, true
 		}
 		if c.userCb != nil {
 			return c.userCb(inner, ev)
@@ -355,6 +356,12 @@ func (c *Consumer) refresh() {
 	if snapshot != nil || len(released) > 0 {
 		c.guarded = c.book.Guarded()
 	}
+	if c.holding {
+		c.holding = false
+		for _, part := range c.book.Parts {
+			c.holding = c.holding || part.Held()
+		}
+	}
 }
 
 func tp(k protocol.TopicPartition, offset kafka.Offset) kafka.TopicPartition {
@@ -405,6 +412,9 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 			c.refresh()
 		}
 		slice := 100
+		if c.holding {
+			slice = 5 // partitions wait for the handover view: look again soon
+		}
 		if timeoutMs >= 0 {
 			left := int(time.Until(deadline).Milliseconds())
 			if left < slice {

@@ -136,6 +136,19 @@ func (f *Follower[T]) run() {
 			return
 		default:
 		}
+		serve := func() {
+			kept := targets[:0]
+			for _, t := range targets {
+				if position >= t.offset {
+					if t.ticket > f.served.Load() {
+						f.served.Store(t.ticket)
+					}
+				} else {
+					kept = append(kept, t)
+				}
+			}
+			targets = kept
+		}
 		err := func() error {
 			if consumer == nil {
 				c, err := kafka.NewConsumer(ReaderConfig(f.topic.base))
@@ -177,6 +190,8 @@ func (f *Follower[T]) run() {
 					}
 				}
 			}
+			// A ticket whose target the view already includes is served at once, before waiting for records.
+			serve()
 			changed := false
 			if assigned {
 				deadline := time.Now().Add(f.Interval)
@@ -225,17 +240,7 @@ func (f *Follower[T]) run() {
 				f.version.Add(1)
 				f.mu.Unlock()
 			}
-			kept := targets[:0]
-			for _, t := range targets {
-				if position >= t.offset {
-					if t.ticket > f.served.Load() {
-						f.served.Store(t.ticket)
-					}
-				} else {
-					kept = append(kept, t)
-				}
-			}
-			targets = kept
+			serve()
 			f.err.Store(nil)
 			if f.OnTick != nil && time.Since(lastTick) >= f.Interval {
 				lastTick = time.Now()

@@ -95,7 +95,9 @@ func New(base kafka.ConfigMap, name string) *Topic {
 
 func (t *Topic) adminClient() (*kafka.AdminClient, error) {
 	if t.admin == nil {
-		admin, err := kafka.NewAdminClient(With(t.base, nil))
+		// Metadata requests of an admin client would create a missing topic with the broker's defaults
+		// (not compacted, any partition count): the handover topic is created only by Ensure.
+		admin, err := kafka.NewAdminClient(With(t.base, kafka.ConfigMap{"allow.auto.create.topics": false}))
 		if err != nil {
 			return nil, fmt.Errorf("handover topic admin client: %w", err)
 		}
@@ -185,8 +187,7 @@ func (t *Topic) Ensure(ctx context.Context, create bool) error {
 }
 
 func (t *Topic) partitions(admin *kafka.AdminClient) (int, bool, error) {
-	name := t.Name
-	md, err := admin.GetMetadata(&name, false, int(t.Timeout/time.Millisecond))
+	md, err := admin.GetMetadata(nil, true, int(t.Timeout/time.Millisecond))
 	if err != nil {
 		return 0, false, fmt.Errorf("reading metadata of handover topic %s: %w", t.Name, err)
 	}

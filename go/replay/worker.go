@@ -192,12 +192,12 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	w.log.Info("replay consumer started", "mode", s.Mode, "topics", s.Topics, "replay_group", s.ReplayGroup,
 		"partitions_planned", len(w.plan))
 	for ctx.Err() == nil {
-		batch, err := w.readBatch()
+		batch, ends, err := w.readBatch()
 		if err != nil {
 			return err
 		}
 		w.metrics.Beat()
-		if err := w.process(ctx, batch); err != nil {
+		if err := w.process(ctx, batch, ends); err != nil {
 			return err
 		}
 		w.decide()
@@ -240,8 +240,10 @@ func (w *Worker) consumeWait() time.Duration {
 	return idleWait
 }
 
-// readBatch polls up to BatchSize records, or until the wait passes.
-func (w *Worker) readBatch() ([]*kafka.Message, error) {
+// readBatch polls up to BatchSize records, or until the wait passes. ends: the end-of-partition events
+// seen meanwhile (the offset after the last readable record), applied after the batch's records.
+func (w *Worker) readBatch() ([]*kafka.Message, map[protocol.TopicPartition]int64, error) {
+	ends := map[protocol.TopicPartition]int64{}
 	deadline := time.Now().Add(w.consumeWait())
 	batch := make([]*kafka.Message, 0, min(w.s.BatchSize, 4096))
 	for len(batch) < w.s.BatchSize {
@@ -268,22 +270,19 @@ func (w *Worker) readBatch() ([]*kafka.Message, error) {
 			}
 			batch = append(batch, e)
 		case kafka.PartitionEOF:
-			if p := w.parts[keyOf(kafka.TopicPartition(e))]; p != nil && p.finished == "" {
-				p.atEnd = true
-				p.endEventOffset = protocol.Int64(int64(e.Offset))
-			}
+			ends[keyOf(kafka.TopicPartition(e))] = int64(e.Offset)
 		case kafka.Error:
 			if e.IsFatal() {
-				return nil, fmt.Errorf("consumer: %w", e)
+				return nil, nil, fmt.Errorf("consumer: %w", e)
 			}
 			w.metrics.Errors.Add(1)
 			w.log.Warn("consumer error", "error", e)
 		}
 	}
-	return batch, nil
+	return batch, ends, nil
 }
 
-func (w *Worker) process(ctx context.Context, messages []*kafka.Message) error {
+func (w *Worker) process(ctx context.Context, messages []*kafka.Message, ends map[protocol.TopicPartition]int64) error {
 	var batch []*kafka.Message
 	var size int64
 	for _, m := range messages {
@@ -312,6 +311,13 @@ func (w *Worker) process(ctx context.Context, messages []*kafka.Message) error {
 		part.position = protocol.Int64(offset + 1)
 		batch = append(batch, m)
 		size += int64(len(m.Value) + len(m.Key))
+	}
+	for k, end := range ends {
+		// The end event comes after the partition's last record: every record of the batch is below it.
+		if p := w.parts[k]; p != nil && p.finished == "" && (p.position == nil || *p.position <= end) {
+			p.atEnd = true
+			p.endEventOffset = protocol.Int64(end)
+		}
 	}
 	hasEnds := false
 	for _, p := range w.parts {

@@ -116,7 +116,11 @@ func replayRole(bootstrap, topic, group string, records int64) error {
 		HandoverTopic: "reprise.handover.bench", PoisonPolicy: "skip", BatchSize: 1000, ExitWhenDone: true,
 		CheckInterval: time.Second, MemberName: "bench", LogLevel: "WARNING"}
 	ctx := context.Background()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	level := slog.LevelWarn
+	if os.Getenv("REPRISE_BENCH_DEBUG") != "" {
+		level = slog.LevelInfo
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	err := replay.Run(ctx, s, replay.HandlerFunc(func(_ context.Context, batch []*kafka.Message) error {
 		for _, m := range batch {
 			handle(m)
