@@ -296,6 +296,9 @@ func TestHandoverExactlyOnceWithTheGuard(t *testing.T) {
 	kafkatest.CreateTopic(t, topic, 3)
 	kafkatest.Produce(t, topic, records(600, 3, plain))
 	liveLedger, replayLedger := newLedger(), newLedger()
+	// The handover topic exists before the live service starts, as the operator makes sure it does (a guard
+	// looks for a missing one only every few seconds).
+	topicClient := kafkatest.Handover(t, handoverName)
 	conf := kafka.ConfigMap{"bootstrap.servers": kafkatest.Bootstrap(t), "group.id": liveGroup,
 		"auto.offset.reset": "earliest", "auto.commit.interval.ms": 200}
 	live, err := guard.NewConsumer(&conf, guard.Options{HandoverTopic: handoverName, Member: "live-1",
@@ -343,10 +346,12 @@ func TestHandoverExactlyOnceWithTheGuard(t *testing.T) {
 		}
 	}()
 	s := settings(t, topic, handoverName, protocol.ModeHandover, liveGroup)
+	// Slower than the history plus what the producers write, at first: the guard skips while the replay
+	// catches up (a replay that reaches the end before any new record has nothing to hand over).
+	s.MaxRecordsPerSecond = 200
 	r1 := start(s, replayLedger.handler(), "replica-1")
 	time.Sleep(500 * time.Millisecond)
 	r2 := start(s, replayLedger.handler(), "replica-2")
-	topicClient := kafkatest.Handover(t, handoverName)
 	kafkatest.Eventually(t, 180*time.Second, "every partition handed over and acknowledged", func() bool {
 		state, err := topicClient.ReadReplay(context.Background(), s.ReplayID)
 		return err == nil && state.Complete()
