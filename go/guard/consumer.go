@@ -50,6 +50,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// maxWaiting: records of held partitions kept in memory (all partitions together) before a partition is
+// paused instead.
+const maxWaiting = 20000
+
 // Stats are counts for the service's own metrics.
 type Stats struct {
 	Skipped          int64
@@ -71,16 +75,21 @@ type Consumer struct {
 	interval    time.Duration
 	log         *slog.Logger
 
-	book       *protocol.GuardBook
-	guarded    bool
-	holding    bool // some partition waits for the handover view
-	follower   *handovertopic.Follower[map[protocol.TopicPartition]protocol.ActiveHandover]
-	producer   *kafka.Producer
-	base       kafka.ConfigMap
-	seenVer    int64
-	userCb     kafka.RebalanceCb
-	closing    bool
-	lastReport time.Time
+	book    *protocol.GuardBook
+	guarded bool
+	holding bool // some partition waits for the handover view
+	// waiting: records of held partitions, kept (up to maxWaiting each) until the partition is released;
+	// ready: records of released partitions, handed out before new ones.
+	waiting      map[protocol.TopicPartition][]*kafka.Message
+	ready        []*kafka.Message
+	waitingCount int
+	follower     *handovertopic.Follower[map[protocol.TopicPartition]protocol.ActiveHandover]
+	producer     *kafka.Producer
+	base         kafka.ConfigMap
+	seenVer      int64
+	userCb       kafka.RebalanceCb
+	closing      bool
+	lastReport   time.Time
 	// pending: offsets handed while no replay is active, stored at the next call (auto store).
 	pending map[protocol.TopicPartition]*int64
 	// lastTopic/lastPartition/lastSlot: the pending slot of the partition of the last record (records come
@@ -160,7 +169,7 @@ func NewConsumer(conf *kafka.ConfigMap, opts ...Options) (*Consumer, error) {
 		autoStore: autoStore, cooperative: strings.Contains(fmt.Sprint(strategy), "cooperative"),
 		interval: o.ProgressInterval, log: o.Logger.With("component", "reprise-guard", "group", fmt.Sprint(group)),
 		book: protocol.NewGuardBook(autoStore), producer: producer, base: base, seenVer: -1,
-		pending: map[protocol.TopicPartition]*int64{}, servicePaused: map[protocol.TopicPartition]bool{},
+		pending: map[protocol.TopicPartition]*int64{}, waiting: map[protocol.TopicPartition][]*kafka.Message{}, servicePaused: map[protocol.TopicPartition]bool{},
 	}
 	liveGroup := c.group
 	c.follower = handovertopic.NewFollower(handovertopic.Connection(*conf, "reprise-guard-"+o.Member+"-follower"),
@@ -207,6 +216,19 @@ func (c *Consumer) SubscribeTopics(topics []string, rebalanceCb kafka.RebalanceC
 	return c.Consumer.SubscribeTopics(topics, c.onRebalance)
 }
 
+// dropKept forgets records kept for a partition that is assigned anew or revoked.
+func (c *Consumer) dropKept(k protocol.TopicPartition) {
+	c.waitingCount -= len(c.waiting[k])
+	delete(c.waiting, k)
+	kept := c.ready[:0]
+	for _, m := range c.ready {
+		if key(m.TopicPartition) != k {
+			kept = append(kept, m)
+		}
+	}
+	c.ready = kept
+}
+
 func key(tp kafka.TopicPartition) protocol.TopicPartition {
 	return protocol.TopicPartition{Topic: *tp.Topic, Partition: tp.Partition}
 }
@@ -238,6 +260,7 @@ func (c *Consumer) onRebalance(inner *kafka.Consumer, ev kafka.Event) error {
 				k := key(tp)
 				found := committed[k]
 				c.book.Assign(k, found.offset, found.mark, ticket)
+				c.dropKept(k)
 				delete(c.pending, k)
 				c.lastSlot = nil
 			}
@@ -257,6 +280,7 @@ func (c *Consumer) onRebalance(inner *kafka.Consumer, ev kafka.Event) error {
 		}
 		for _, tp := range e.Partitions {
 			c.book.Drop(key(tp))
+			c.dropKept(key(tp))
 			delete(c.servicePaused, key(tp))
 		}
 		c.guarded = c.book.Guarded()
@@ -339,7 +363,12 @@ func (c *Consumer) refresh() {
 			}
 			if target := c.book.Release(k, active); target != nil {
 				seeks[k] = *target
+			} else {
+				c.ready = append(c.ready, c.waiting[k]...)
 			}
+			// (After a seek the kept records are read again from the seek target.)
+			c.waitingCount -= len(c.waiting[k])
+			delete(c.waiting, k)
 			if !c.servicePaused[k] {
 				released = append(released, tp(k, kafka.OffsetInvalid))
 			}
@@ -421,7 +450,12 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 				slice = max(0, left)
 			}
 		}
-		ev := c.Consumer.Poll(slice)
+		var ev kafka.Event
+		if len(c.ready) > 0 {
+			ev, c.ready = c.ready[0], c.ready[1:]
+		} else {
+			ev = c.Consumer.Poll(slice)
+		}
 		if ev == nil {
 			if len(touched) > 0 {
 				c.afterBatch(touched)
@@ -460,9 +494,17 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 			continue // revoked meanwhile
 		}
 		if part.Held() {
-			// Fetched before the pause took effect: put it back; it is read again once the view is current.
-			_, _ = c.Consumer.SeekPartitions([]kafka.TopicPartition{tp(k, msg.TopicPartition.Offset)})
-			_ = c.Consumer.Pause([]kafka.TopicPartition{tp(k, kafka.OffsetInvalid)})
+			// The view is not current yet: keep the record for the release. Past maxWaiting records, put
+			// them back (seek to the first) and pause the partition until then.
+			kept := append(c.waiting[k], msg)
+			c.waitingCount++
+			if c.waitingCount > maxWaiting {
+				_, _ = c.Consumer.SeekPartitions([]kafka.TopicPartition{tp(k, kept[0].TopicPartition.Offset)})
+				_ = c.Consumer.Pause([]kafka.TopicPartition{tp(k, kafka.OffsetInvalid)})
+				c.waitingCount -= len(kept)
+				kept = nil
+			}
+			c.waiting[k] = kept
 			continue
 		}
 		touched[k] = true

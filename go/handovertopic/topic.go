@@ -73,6 +73,10 @@ func ReaderConfig(base kafka.ConfigMap) *kafka.ConfigMap {
 		"enable.partition.eof":     true,
 		"isolation.level":          "read_committed",
 		"auto.offset.reset":        "earliest",
+		// The end of the topic is often a transaction marker, reached only by an empty fetch: the broker
+		// would hold that fetch fetch.wait.max.ms (500 ms by default), and a guard holds new partitions
+		// until it has read to the end.
+		"fetch.wait.max.ms": 100,
 	})
 }
 

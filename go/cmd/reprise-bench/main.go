@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "reprise-bench: -bootstrap, -topic and -records are required")
 		os.Exit(2)
 	}
+	if path := os.Getenv("REPRISE_BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	group := fmt.Sprintf("bench-%s-%d", *loop, time.Now().UnixNano())
 	began := time.Now()
 	var err error
@@ -59,6 +66,7 @@ func main() {
 		err = fmt.Errorf("unknown loop %q", *loop)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "reprise-bench:", err)
 		os.Exit(1)
 	}
@@ -73,6 +81,7 @@ type poller interface {
 }
 
 func consume(bootstrap, topic, group string, records int64, guarded bool) error {
+	start := time.Now()
 	conf := kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
 	for k, v := range fetch {
 		conf[k] = v
@@ -97,7 +106,13 @@ func consume(bootstrap, topic, group string, records int64, guarded bool) error 
 		}
 		c = k
 	}
-	defer c.Close()
+	defer func() {
+		began := time.Now()
+		_ = c.Close()
+		if os.Getenv("REPRISE_BENCH_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "close took %s\n", time.Since(began))
+		}
+	}()
 	deadline := time.Now().Add(30 * time.Minute)
 	for handled.Load() < records {
 		if time.Now().After(deadline) {
@@ -105,6 +120,9 @@ func consume(bootstrap, topic, group string, records int64, guarded bool) error 
 		}
 		if m, ok := c.Poll(100).(*kafka.Message); ok && m.TopicPartition.Error == nil {
 			handle(m)
+			if n := handled.Load(); os.Getenv("REPRISE_BENCH_DEBUG") != "" && (n == 1 || n%20000 == 0) {
+				fmt.Fprintf(os.Stderr, "%d at %s\n", n, time.Since(start))
+			}
 		}
 	}
 	return nil
