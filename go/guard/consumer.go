@@ -589,7 +589,10 @@ func offsetsOf(stores []protocol.Store) []kafka.TopicPartition {
 	out := make([]kafka.TopicPartition, 0, len(stores))
 	for _, s := range stores {
 		t := tp(protocol.TopicPartition{Topic: s.Topic, Partition: s.Partition}, kafka.Offset(s.Offset))
-		t.Metadata = s.Metadata
+		if s.Metadata != nil {
+			stored := protocol.StoredMetadata(*s.Metadata)
+			t.Metadata = &stored
+		}
 		out = append(out, t)
 	}
 	return out

@@ -270,8 +270,12 @@ func TestConformanceCommitMarks(t *testing.T) {
 	file := loadVectors(t, "commit_marks.json")
 	for _, c := range cases(t, file, "encode") {
 		t.Run("encode/"+name(c), func(t *testing.T) {
-			if got, want := markFromVector(c.Values["mark"].(*Object)).Encode(), c.Values["metadata"].(string); got != want {
+			mark := markFromVector(c.Values["mark"].(*Object))
+			if got, want := mark.Encode(), c.Values["metadata"].(string); got != want {
 				t.Errorf("got %s\nwant %s", got, want)
+			}
+			if got, want := mark.Committed(), c.Values["committed"].(string); got != want {
+				t.Errorf("committed: got %q\nwant %q", got, want)
 			}
 		})
 	}

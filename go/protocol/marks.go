@@ -34,6 +34,26 @@ func (m CommitMark) Encode() string {
 	return string(Dumps(body))
 }
 
+// Committed is the metadata string a mark is stored as: its JSON and one NUL. Metadata travels as a C string
+// (HANDOVER.md section 3): confluent-kafka-python appends the NUL when it writes and reads only up to the first
+// NUL, while confluent-kafka-go stores the string's bytes as they are, so a Go writer appends the NUL itself.
+func (m CommitMark) Committed() string {
+	return StoredMetadata(m.Encode())
+}
+
+// StoredMetadata is any metadata text as it is committed: the text and one NUL.
+func StoredMetadata(text string) string {
+	return text + "\x00"
+}
+
+// MetadataText is committed metadata as a C string reads it: up to the first NUL.
+func MetadataText(metadata string) string {
+	if i := strings.IndexByte(metadata, 0); i >= 0 {
+		return metadata[:i]
+	}
+	return metadata
+}
+
 // Problems of a Reprise mark this reader cannot use.
 const (
 	MarkNewerVersion = "newer-version"
@@ -42,8 +62,9 @@ const (
 
 // DecodeMark returns the mark in a committed offset's metadata; nil when there is none or the metadata is
 // someone else's (anything but a JSON object with a `reprise` member). A Reprise mark this reader cannot
-// use comes back with Problem set and no fields.
+// use comes back with Problem set and no fields. The text ends at its first NUL.
 func DecodeMark(text string) *CommitMark {
+	text = MetadataText(text)
 	if text == "" || !strings.HasPrefix(text, "{") {
 		return nil
 	}

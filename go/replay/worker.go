@@ -587,7 +587,7 @@ func (w *Worker) decide() {
 	offsets := make([]kafka.TopicPartition, 0, len(done))
 	for _, f := range done {
 		t := tpOf(f.part.topic, f.part.partition, kafka.Offset(*f.part.position))
-		mark := protocol.CommitMark{ReplayID: w.s.ReplayID, Finished: protocol.String(f.reason)}.Encode()
+		mark := protocol.CommitMark{ReplayID: w.s.ReplayID, Finished: protocol.String(f.reason)}.Committed()
 		t.Metadata = &mark
 		offsets = append(offsets, t)
 	}
