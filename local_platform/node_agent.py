@@ -21,7 +21,9 @@ Paths. A process cannot see container paths, so each volumeMount's `mountPath` i
 folder that holds the volume, wherever it appears as a path in env values, `command`, `args` and
 `workingDir` (`/etc/reprise/config.yaml` -> `<workdir>/pods/<pod>/volumes/config/config.yaml`). Code that
 builds paths itself can read the same mapping from the `REPRISE_PATH_PREFIX_MAP` environment variable:
-a JSON object {mountPath: local folder}.
+a JSON object {mountPath: local folder}. An image built on this machine (a JVM example service, see
+`local_platform/local_images.py`) brings its own entries: the container paths its files would have in the
+image (`/app`), mapped to the cache folder the build wrote them to, so `java -cp /app/lib/* ...` runs as is.
 
 API access from inside a pod. When the pod mounts a service account token (the `kube-api-access-*`
 volume the API server adds to every pod), the agent asks the TokenRequest API for a token bound to the
@@ -72,6 +74,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .local_images import image_paths
 from .processes import PortClaims, port_is_bindable
 
 log = logging.getLogger("reprise.node_agent")
@@ -124,6 +127,8 @@ class AgentSettings:
     kubelet_version: str = "v1.35.4"
     # Extra {container path: local path} entries, e.g. for files the image itself holds.
     extra_path_map: Mapping[str, str] = field(default_factory=dict)
+    # Where images built on this machine are published (local_images.py); None: the cache's store.
+    image_store: Path | None = None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1306,6 +1311,7 @@ class NodeAgent:
         s = self.settings
         spec = c.spec
         paths = dict(s.extra_path_map)
+        paths.update(image_paths(spec.get("image") or "", s.image_store))
         paths.update(mount_map(spec, pod.volume_dirs))
         # The termination message file, like a volume: the process writes the container path, we read ours.
         written = pod.directory / "termination" / spec["name"]

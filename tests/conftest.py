@@ -17,6 +17,7 @@ pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures
 LONGEST_FIRST = (
     "tests/integration/operator/test_lakereplay_faults.py",
     "tests/integration/operator/test_lakereplay_e2e.py",
+    "tests/integration/operator/test_jvm_handover_e2e.py",
     "tests/integration/operator/",
     "tests/integration/java/",
     "tests/integration/replay_worker/",

@@ -57,7 +57,7 @@ from pydantic import ValidationError
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import EndSpec, StartSpec
 
-from .api import API_VERSION, LakeReplaySpec, ReconsumeSpec, format_duration
+from .api import API_VERSION, Entrypoint, LakeReplaySpec, ReconsumeSpec, format_duration
 from .api.reconsume import ReconsumeMode
 from .conditions import is_true, rfc3339
 from .constants import GROUP, VERSION, bounded_name, child_labels
@@ -83,7 +83,7 @@ from .spark_application import (
     spark_application_manifest,
     spark_outcome,
 )
-from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
+from .standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
 from .workloads import KAFKA_CONFIG_DIR, Owner
 
 KIND = "LakeReplay"
@@ -364,7 +364,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     cluster, config = await resource.kafka(spec.kafka)
     consumer = spec.consumer
     template = await live_template(resource, consumer)
-    delivery = require_delivery(delivery_from_env(template_env(template, consumer.container), user_env(consumer)))
+    delivery = consumer_delivery(consumer, template)
     if spec.source.schema_ is not None:
         ref = spec.source.schema_.config_map_ref
         config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)
@@ -530,7 +530,12 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     rt = resource.rt
     children = resource.status.get("children") or {}
     name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
-    cluster, _ = await resource.kafka(spec.kafka)
+    cluster, config = await resource.kafka(spec.kafka)
+    if spec.consumer.entrypoint is Entrypoint.SERVICE:
+        state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config,
+                                        rt.settings.handover_topic, resource.replay_id)
+        await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, resource.replay_id,
+                                  rt.settings.handover_topic, rt.settings.replay_role_timeout)
     produced = is_true(resource.status.get("conditions"), "Produced")
     app = await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:

@@ -42,7 +42,14 @@ from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
 from .verify import LiveHistory, shadow_caught_up, verify_env
-from .standby import delivery_from_env, live_template, record_progress, require_delivery, standby_deployment, template_env, user_env
+from .standby import (
+    consumer_delivery,
+    live_template,
+    record_progress,
+    require_delivery,
+    require_replay_role,
+    standby_deployment,
+)
 from .workloads import KAFKA_CONFIG_DIR
 
 KIND = "Reconsume"
@@ -267,7 +274,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         group=group,
         plan_starts=starts,
         handover_topic=rt.settings.handover_topic,
-        delivery=delivery_from_env(template_env(template, consumer.container), user_env(consumer)),
+        delivery=consumer_delivery(consumer, template),
         has_secret=spec.kafka.config_from is not None,
         follow=spec.completion.hold is not None,
     )
@@ -321,6 +328,9 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2)
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    assert spec.consumer is not None  # the CRD requires it outside Rewind
+    await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, rid, rt.settings.handover_topic,
+                              rt.settings.replay_role_timeout)
     handover_mode = spec.mode.value == "Handover"
     views = replay_views(plan, ends, state, spec.mode.value)
     progress = _record_progress(resource, memory, views)

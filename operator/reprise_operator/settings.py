@@ -62,6 +62,11 @@ class OperatorSettings:
     group_empty_timeout: float = 120.0
     """Seconds a Rewind waits for the live group to become Empty after scaling it down before it refuses."""
 
+    replay_role_timeout: float = 120.0
+    """Seconds the replay consumers of a `consumer.entrypoint: Service` replay have to start the service's
+    replay role (bootstrap the replay in the handover topic) before the status says ReplayRoleNotStarted
+    (`REPRISE_REPLAY_ROLE_TIMEOUT`). Long enough for a JVM to start and join its group."""
+
     spark_image: str = "ghcr.io/reprise-io/reprise-spark:0.1.0"
     """LakeReplay: the Spark image (spark_app/Dockerfile) when `spec.spark.image` is unset (`REPRISE_SPARK_IMAGE`)."""
 
@@ -96,6 +101,7 @@ class OperatorSettings:
             leader_election=leader == "true",
             lease_namespace=env.get("REPRISE_LEASE_NAMESPACE") or env.get("POD_NAMESPACE", "default"),
             group_empty_timeout=_float(env, "REPRISE_GROUP_EMPTY_TIMEOUT", cls.group_empty_timeout, 1.0),
+            replay_role_timeout=_float(env, "REPRISE_REPLAY_ROLE_TIMEOUT", cls.replay_role_timeout, 1.0),
             spark_image=env.get("REPRISE_SPARK_IMAGE") or cls.spark_image,
             spark_version=env.get("REPRISE_SPARK_VERSION") or cls.spark_version,
             spark_service_account=env.get("REPRISE_SPARK_SERVICE_ACCOUNT") or None,

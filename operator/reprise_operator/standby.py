@@ -13,14 +13,17 @@ from datetime import timedelta
 from replay_worker.settings import WorkerSettings
 
 from . import metrics
-from .api import Consumer, KafkaConnection, format_duration
+from .api import Consumer, Entrypoint, KafkaConnection, format_duration
 from .conditions import rfc3339
 from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from .progress import PartitionView, Progress, progress_status, summarize
-from .workloads import pick_container, replay_deployment_manifest
+from .workloads import DELIVERY_VARIABLES, pick_container, replay_deployment_manifest
 
-DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
+#: With `consumer.entrypoint: Service` the service's own code handles the records, so there is no delivery to
+#: pass. `WorkerSettings` (the Python worker's contract) insists on one; this stands in while the settings are
+#: validated, and `replay_deployment_manifest` leaves every delivery variable out of the service's env.
+SERVICE_DELIVERY = {"REPRISE_HANDLER": "service:own-handler"}
 
 
 def delivery_from_env(*envs: list[dict]) -> dict[str, str]:
@@ -31,6 +34,14 @@ def delivery_from_env(*envs: list[dict]) -> dict[str, str]:
             if item.get("name") in DELIVERY_VARIABLES and item.get("value"):
                 found[item["name"]] = item["value"]
     return found
+
+
+def consumer_delivery(consumer: Consumer, template: dict, field: str = "spec.consumer") -> dict[str, str]:
+    """What the replay consumers do with a record: the Python worker's handler or forward topic (required
+    with entrypoint ReplayWorker), or, with entrypoint Service, the service's own handler."""
+    if consumer.entrypoint is Entrypoint.SERVICE:
+        return dict(SERVICE_DELIVERY)
+    return require_delivery(delivery_from_env(template_env(template, consumer.container), user_env(consumer)), field)
 
 
 def require_delivery(delivery: dict[str, str], field: str = "spec.consumer") -> dict[str, str]:
@@ -72,6 +83,7 @@ def standby_deployment(resource: Resource, *, name: str, component: str, templat
         user_env=user_env(consumer),
         kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,
         container_name=consumer.container,
+        keep_command=consumer.entrypoint is Entrypoint.SERVICE,
     )
     if consumer.resources is not None:
         manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()
@@ -121,3 +133,49 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
         memory.processed, memory.processed_since = progress.processed, now
     metrics.REPLAY_PROGRESS_AGE.labels(*labels).set((now - memory.processed_since).total_seconds())
     return progress
+
+
+# ------------------------------------------------------------------------------------------ the service's role
+
+#: memory.extra key: (since, last look) of the wait for a replica to start the service's replay role.
+ROLE_CLOCK = "replay_role_clock"
+
+
+def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, handover_topic: str,
+                        waited_seconds: float) -> str:
+    """What a person reads when a service kept its command (entrypoint Service) and never started the role."""
+    return (
+        f"Deployment {deployment} ({ready}/{replicas} pods ready) keeps the service's own command "
+        f"(spec.consumer.entrypoint: Service), and none of its pods has started Reprise's replay role: replay "
+        f"{rid} is not bootstrapped in handover topic {handover_topic} after {format_duration_seconds(int(waited_seconds))}. "
+        "The service must start the replay role, with its own record handler, when REPRISE_REPLAY_ID is set "
+        "(Java: io.reprise.kafka.replay.ReplayRole.runIfRequested at the start of main, see "
+        "docs/jvm-services.md), or the replay must use spec.consumer.entrypoint: ReplayWorker (a new resource: "
+        "the field is immutable)"
+    )
+
+
+async def require_replay_role(resource: Resource, memory: ObjectMemory, consumer: Consumer, bootstrapped: bool,
+                              rid: str, handover_topic: str, timeout: float) -> None:
+    """With entrypoint Service, Reprise cannot know whether the image runs the replay role until a replica
+    bootstraps the replay in the handover topic (the protocol's first step: every replica does it on start).
+    Until then the clock runs; past `timeout` the resource says so (condition Waiting, reason
+    ReplayRoleNotStarted), and it resolves by itself once a replica starts the role. The clock lives in the
+    operator's memory: a restart gives the pods the full time again, never less; so does a pause in following
+    (a suspended replay has no pods to wait for)."""
+    if consumer.entrypoint is not Entrypoint.SERVICE or bootstrapped:
+        memory.extra.pop(ROLE_CLOCK, None)
+        return
+    now = resource.now()
+    since, last = memory.extra.get(ROLE_CLOCK, (now, now))
+    if (now - last).total_seconds() > max(30.0, timeout / 4):
+        since = now
+    memory.extra[ROLE_CLOCK] = (since, now)
+    waited = (now - since).total_seconds()
+    if waited < timeout:
+        return
+    name = (resource.status.get("children") or {}).get("deployment") or "?"
+    deployment = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
+    status = (deployment or {}).get("status") or {}
+    raise Waiting("ReplayRoleNotStarted", replay_role_message(
+        name, int(status.get("readyReplicas") or 0), consumer.replicas, rid, handover_topic, waited))

@@ -9,6 +9,9 @@ to the API, so every rule below is unit-tested as data:
 - The replay settings are injected as environment; Kafka credentials only as a Secret volume, so they
   never appear in the pod spec, the resource's status or Events.
 - Every container gets the `restricted` Pod Security settings unless it already says otherwise.
+- With `keep_command` (the resource's `consumer.entrypoint: Service`) the cloned container keeps its own
+  command, args and ports: the service's Reprise library runs the replay role from the `REPRISE_*` env, with
+  the service's own handler, so the Python worker's delivery variables are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import copy
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from .api.common import DELIVERY_VARIABLES
 from .constants import LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY
 
 #: Where the user's librdkafka settings Secret is mounted; the worker reads one setting per file.
@@ -119,19 +123,31 @@ def replay_deployment_manifest(
     metrics_port: int = 9400,
     container_name: str | None = None,
     command: list[str] | None = None,
+    keep_command: bool = False,
 ) -> dict:
-    """The standby replay-consumer Deployment, a clone of `pod_template` running the replay worker."""
+    """The standby replay-consumer Deployment, a clone of `pod_template` running the replay worker (or, with
+    `keep_command`, the service's own command, which starts its replay role from the `REPRISE_*` env)."""
     template = copy.deepcopy(pod_template)
     spec = dict(template.get("spec") or {})
     containers = [dict(c) for c in spec.get("containers") or []]
     index = pick_container(containers, container_name)
     worker = containers[index]
-    worker["command"] = list(command or WORKER_COMMAND)
-    worker["args"] = []
+    metrics = {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"}
     # The port is stated in the env as well as in `ports`, so the two cannot disagree.
     worker_env = {**worker_env, "REPRISE_METRICS_PORT": str(metrics_port)}
-    worker["env"] = merge_env(worker.get("env") or [], env_list(worker_env), user_env)
-    worker["ports"] = [{"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"}]
+    env = merge_env(worker.get("env") or [], env_list(worker_env), user_env)
+    if keep_command:
+        # The service's own ports stay (its code may serve them in the replay role too); a port of its own
+        # named `metrics` or on the metrics port number would clash with the role's, so it gives way.
+        own = [p for p in worker.get("ports") or []
+               if p.get("name") != "metrics" and p.get("containerPort") != metrics_port]
+        worker["ports"] = own + [metrics]
+        worker["env"] = [e for e in env if e["name"] not in DELIVERY_VARIABLES]
+    else:
+        worker["command"] = list(command or WORKER_COMMAND)
+        worker["args"] = []
+        worker["ports"] = [metrics]
+        worker["env"] = env
     # The live service's probes check the live service's endpoints; the worker serves its own.
     for probe in ("readinessProbe", "startupProbe"):
         worker.pop(probe, None)

@@ -334,3 +334,18 @@ def test_termination_message_the_kubelet_way():
     tail = termination_message("FallbackToLogsOnError", 2, b"", log)
     assert tail.splitlines()[0] == "line 120" and tail.endswith("line 199")
     assert len(termination_message("FallbackToLogsOnError", 2, b"", b"y" * 9000)) == 2048
+
+
+def test_a_published_local_image_maps_its_container_paths(tmp_path):
+    from local_platform.local_images import image_paths, publish
+
+    build = tmp_path / "images" / "accounts-jvm-1234"
+    publish("reprise-examples/accounts-jvm:dev", {"/app/": build}, store=tmp_path / "store")
+    paths = image_paths("reprise-examples/accounts-jvm:dev", store=tmp_path / "store")
+    assert paths == {"/app": str(build)}
+    assert image_paths("reprise-examples/accounts-jvm:other", store=tmp_path / "store") == {}
+    assert image_paths("", store=tmp_path / "store") == {}
+    # The classpath of the image's command, as the agent maps it.
+    assert map_paths("/app/accounts-jvm.jar:/app/lib/*", paths) == f"{build}/accounts-jvm.jar:{build}/lib/*"
+    with pytest.raises(ValueError):
+        publish("x:dev", {"app": build}, store=tmp_path / "store")

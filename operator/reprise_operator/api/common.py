@@ -536,11 +536,35 @@ class EnvVar(ApiModel):
     value: str = Field(default="", max_length=32768, description="Variable value.")
 
 
+class Entrypoint(str, Enum):
+    """What the replay consumers' container runs."""
+
+    REPLAY_WORKER = "ReplayWorker"
+    SERVICE = "Service"
+
+
+#: The variables that tell Reprise's Python worker what to do with a record; the service's own code needs none.
+DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
+
+ENTRYPOINT_DESCRIPTION = (
+    "What the replay consumers' container runs. ReplayWorker (default): Reprise's Python replay worker "
+    "(python -m replay_worker) replaces the container's command and calls the handler named by "
+    "REPRISE_HANDLER (or copies records to REPRISE_FORWARD_TOPIC); the image must hold Reprise's Python "
+    "package. Service: the cloned container keeps its own command and args and gets only the REPRISE_* "
+    "environment; the service's Reprise library (Java: io.reprise.kafka.replay) must start its replay role "
+    "when REPRISE_REPLAY_ID is set, with the service's own record handler, so REPRISE_HANDLER and "
+    "REPRISE_FORWARD_TOPIC are refused in env. The role serves /healthz on REPRISE_METRICS_PORT (the "
+    "container's liveness probe). A service that does not start it shows the condition reason "
+    "ReplayRoleNotStarted. Immutable."
+)
+
+
 class Consumer(ApiModel):
     """The standby replay consumers: a Deployment Reprise creates, owns and deletes when done.
 
     Its pods are a clone of the live service's pod template (deploymentRef) or the template given, with
     the replay settings injected as environment (replay group, start, filter, role, handover topic).
+    `entrypoint` says whether the clone runs Reprise's Python worker or the service's own command.
     """
 
     model_config = ConfigDict(
@@ -548,7 +572,16 @@ class Consumer(ApiModel):
             rule(
                 "has(self.deploymentRef) != has(self.template)",
                 "consumer: set exactly one of deploymentRef or template",
-            )
+            ),
+            rule(
+                "self.entrypoint != 'Service' || !has(self.env) || "
+                "!self.env.exists(e, e.name == 'REPRISE_HANDLER' || e.name == 'REPRISE_FORWARD_TOPIC')",
+                "consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
+                "ReplayWorker; with entrypoint Service the service's own code handles the records (remove "
+                "them, or set entrypoint ReplayWorker)",
+                field_path=".env",
+                reason="FieldValueForbidden",
+            ),
         )
     )
 
@@ -596,11 +629,19 @@ class Consumer(ApiModel):
         default=None,
         description="Resources of the replay-consumer container; default: those of the template.",
     )
+    entrypoint: Entrypoint = Field(
+        default=Entrypoint.REPLAY_WORKER,
+        description=ENTRYPOINT_DESCRIPTION,
+        json_schema_extra=immutable("consumer.entrypoint"),
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> "Consumer":
         if (self.deployment_ref is None) == (self.template is None):
             raise ValueError("consumer: set exactly one of deploymentRef or template")
+        if self.entrypoint is Entrypoint.SERVICE and any(e.name in DELIVERY_VARIABLES for e in self.env or []):
+            raise ValueError("consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
+                             "ReplayWorker; with entrypoint Service the service's own code handles the records")
         return self
 
 

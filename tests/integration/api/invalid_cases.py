@@ -73,6 +73,7 @@ BF_JOB = "backfill-job.yaml"
 BF_DEBEZIUM = "backfill-debezium.yaml"
 LAKE = "lakereplay.yaml"
 LAKE_THEN = "lakereplay-then-reconsume.yaml"
+SERVICE = "reconsume-handover-service.yaml"
 
 INVALID: tuple[Invalid, ...] = (
     # --- Reconsume: start
@@ -142,6 +143,20 @@ INVALID: tuple[Invalid, ...] = (
     Invalid("consumer-env-duplicate", HANDOVER,
             {"spec.consumer.env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
             ("spec.consumer.env[1]", "Duplicate value")),
+    # --- Reconsume: the consumers' entrypoint
+    Invalid("entrypoint-unknown", SERVICE, {"spec.consumer.entrypoint": "Java"},
+            ("spec.consumer.entrypoint", "Unsupported value", "ReplayWorker", "Service")),
+    Invalid("entrypoint-service-with-handler", SERVICE,
+            {"spec.consumer.env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]},
+            ("spec.consumer.env", "REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint ReplayWorker")),
+    Invalid("entrypoint-service-with-forward-topic", SERVICE,
+            {"spec.consumer.env": [{"name": "REPRISE_BATCH_SIZE", "value": "10"},
+                                   {"name": "REPRISE_FORWARD_TOPIC", "value": "users.copy"}]},
+            ("spec.consumer.env", "with entrypoint Service the service's own code handles the records")),
+    Invalid("lake-entrypoint-service-with-handler", LAKE,
+            {"spec.consumer.entrypoint": "Service",
+             "spec.consumer.env": [{"name": "REPRISE_FORWARD_TOPIC", "value": "users.copy"}]},
+            ("spec.consumer.env", "read only by entrypoint ReplayWorker")),
     # --- Reconsume: names
     Invalid("topics-empty", HANDOVER, {"spec.topics": []}, ("spec.topics", "at least 1 items")),
     Invalid("topic-with-space", HANDOVER, {"spec.topics": ["user events"]}, ("spec.topics[0]", "should match")),
@@ -259,6 +274,10 @@ UPDATES: tuple[Update, ...] = (
     Update("approval", HANDOVER, {"spec.approval": "Manual"}),
     Update("cleanup", HANDOVER, {"spec.cleanup": {"deleteReplayGroup": False}}),
     Update("replicas", HANDOVER, {"spec.consumer.replicas": 5}),
+    Update("entrypoint", SERVICE, {"spec.consumer.entrypoint": "ReplayWorker"},
+           ("spec.consumer.entrypoint", "immutable")),
+    Update("entrypoint-added", HANDOVER, {"spec.consumer.entrypoint": "Service", "spec.consumer.env": DELETE},
+           ("spec.consumer.entrypoint", "immutable")),
     Update("backfill-groups", BF_TOPIC, {"spec.downstreamGroups": ["billing"]}),
     Update("lake-suspend", LAKE, {"spec.suspend": True}),
 )

@@ -92,6 +92,7 @@ def full_reconsume() -> dict:
         "replicas": 7,
         "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}, {"name": "EMPTY", "value": ""}],
         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi", "cpu": 2}},
+        "entrypoint": "ReplayWorker",
     }
     spec["replayGroup"] = "accounts-service.replay"
     spec["approval"] = "Manual"

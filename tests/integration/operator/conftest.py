@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .scenario import HISTORY, PARTITIONS, apply, live_deployment, produce, wait_caught_up
@@ -17,3 +19,14 @@ def live_service(kube, kafka, namespace, topic_name, tmp_path):
     apply(kube, namespace, live_deployment("accounts", kafka.bootstrap, "accounts-group", topic_name, out))
     wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     return out
+
+
+@pytest.fixture(scope="session")
+def jvm_image():
+    """The JVM example service (examples/accounts-jvm) built with this checkout's Java library into a local
+    image the node agent runs (once per source change; the build is cached)."""
+    from local_platform.jvm_image import build_jvm_image
+
+    from .jvm_scenario import JVM_IMAGE
+
+    return build_jvm_image(Path(__file__).resolve().parents[3] / "examples" / "accounts-jvm", JVM_IMAGE)

@@ -3,8 +3,8 @@
     python -m tests.integration.replay_worker.live_service BOOTSTRAP GROUP TOPIC OUT_DIR [HANDOVER_TOPIC]
 
 Appends `L <topic> <partition> <offset>` per processed record to `OUT_DIR/live-<pid>.log` (one write per
-batch), then commits synchronously: at-least-once, with the batch as the duplicate window. SIGTERM stops it
-after the batch.
+batch), then commits synchronously, and again when partitions are revoked: at-least-once, with the batch as
+the duplicate window of a crash. SIGTERM stops it after the batch.
 """
 
 from __future__ import annotations
@@ -36,7 +36,16 @@ def main() -> int:
         "heartbeat.interval.ms": 500,
     }, handover_topic=handover_topic, member=f"live-{os.getpid()}")
     fd = os.open(os.path.join(out_dir, f"live-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    consumer.subscribe([topic])
+
+    def commit_on_revoke(guarded, partitions) -> None:
+        # Everything consume() handed out is processed before the next consume(): commit it while it is ours,
+        # so a rebalance repeats nothing (only a crash does).
+        try:
+            guarded.commit(asynchronous=False)
+        except Exception as exc:  # nothing new to commit, or the group moved on
+            print(f"commit on revoke: {exc}", file=sys.stderr, flush=True)
+
+    consumer.subscribe([topic], on_revoke=commit_on_revoke)
     try:
         while running["yes"]:
             messages = [m for m in consumer.consume(batch, 0.2) if m.error() is None]

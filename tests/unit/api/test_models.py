@@ -40,6 +40,7 @@ from tests.integration.api.invalid_cases import EXAMPLES, INVALID, Invalid
 RESOURCE = {"Reconsume": Reconsume, "Backfill": Backfill, "LakeReplay": LakeReplay}
 EXPECTED_EXAMPLES = {
     "reconsume-handover.yaml": ("Reconsume", "Handover"),
+    "reconsume-handover-service.yaml": ("Reconsume", "Handover"),
     "reconsume-parallel.yaml": ("Reconsume", "Parallel"),
     "reconsume-rewind.yaml": ("Reconsume", "Rewind"),
     "reconsume-shadow.yaml": ("Reconsume", "Parallel"),

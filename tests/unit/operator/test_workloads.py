@@ -121,3 +121,115 @@ def test_worker_job_never_restarts_forever():
     assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 3
     assert pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"] is False
     assert "volumes" not in pod
+
+
+def test_entrypoint_service_keeps_the_service_command_and_passes_only_reprise_env():
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry/accounts-jvm:2.0",
+                    "command": ["java", "-cp", "/app/lib/*", "io.reprise.examples.accounts.Main"],
+                    "args": ["--topic", "users"],
+                    "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx256m"},
+                            {"name": "REPRISE_FORWARD_TOPIC", "value": "left.over"}],
+                    "ports": [{"name": "http", "containerPort": 8080}, {"name": "metrics", "containerPort": 9000}],
+                    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+                }
+            ]
+        }
+    }
+    worker_env = {"REPRISE_ROLE": "replay", "REPRISE_HANDLER": "service:own-handler", "REPRISE_TOPICS": "users"}
+    worker = build(pod_template=template, worker_env=worker_env, user_env=[], keep_command=True)[
+        "spec"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == ["java", "-cp", "/app/lib/*", "io.reprise.examples.accounts.Main"]
+    assert worker["args"] == ["--topic", "users"]
+    env = {e["name"]: e["value"] for e in worker["env"]}
+    # The service's handler is in its code: no delivery variable reaches it, not even one from its template.
+    assert env == {"JAVA_TOOL_OPTIONS": "-Xmx256m", "REPRISE_ROLE": "replay", "REPRISE_TOPICS": "users",
+                   "REPRISE_METRICS_PORT": "9400"}
+    # Its own ports stay; its `metrics` port gives way to the replay role's, which the liveness probe checks.
+    assert worker["ports"] == [{"name": "http", "containerPort": 8080},
+                               {"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
+    assert "readinessProbe" not in worker
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+
+
+def test_entrypoint_replay_worker_replaces_the_command():
+    worker = build(keep_command=False)["spec"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == ["python", "-m", "replay_worker"] and worker["args"] == []
+
+
+def test_delivery_is_required_only_for_the_python_worker():
+    from reprise_operator.api import Consumer
+    from reprise_operator.lifecycle import Failure
+    from reprise_operator.standby import SERVICE_DELIVERY, consumer_delivery
+
+    service = Consumer.model_validate({"deploymentRef": {"name": "accounts"}, "entrypoint": "Service"})
+    assert consumer_delivery(service, LIVE_TEMPLATE) == SERVICE_DELIVERY
+    worker = Consumer.model_validate({"deploymentRef": {"name": "accounts"}})
+    assert worker.entrypoint.value == "ReplayWorker", "the documented default"
+    with pytest.raises(Failure) as refused:
+        consumer_delivery(worker, LIVE_TEMPLATE)
+    assert refused.value.reason == "NoDelivery" and "REPRISE_HANDLER" in refused.value.message
+    handled = Consumer.model_validate({"deploymentRef": {"name": "accounts"},
+                                       "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]})
+    assert consumer_delivery(handled, LIVE_TEMPLATE) == {"REPRISE_HANDLER": "accounts.replay:handle"}
+
+
+def test_replay_role_message_says_what_the_service_must_do():
+    from reprise_operator.standby import replay_role_message
+
+    message = replay_role_message("accounts-replay", 3, 3, "ns/accounts/1234abcd", "reprise.handover", 125)
+    assert "Deployment accounts-replay (3/3 pods ready)" in message
+    assert "replay ns/accounts/1234abcd is not bootstrapped in handover topic reprise.handover after 2m5s" in message
+    assert "when REPRISE_REPLAY_ID is set" in message and "io.reprise.kafka.replay" in message
+    assert "entrypoint: ReplayWorker" in message
+
+
+def test_the_replay_role_clock_runs_while_followed_and_restarts_after_a_pause():
+    import asyncio
+    from datetime import datetime, timedelta, timezone
+
+    from reprise_operator.api import Consumer
+    from reprise_operator.lifecycle import ObjectMemory, Waiting
+    from reprise_operator.standby import require_replay_role
+
+    class Kube:
+        def get_deployment(self, namespace, name):
+            return {"status": {"readyReplicas": 2}}
+
+        async def run(self, fn, *args):
+            return fn(*args)
+
+    class Rt:
+        kube = Kube()
+
+    class FakeResource:
+        namespace, status, rt = "ns", {"children": {"deployment": "svc-replay"}}, Rt()
+
+        def __init__(self):
+            self.at = datetime(2026, 11, 23, tzinfo=timezone.utc)
+
+        def now(self):
+            return self.at
+
+    service = Consumer.model_validate({"deploymentRef": {"name": "svc"}, "entrypoint": "Service", "replicas": 3})
+    resource, memory = FakeResource(), ObjectMemory()
+
+    def check(bootstrapped=False):
+        asyncio.run(require_replay_role(resource, memory, service, bootstrapped, "ns/x/1", "reprise.handover", 120))
+
+    for _ in range(12):  # followed every 10 s for 110 s: still within the bound
+        check()
+        resource.at += timedelta(seconds=10)
+    with pytest.raises(Waiting) as waiting:
+        check()  # 120 s
+    assert waiting.value.reason == "ReplayRoleNotStarted" and "(2/3 pods ready)" in waiting.value.message
+    resource.at += timedelta(minutes=10)  # suspended meanwhile: not followed
+    check()  # the clock starts again
+    check(bootstrapped=True)  # a replica bootstrapped: nothing to say
+    worker = Consumer.model_validate({"deploymentRef": {"name": "svc"}})
+    resource.at += timedelta(hours=1)
+    asyncio.run(require_replay_role(resource, memory, worker, False, "ns/x/1", "reprise.handover", 120))

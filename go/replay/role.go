@@ -1,0 +1,129 @@
+// Package replay is the replay role for Go services: the service's own binary, started by the operator
+// with the REPRISE_* environment (spec.consumer.entrypoint: Service), runs its record handler under the
+// replay protocol of HANDOVER.md section 5:
+//
+//	func main() {
+//	    if replay.Requested() {
+//	        os.Exit(replay.Main(replay.HandlerFunc(handleBatch)))
+//	    }
+//	    ... the live service, with guard.NewConsumer ...
+//	}
+//
+// What it does: the bootstrap transaction (S resolved once by whichever replica wins), resume from
+// committed offsets with no seek on rebalance, finish marks then H published, progress records, the
+// Parallel/Handover/Drain stop rules, throttling, graceful SIGTERM, poison records to the dead-letter topic
+// or counted and skipped, and /metrics, /healthz, /readyz on REPRISE_METRICS_PORT.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"reprise.io/kafka/handovertopic"
+	"reprise.io/kafka/protocol"
+)
+
+// Exit codes of Main, the Python worker's: 0 done or stopped; 2 bad settings; 3 the start cannot be
+// honoured; 1 anything else (Kubernetes restarts the pod, which resumes from committed offsets).
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitBadSettings = 2
+	ExitStart       = 3
+)
+
+type loggerKey struct{}
+
+func logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// Main reads the settings from the environment, runs the replay until SIGTERM/SIGINT (or, with
+// REPRISE_EXIT_WHEN_DONE, until every partition is finished) and returns the process exit code.
+func Main(handler Handler) int {
+	settings, err := SettingsFromEnv(nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "replay role: %v\n", err)
+		return ExitBadSettings
+	}
+	level := map[string]slog.Level{"DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "WARNING": slog.LevelWarn,
+		"ERROR": slog.LevelError}[settings.LogLevel]
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With(
+		"replay_id", settings.ReplayID, "member", settings.MemberName)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = Run(context.WithValue(ctx, loggerKey{}, log), settings, handler)
+	var settingsErr *SettingsError
+	var retention *protocol.StartOlderThanRetention
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &settingsErr):
+		log.Error(err.Error())
+		return ExitBadSettings
+	case errors.Is(err, protocol.ErrSpec) || errors.As(err, &retention):
+		log.Error(err.Error(), "reason", "StartNotAvailable")
+		return ExitStart
+	default:
+		log.Error("replay role failed", "error", err)
+		return ExitFailed
+	}
+}
+
+// Run bootstraps the replay and runs one replica until ctx ends or (ExitWhenDone) the replay is finished.
+// A logger may ride on ctx (see Main); slog.Default() otherwise.
+func Run(ctx context.Context, s Settings, handler Handler) error {
+	log := logger(ctx)
+	files, err := LoadConfigDir(s.KafkaConfigDir)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	config := kafka.ConfigMap{}
+	for k, v := range files {
+		config[k] = v
+		names = append(names, k)
+	}
+	config["bootstrap.servers"] = s.BootstrapServers
+	base := handovertopic.Connection(config, "reprise-"+s.MemberName)
+	// Settings from the config folder that are not connection settings (they are the user's) still apply.
+	for k, v := range config {
+		if _, ok := base[k]; !ok && !strings.HasPrefix(k, "group.") {
+			base[k] = v
+		}
+	}
+	log.Info("starting the replay role", "mode", s.Mode, "topics", s.Topics, "replay_group", s.ReplayGroup,
+		"kafka_config_keys", names)
+	metrics := NewMetrics(s.ReplayID, s.MemberName)
+	if s.MetricsPort > 0 {
+		// Served from the start: alive (not ready) while the bootstrap retries against a Kafka that is away.
+		serveCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if _, err := metrics.Serve(serveCtx, s.MetricsPort); err != nil {
+			return &SettingsError{Message: err.Error()}
+		}
+	}
+	state, err := Bootstrap(ctx, s, base)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped during the bootstrap
+		}
+		return err
+	}
+	worker, err := NewWorker(s, base, handler, metrics, state, log)
+	if err != nil {
+		return err
+	}
+	return worker.Run(ctx)
+}

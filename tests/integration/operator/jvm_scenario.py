@@ -1,0 +1,369 @@
+"""The JVM example service on the local platform, for the Handover tests across languages.
+
+The live service is `examples/accounts-jvm` (built by Maven into a local image, `local_platform/jvm_image.py`)
+or the Python test service (`tests.integration.replay_worker.live_service`); the replay consumers run the Java
+replay role (the service's own image, `consumer.entrypoint: Service`) or Reprise's Python worker
+(`entrypoint: ReplayWorker`, calling `tests.integration.replay_worker.sink:record`). All of them append what they
+processed to files in one folder; `GroupLedger` reads them back, knowing nothing of Kafka or Reprise, and
+`check_exactly_once` holds them to the protocol's promise under faults:
+
+- from the first offset the live group skipped on (F), no record is processed by both groups;
+- no record from F on is lost;
+- a record processed twice by one group is in the ledger of a process that was killed (its uncommitted batch),
+  and no killed process accounts for more repeats than its batches allow.
+
+Faults (`Fault`) are injected at points of the replay: `kill -9` of a live or a replay replica (the node agent
+restarts it, as a kubelet would), and a rebalance of the live group (a fourth replica joins).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from tests.fixtures.kube import wait_for
+
+from .scenario import PARTITIONS, apply, live_deployment
+
+JVM_IMAGE = "reprise-examples/accounts-jvm:dev"
+#: What the image's ENTRYPOINT is (examples/accounts-jvm/Dockerfile); the node agent runs only what the pod says.
+JVM_COMMAND = ["java", "-cp", "/app/accounts-jvm.jar:/app/lib/*", "io.reprise.examples.accounts.AccountsService"]
+#: Small JVMs on shared cores: C1 only and the serial collector start faster and use less CPU.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx192m -Xss512k"
+#: What matches the replay's filter (the other event type is processed by the live group alone).
+MATCHING, OTHER = b"UserUpdated", b"UserLoggedIn"
+LIVE_BATCH = 50
+REPLAY_BATCH = 50
+
+
+def event_type(n: int) -> bytes:
+    return OTHER if n % 4 == 3 else MATCHING
+
+
+def produce_events(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for n in range(first, first + count):
+        producer.produce(topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
+                         headers=[("event-type", event_type(n))])
+        if n % 1000 == 0:
+            producer.poll(0)
+    producer.flush(30)
+
+
+@dataclass
+class KeepProducingEvents:
+    """Live traffic while the replay runs: `rate` records per second of both event types, until stopped."""
+
+    bootstrap: str
+    topic: str
+    rate: int = 40
+    first: int = 1_000_000
+    written: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> "KeepProducingEvents":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+        while not self._stop.wait(1.0 / self.rate):
+            n = self.first + self.written
+            producer.produce(self.topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
+                             headers=[("event-type", event_type(n))])
+            producer.poll(0)
+            self.written += 1
+        producer.flush(30)
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+# ------------------------------------------------------------------------------------------ workloads
+
+
+def jvm_container(bootstrap: str, group: str, topic: str, ledger: Path) -> dict:
+    return {
+        "name": "app",
+        "image": JVM_IMAGE,
+        "command": list(JVM_COMMAND),
+        "env": [
+            {"name": "ACCOUNTS_BOOTSTRAP_SERVERS", "value": bootstrap},
+            {"name": "ACCOUNTS_GROUP", "value": group},
+            {"name": "ACCOUNTS_TOPIC", "value": topic},
+            {"name": "ACCOUNTS_LEDGER_DIR", "value": str(ledger)},
+            {"name": "ACCOUNTS_BATCH", "value": str(LIVE_BATCH)},
+            {"name": "ACCOUNTS_SESSION_TIMEOUT_MS", "value": "6000"},
+            {"name": "JAVA_TOOL_OPTIONS", "value": JAVA_OPTIONS},
+        ],
+    }
+
+
+def jvm_live_deployment(name: str, bootstrap: str, group: str, topic: str, ledger: Path, replicas: int = 3) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"terminationGracePeriodSeconds": 10,
+                         "containers": [jvm_container(bootstrap, group, topic, ledger)]},
+            },
+        },
+    }
+
+
+def python_live_deployment(name: str, bootstrap: str, group: str, topic: str, ledger: Path, replicas: int = 3) -> dict:
+    body = live_deployment(name, bootstrap, group, topic, ledger, replicas)
+    body["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "LIVE_BATCH", "value": str(LIVE_BATCH)})
+    return body
+
+
+def java_replay_consumer(bootstrap: str, live_group: str, topic: str, ledger: Path, *, clone: str | None) -> dict:
+    """The Java replay role: the service's own image and command (`entrypoint: Service`)."""
+    consumer: dict = {"entrypoint": "Service", "replicas": 3,
+                      "env": [{"name": "REPRISE_BATCH_SIZE", "value": str(REPLAY_BATCH)}]}
+    if clone:
+        consumer["deploymentRef"] = {"name": clone}
+    else:  # the live service is not the Java one: the template runs the Java image
+        consumer["template"] = {"spec": {"containers": [jvm_container(bootstrap, live_group, topic, ledger)]}}
+    return consumer
+
+
+def python_replay_consumer(ledger: Path) -> dict:
+    """Reprise's Python worker (`entrypoint: ReplayWorker`) in Reprise's own image, calling the test sink."""
+    return {
+        "template": {"spec": {"containers": [{"name": "worker", "image": "reprise-test/worker:dev"}]}},
+        "replicas": 3,
+        "env": [
+            {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
+            {"name": "REPRISE_TEST_SINK_DIR", "value": str(ledger)},
+            {"name": "REPRISE_BATCH_SIZE", "value": str(REPLAY_BATCH)},
+        ],
+    }
+
+
+def handover_reconsume(name: str, bootstrap: str, topic: str, live_group: str, consumer: dict,
+                       records_per_second: int) -> dict:
+    consumer = json.loads(json.dumps(consumer))
+    consumer["env"].append({"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": str(records_per_second)})
+    return {
+        "apiVersion": "reprise.io/v1alpha1",
+        "kind": "Reconsume",
+        "metadata": {"name": name},
+        "spec": {
+            # session.timeout.ms etc. for the replay consumers come from the Secret, as in production.
+            "kafka": {"bootstrapServers": bootstrap, "configFrom": {"secretRef": {"name": "replay-kafka-client"}}},
+            "topics": [topic],
+            "consumerGroup": live_group,
+            "mode": "Handover",
+            "start": {"earliest": True},
+            "filter": {"headers": {"event-type": [MATCHING.decode()]}},
+            "consumer": consumer,
+            "completion": {"drainedFor": "3s"},
+        },
+    }
+
+
+def replay_client_secret(kube, namespace: str) -> None:
+    """Client settings of the replay consumers: a dead replica's partitions move after 6 s, not 45 s."""
+    apply(kube, namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "replay-kafka-client"},
+                            "stringData": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}})
+
+
+# ------------------------------------------------------------------------------------------ the ledger
+
+
+_PID = re.compile(r"-(\d+)\.log$")
+
+
+@dataclass
+class GroupLedger:
+    """Who processed which offset: {side: {partition: Counter(offset)}} with side L (live) or R (replay), and
+    the lines of each process (by PID) for the repeats."""
+
+    sides: dict[str, dict[int, Counter]] = field(default_factory=lambda: {"L": {}, "R": {}})
+    by_process: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
+    groups: set[str] = field(default_factory=set)
+
+    @classmethod
+    def read(cls, folder: Path, topic: str) -> "GroupLedger":
+        ledger = cls()
+        for path in folder.glob("*.log"):
+            found = _PID.search(path.name)
+            pid = int(found.group(1)) if found else -1
+            # Only whole lines: a killed process may leave a torn last one, without its newline.
+            for line in path.read_text(errors="replace").split("\n")[:-1]:
+                parts = line.split()
+                # Java: `side topic partition offset group`; the Python test sinks: `side topic partition offset`.
+                if len(parts) not in (4, 5) or parts[0] not in ("L", "R") or parts[1] != topic:
+                    continue
+                try:
+                    partition, offset = int(parts[2]), int(parts[3])
+                except ValueError:
+                    continue
+                if len(parts) == 5:
+                    ledger.groups.add(parts[4])
+                ledger.sides[parts[0]].setdefault(partition, Counter())[offset] += 1
+                ledger.by_process.setdefault(pid, []).append((parts[0], partition, offset))
+        return ledger
+
+    def count(self, side: str) -> int:
+        return sum(sum(c.values()) for c in self.sides[side].values())
+
+    def first_skipped(self, partition: int, end: int) -> int:
+        """F: the first offset the live group did not process (where its guard started skipping)."""
+        seen = self.sides["L"].get(partition, Counter())
+        offset = 0
+        while offset < end and seen[offset] > 0:
+            offset += 1
+        return offset
+
+
+@dataclass
+class Verdict:
+    """The figures of one run, for the assertion messages and the report."""
+
+    first_skipped: dict[int, int]
+    ends: dict[int, int]
+    live_records: int
+    replay_records: int
+    after_boundary: int = 0
+    both: list[tuple[int, int]] = field(default_factory=list)
+    lost: list[tuple[int, int]] = field(default_factory=list)
+    repeats: dict[str, int] = field(default_factory=lambda: {"L": 0, "R": 0})
+    unexplained_repeats: list[tuple[str, int, int]] = field(default_factory=list)
+    repeats_by_killed: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        return (f"live {self.live_records} replay {self.replay_records} records; from F on: {self.after_boundary} "
+                f"offsets, both {len(self.both)}, lost {len(self.lost)}; repeats live {self.repeats['L']} replay "
+                f"{self.repeats['R']} (by killed process {self.repeats_by_killed}), unexplained "
+                f"{len(self.unexplained_repeats)}; F {self.first_skipped} ends {self.ends}")
+
+
+def check_exactly_once(ledger: GroupLedger, ends: dict[int, int], killed: set[int]) -> Verdict:
+    verdict = Verdict({p: ledger.first_skipped(p, ends[p]) for p in ends}, dict(ends),
+                      ledger.count("L"), ledger.count("R"))
+    for p, end in ends.items():
+        live, replay = ledger.sides["L"].get(p, Counter()), ledger.sides["R"].get(p, Counter())
+        for offset in range(verdict.first_skipped[p], end):
+            verdict.after_boundary += 1
+            if live[offset] and replay[offset]:
+                verdict.both.append((p, offset))
+            if not live[offset] and not replay[offset]:
+                verdict.lost.append((p, offset))
+    killed_lines = {pid: set(lines) for pid, lines in ledger.by_process.items() if pid in killed}
+    for side in ("L", "R"):
+        for p, counts in ledger.sides[side].items():
+            for offset, n in counts.items():
+                if n < 2:
+                    continue
+                verdict.repeats[side] += n - 1
+                owners = [pid for pid, lines in killed_lines.items() if (side, p, offset) in lines]
+                if not owners:
+                    verdict.unexplained_repeats.append((side, p, offset))
+                for pid in owners[:1]:
+                    verdict.repeats_by_killed[pid] = verdict.repeats_by_killed.get(pid, 0) + n - 1
+    return verdict
+
+
+def assert_exactly_once(verdict: GroupLedger | Verdict, *, per_killed_process: int) -> None:
+    assert isinstance(verdict, Verdict)
+    assert not verdict.both, f"{len(verdict.both)} records processed by both groups, e.g. {verdict.both[:5]}: {verdict.summary()}"
+    assert not verdict.lost, f"{len(verdict.lost)} records lost, e.g. {verdict.lost[:5]}: {verdict.summary()}"
+    assert not verdict.unexplained_repeats, (
+        f"repeats outside a killed process's batch, e.g. {verdict.unexplained_repeats[:5]}: {verdict.summary()}")
+    over = {pid: n for pid, n in verdict.repeats_by_killed.items() if n > per_killed_process}
+    assert not over, f"killed processes repeated more than their uncommitted batches ({per_killed_process}): {over}"
+    assert any(verdict.first_skipped[p] < verdict.ends[p] for p in verdict.ends), "the guard never skipped"
+
+
+# ------------------------------------------------------------------------------------------ faults
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault at one point of the replay: `when` is running | replaying | handing-over, `action` is
+    kill-live | kill-replay | rebalance."""
+
+    when: str
+    action: str
+
+    def __str__(self) -> str:
+        return f"{self.action}@{self.when}"
+
+
+def pods(kube, namespace: str, selector: str) -> list[dict]:
+    found = kube.kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "json")
+    return [p for p in json.loads(found.stdout)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def running_pid(pod: dict) -> int | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if "running" in (status.get("state") or {}):
+            found = re.match(r"reprise-agent://(\d+)$", status.get("containerID") or "")
+            if found:
+                return int(found.group(1))
+    return None
+
+
+def kill_one(kube, namespace: str, selector: str) -> int:
+    """`kill -9` of the process of one running replica (the node agent starts it again)."""
+    def target():
+        for pod in sorted(pods(kube, namespace, selector), key=lambda p: p["metadata"]["name"]):
+            pid = running_pid(pod)
+            if pid is not None:
+                return pid
+        return None
+
+    pid = wait_for(target, 60, f"a running pod of {selector}")
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def reached(kube, namespace: str, name: str, ledger_dir: Path, topic: str, when: str) -> bool:
+    if when == "running":
+        return True
+    if when == "replaying":
+        return GroupLedger.read(ledger_dir, topic).count("R") >= 2 * REPLAY_BATCH
+    if when == "handing-over":
+        body = json.loads(kube.kubectl("get", "reconsume", name, "-n", namespace, "-o", "json").stdout)
+        parts = ((body.get("status") or {}).get("progress") or {}).get("partitions") or []
+        return any(p.get("handoverOffset") is not None for p in parts) or body["status"].get("phase") != "Running"
+    raise ValueError(when)
+
+
+def inject(kube, namespace: str, name: str, live: str, ledger_dir: Path, topic: str,
+           faults: tuple[Fault, ...], killed: set[int]) -> list[str]:
+    """Inject `faults` in order, each once its point is reached; returns what was done."""
+    done = []
+    for fault in faults:
+        wait_for(lambda: reached(kube, namespace, name, ledger_dir, topic, fault.when), 240, f"the point {fault.when}",
+                 interval=0.3)
+        if fault.action == "kill-live":
+            killed.add(kill_one(kube, namespace, f"app={live}"))
+        elif fault.action == "kill-replay":
+            killed.add(kill_one(kube, namespace, f"reprise.io/replay={name}"))
+        elif fault.action == "rebalance":
+            kube.kubectl("scale", "deployment", live, "-n", namespace, "--replicas=4")
+        else:
+            raise ValueError(fault.action)
+        done.append(f"{fault} at {time.strftime('%H:%M:%S')}")
+    return done

@@ -1,0 +1,35 @@
+"""The Handover across languages under more fault timings than `make test` runs (tests/integration/operator/
+test_jvm_handover_e2e.py): every combination of guard and replay role, with kills and a rebalance at each point
+of the replay, in several orders. Each run must show 0 records processed by both groups from the first skipped
+offset on, 0 lost, and repeats only inside the uncommitted batch of a killed process."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.operator.conftest import jvm_image  # noqa: F401  (a fixture)
+from tests.integration.operator.jvm_scenario import Fault
+from tests.integration.operator.test_jvm_handover_e2e import run_handover
+
+pytestmark = pytest.mark.integration
+
+TIMINGS = {
+    "kills-while-skipping": (Fault("replaying", "kill-live"), Fault("replaying", "kill-replay")),
+    "rebalance-first": (Fault("running", "rebalance"), Fault("replaying", "kill-replay"),
+                        Fault("handing-over", "kill-live")),
+    "all-at-handover": (Fault("handing-over", "kill-live"), Fault("handing-over", "kill-replay"),
+                        Fault("handing-over", "rebalance")),
+    "double-kill": (Fault("running", "kill-replay"), Fault("replaying", "kill-replay"),
+                    Fault("replaying", "kill-live"), Fault("handing-over", "kill-live")),
+}
+PAIRS = [("java", "java"), ("java", "python"), ("python", "java")]
+
+
+@pytest.mark.parametrize("timing", sorted(TIMINGS))
+@pytest.mark.parametrize("live,replay", PAIRS, ids=[f"{a}-guard-{b}-replay" for a, b in PAIRS])
+def test_jvm_handover_under_faults(kube, kafka, operator, namespace, topic_name, tmp_path, jvm_image,  # noqa: F811
+                                   live, replay, timing):
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    run_handover(kube, kafka, operator, namespace, topic_name, ledger, live=live, replay=replay,
+                 faults=TIMINGS[timing])
