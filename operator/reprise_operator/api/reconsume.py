@@ -257,7 +257,8 @@ class ReconsumeSpec(ApiModel):
             raise ValueError("spec.start.offsets: every topic must be one of spec.topics")
         if self.replay_group is not None and self.replay_group == self.consumer_group:
             raise ValueError("spec.replayGroup: must not be the live group spec.consumerGroup")
-        check_verify("spec", self.mode.value, self.verify, self.completion)
+        check_verify("spec", self.mode.value, self.verify, self.completion,
+                     self.consumer.entrypoint.value if self.consumer is not None else None)
         return self
 
 

@@ -91,15 +91,27 @@ def verify_rules(parent: str) -> list[dict[str, str]]:
             field_path=".completion.hold",
             reason="FieldValueForbidden",
         ),
+        rule(
+            "!has(self.completion) || !has(self.completion.hold) || !has(self.consumer) "
+            "|| !has(self.consumer.entrypoint) || self.consumer.entrypoint != 'Service'",
+            f"{parent}.completion.hold: needs consumer.entrypoint ReplayWorker; the Java and Go replay roles "
+            "of entrypoint Service stop at the live group's offsets and do not follow the live topic "
+            "(REPRISE_FOLLOW) yet",
+            field_path=".completion.hold",
+            reason="FieldValueForbidden",
+        ),
     ]
 
 
-def check_verify(parent: str, mode: str, verify: Optional[Verify], completion: ReconsumeCompletion) -> None:
+def check_verify(parent: str, mode: str, verify: Optional[Verify], completion: ReconsumeCompletion,
+                 entrypoint: Optional[str] = None) -> None:
     """The Python mirror of `verify_rules`."""
     if verify is not None and mode == "Rewind":
         raise ValueError(f"{parent}.verify: not allowed with mode Rewind")
     if completion.hold is not None and mode != "Parallel":
         raise ValueError(f"{parent}.completion.hold: only with mode Parallel")
+    if completion.hold is not None and entrypoint == "Service":
+        raise ValueError(f"{parent}.completion.hold: needs consumer.entrypoint ReplayWorker")
 
 
 class VerificationState(str, Enum):
