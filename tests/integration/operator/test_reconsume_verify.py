@@ -159,8 +159,8 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
         lags = []
         for _ in range(6):
             time.sleep(2)
+            at = committed(kafka.bootstrap, group, topic_name, PARTITIONS)  # first: the ends can only grow since
             ends = end_offsets(kafka.bootstrap, topic_name, PARTITIONS)
-            at = committed(kafka.bootstrap, group, topic_name, PARTITIONS)
             lags.append(sum(ends[p] - at.get(p, 0) for p in ends))
             assert (get(kube, namespace, "reconsume", "shadow") or {})["status"]["phase"] == "Running"
         assert producer.written > written_at_verify, "live traffic must flow during the hold"
