@@ -30,6 +30,7 @@ EXAMPLES = {
     "watch": "kubectl reprise watch accounts-add-locale -n accounts\n"
              "  kubectl reprise watch accounts-add-locale --timeout 2h && echo replayed",
     "approve": "kubectl reprise approve accounts-add-locale -n accounts",
+    "reverify": "kubectl reprise reverify orders-v2-shadow -n shop",
     "suspend": "kubectl reprise suspend accounts-add-locale -n accounts",
     "resume": "kubectl reprise resume accounts-add-locale -n accounts",
     "cancel": "kubectl reprise cancel accounts-add-locale -n accounts\n  kubectl reprise cancel accounts-add-locale --yes",
@@ -42,7 +43,8 @@ HELP = {
     "get": "list the replays (all kinds) with phase, progress, lag and ETA",
     "status": "one replay: its conditions, plan and per-partition state",
     "watch": "follow a replay live until Complete (exit 0) or Failed (exit 1)",
-    "approve": "approve a plan (annotate reprise.io/approve=true)",
+    "approve": "approve a plan (annotate reprise.io/approve=true), or a held replay's cutover (reprise.io/approve-cutover=true)",
+    "reverify": "run a failed spec.verify check again, without replaying (annotate reprise.io/reverify)",
     "suspend": "suspend a replay (spec.suspend: true)",
     "resume": "resume a suspended replay (spec.suspend: false)",
     "cancel": "cancel a replay (delete it; the operator hands back and cleans up)",
@@ -91,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between two looks (default 1)")
     p.add_argument("--timeout", type=_seconds, default=None, help="give up after this long (e.g. 90s, 30m, 2h): exit 3")
     p.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
-    for name in ("approve", "suspend", "resume"):
+    for name in ("approve", "reverify", "suspend", "resume"):
         command(name).add_argument("name", help="KIND/NAME or NAME")
     p = command("cancel")
     p.add_argument("name", help="KIND/NAME or NAME")
@@ -152,6 +154,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return watch(target, args.name, args.interval, args.timeout, plain=args.plain or not sys.stdout.isatty())
     if args.command == "approve":
         print(controls.approve(target, args.name))
+    elif args.command == "reverify":
+        print(controls.reverify(target, args.name))
     elif args.command in ("suspend", "resume"):
         print(controls.set_suspend(target, args.name, args.command == "suspend"))
     elif args.command == "cancel":

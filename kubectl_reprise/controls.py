@@ -1,7 +1,9 @@
 """approve, suspend, resume, cancel and rollback: each exactly what the documented kubectl step does, said
 before it is done.
 
-- approve: `kubectl annotate KIND NAME reprise.io/approve=true`
+- approve: `kubectl annotate KIND NAME reprise.io/approve=true`; a replay held for its cutover
+  (`completion.hold`) gets `reprise.io/approve-cutover=true` instead
+- reverify: `kubectl annotate KIND NAME reprise.io/reverify=<new value> --overwrite` (a failed spec.verify check)
 - suspend / resume: `kubectl patch KIND NAME --type=merge -p '{"spec":{"suspend":true|false}}'`
 - cancel: `kubectl delete KIND NAME` (the finalizer hands partitions back and removes what Reprise made)
 - rollback: the Rewind's ConfigMap `<name>-rollback` written back as the live group's offsets, which is what
@@ -22,6 +24,7 @@ from reprise_operator.constants import APPROVE_ANNOTATION, rollback_configmap_na
 from reprise_operator.kafka_admin import KafkaCluster, TopicPartitionKey
 from reprise_operator.lifecycle import Resource, Waiting
 from reprise_operator.api import ReconsumeSpec, KafkaConnection
+from reprise_operator.api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
 from reprise_operator.runtime import Runtime
 from reprise_operator.settings import OperatorSettings
 
@@ -44,9 +47,18 @@ def _patch(target: Target, kind: KindDefinition, name: str, patch: dict, what: s
                     name, patch, what=what)
 
 
+def _condition(body: dict, type_: str) -> dict:
+    return next((c for c in (body.get("status") or {}).get("conditions") or [] if c.get("type") == type_), {})
+
+
 def approve(target: Target, ref: str) -> str:
     kind, body = find(target, ref)
     name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
+    if _condition(body, "CutoverApproved").get("status") == "False":
+        _patch(target, kind, name, {"metadata": {"annotations": {CUTOVER_ANNOTATION: "true"}}},
+               f"approving the cutover of {kind.singular}/{name}")
+        return (f"{kind.singular}/{name}: cutover approved ({CUTOVER_ANNOTATION}=true); the operator stops the "
+                "shadow and tears it down now")
     if (body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
         return f"{kind.singular}/{name} has approval: Automatic; nothing to approve (phase {phase})"
     if (body["metadata"].get("annotations") or {}).get(APPROVE_ANNOTATION) == "true":
@@ -54,6 +66,20 @@ def approve(target: Target, ref: str) -> str:
     _patch(target, kind, name, {"metadata": {"annotations": {APPROVE_ANNOTATION: "true"}}},
            f"approving {kind.singular}/{name}")
     return f"{kind.singular}/{name} approved ({APPROVE_ANNOTATION}=true); phase {phase}, the operator starts it now"
+
+
+def reverify(target: Target, ref: str, now: Callable[[], float] = time.time) -> str:
+    """Run a failed spec.verify check again, without replaying."""
+    kind, body = find(target, ref)
+    name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
+    failed = _condition(body, "Failed")
+    if phase != "Failed" or failed.get("reason") != "VerifyFailed":
+        raise PluginError(f"{kind.singular}/{name} is {phase}, not Failed with VerifyFailed: there is no failed "
+                          "check to run again")
+    value = str(int(now()))
+    _patch(target, kind, name, {"metadata": {"annotations": {REVERIFY_ANNOTATION: value}}},
+           f"re-running the check of {kind.singular}/{name}")
+    return f"{kind.singular}/{name}: the check runs again ({REVERIFY_ANNOTATION}={value})"
 
 
 def set_suspend(target: Target, ref: str, suspend: bool) -> str:

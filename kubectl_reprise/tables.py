@@ -149,11 +149,29 @@ def status_text(kind: KindDefinition, body: dict, now: datetime) -> str:
                          now_at.get("position", ""), now_at.get("handoverOffset", ""), now_at.get("lag", ""),
                          now_at.get("state", "Pending" if planned else ""), planned.get("retentionRisk", "")))
         lines += ["", table(("TOPIC", "PARTITION", "START", "END", "POSITION", "HANDOVER", "LAG", "STATE", "RETENTION"), rows)]
+    lines += verification_lines(meta["name"], status)
     rollback = status.get("rollback") or {}
     if rollback.get("configMap"):
         lines += ["", f"rollback snapshot in ConfigMap {rollback['configMap']} (taken {rollback.get('takenAt', '-')}): "
                       f"kubectl reprise rollback {meta['name']}"]
     return "\n".join(lines)
+
+
+def verification_lines(name: str, status: dict) -> list[str]:
+    """spec.verify and completion.hold: the check's state, and what a person can do next."""
+    verification = status.get("verification") or {}
+    if not verification:
+        return []
+    lines = ["", f"verification {verification.get('state', 'Waiting')}"
+                 + (f"   Job {verification['job']} (run {verification.get('run', 1)})" if verification.get("job") else "")]
+    if verification.get("message"):
+        lines.append(f"  {verification['message']}")
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    if (conditions.get("CutoverApproved") or {}).get("status") == "False":
+        lines.append(f"holding for the cutover: kubectl reprise approve {name}")
+    if status.get("phase") == "Failed" and (conditions.get("Failed") or {}).get("reason") == "VerifyFailed":
+        lines.append(f"the replay's children are kept; after a fix, run the check again: kubectl reprise reverify {name}")
+    return lines
 
 
 def utc(moment: datetime) -> str:

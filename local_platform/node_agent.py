@@ -567,6 +567,24 @@ def map_paths(text: str, mapping: Mapping[str, str]) -> str:
     return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
+#: Where a container writes its termination message unless it names another file (as in Kubernetes).
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+#: A kubelet keeps at most this much of the file, and of the log's tail with FallbackToLogsOnError.
+TERMINATION_FILE_LIMIT = 4096
+TERMINATION_LOG_LIMIT = 2048
+TERMINATION_LOG_LINES = 80
+
+
+def termination_message(policy: str | None, exit_code: int, written: bytes, log_tail: bytes) -> str:
+    """A terminated container's message, the kubelet's way: what it wrote to its terminationMessagePath;
+    with policy FallbackToLogsOnError and a failure that wrote nothing, the tail of its log."""
+    text = written[:TERMINATION_FILE_LIMIT].decode("utf-8", "replace").strip()
+    if text or policy != "FallbackToLogsOnError" or exit_code == 0:
+        return text
+    lines = log_tail.splitlines()[-TERMINATION_LOG_LINES:]
+    return b"\n".join(lines)[-TERMINATION_LOG_LIMIT:].decode("utf-8", "replace").strip()
+
+
 def declared_ports(container: Mapping[str, Any]) -> list[int]:
     return sorted({int(p["containerPort"]) for p in container.get("ports") or [] if p.get("containerPort")})
 
@@ -1210,7 +1228,18 @@ class NodeAgent:
             v.message = f"back-off {delay:.0f}s restarting failed container={c.name} pod={pod.name}"
         else:
             v.state = "terminated"
+            v.message = self._termination_message(pod, c, exit_code)
         self._write_pid_file()
+
+    def _termination_message(self, pod: _Pod, c: _Container, exit_code: int) -> str:
+        written = pod.directory / "termination" / c.name
+        log_tail = b""
+        if c.log_path is not None and c.log_path.exists():
+            with open(c.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 16 * TERMINATION_LOG_LIMIT))
+                log_tail = f.read()
+        return termination_message(c.spec.get("terminationMessagePolicy"), exit_code,
+                                   written.read_bytes() if written.is_file() else b"", log_tail)
 
     def _start(self, pod: _Pod, c: _Container, now: float) -> None:
         v = c.view
@@ -1284,6 +1313,11 @@ class NodeAgent:
         paths = dict(s.extra_path_map)
         paths.update(image_paths(spec.get("image") or "", s.image_store))
         paths.update(mount_map(spec, pod.volume_dirs))
+        # The termination message file, like a volume: the process writes the container path, we read ours.
+        written = pod.directory / "termination" / spec["name"]
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.unlink(missing_ok=True)
+        paths[spec.get("terminationMessagePath") or TERMINATION_MESSAGE_PATH] = str(written)
         pod_env = resolve_env(pod.obj, spec, secrets, configmaps, s.host_ip, s.host_ip, s.allocatable)
         env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
         # `sh -c "python ..."` finds the agent's interpreter first, as the image's PATH would find its own.

@@ -442,6 +442,8 @@ class ReplayConsumer:
 
     def _decide(self, consumer: Consumer) -> None:
         mode = self.settings.mode
+        if self.settings.follow:
+            return  # a shadow hold: the operator stops the workers at the cutover; no partition finishes here
         guards = self._follower.snapshot.guard_positions if self._follower else {}
         finishing: list[tuple[PartitionProgress, str]] = []
         for part in list(self.parts.values()):

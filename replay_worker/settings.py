@@ -99,6 +99,10 @@ class WorkerSettings:
     from the user's Secret. Values are never logged."""
     member_name: str = field(default_factory=_default_member)
     """`REPRISE_MEMBER_NAME`: this replica's name (default: `$HOSTNAME`, the pod name)."""
+    follow: bool = False
+    """`REPRISE_FOLLOW`: mode Parallel only: never finish a partition at the live group's offset; keep following
+    the live topic until the operator stops the workers (a Reconsume's shadow hold, `completion.hold`), so the
+    shadow stays current while it is verified. Default false."""
     exit_when_done: bool = False
     """`REPRISE_EXIT_WHEN_DONE`: exit 0 once every partition of the replay is finished. Default false: a
     Deployment's worker idles until the operator tears it down (an exit would only be restarted)."""
@@ -141,6 +145,9 @@ class WorkerSettings:
                 need(bool(self.live_group), f"REPRISE_LIVE_GROUP (--live-group) is required in mode {self.mode}")
                 need(self.live_group != self.replay_group,
                      "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own")
+            need(not self.follow or self.mode == "Parallel",
+                 "REPRISE_FOLLOW (--follow) is for mode Parallel only: a Handover's guard skips the replayed records "
+                 "until the handover, so it cannot be held open")
             if self.mode == "Handover":
                 need(self.end is None, "REPRISE_END (--end) cannot be used with mode Handover: the live group takes "
                                        "over at the handover offset, so the replay has no end of its own")
@@ -315,6 +322,7 @@ _FIELDS: dict[str, _Field] = {
     "metrics_port": _Field("REPRISE_METRICS_PORT", "metrics-port", _int, metavar="PORT"),
     "kafka_config_dir": _Field("REPRISE_KAFKA_CONFIG_DIR", "kafka-config-dir", _text, metavar="DIR"),
     "member_name": _Field("REPRISE_MEMBER_NAME", "member-name", _text, metavar="NAME"),
+    "follow": _Field("REPRISE_FOLLOW", "follow", _bool, _render_bool, is_flag=True),
     "exit_when_done": _Field("REPRISE_EXIT_WHEN_DONE", "exit-when-done", _bool, _render_bool, is_flag=True),
     "check_interval": _Field("REPRISE_CHECK_INTERVAL", "check-interval", _float, _render_float, metavar="SECONDS"),
     "result_file": _Field("REPRISE_RESULT_FILE", "result-file", _text, metavar="PATH"),
@@ -362,7 +370,7 @@ _FIELD_DOCS = _field_docs()
 
 _GROUPS = {
     "Kafka": ("bootstrap_servers", "kafka_config_dir"),
-    "What to replay": ("role", "replay_id", "topics", "mode", "replay_group", "live_group", "start", "allow_clamp", "end", "filter"),
+    "What to replay": ("role", "replay_id", "topics", "mode", "replay_group", "live_group", "start", "allow_clamp", "end", "follow", "filter"),
     "Delivery": ("handler", "forward_topic", "forward_transactional", "dlq_topic", "poison_policy", "handler_retries", "batch_size"),
     "Handover and operations": ("handover_topic", "max_records_per_second", "max_bytes_per_second", "metrics_port",
                                 "member_name", "exit_when_done", "check_interval", "result_file", "log_level"),

@@ -21,7 +21,9 @@ import kopf
 
 from . import backfill, lakereplay, metrics, reconsume
 from .api import GROUP, VERSION
+from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
 from .constants import APPROVE_ANNOTATION, FINALIZER
+from .cutover import keeps_children
 from .lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
 from .runtime import Runtime
 
@@ -37,7 +39,8 @@ CLEANUP_WAIT = 2.0
 def _controls(body: Any) -> tuple:
     spec = body.get("spec") or {}
     annotations = body["metadata"].get("annotations") or {}
-    return (spec.get("suspend"), spec.get("approval"), annotations.get(APPROVE_ANNOTATION))
+    return (spec.get("suspend"), spec.get("approval"), annotations.get(APPROVE_ANNOTATION),
+            annotations.get(CUTOVER_ANNOTATION), annotations.get(REVERIFY_ANNOTATION))
 
 
 def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plural: str, step: Step, cleanup: Cleanup) -> None:
@@ -68,7 +71,7 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
             async with memory.lock:
                 status = dict(memory.status if memory.status is not None else body.get("status") or {})
                 resource = Resource(kind, plural, body, status, rt)
-                if resource.phase in FINISHED:
+                if resource.phase in FINISHED and not keeps_children(resource.status):
                     break
                 try:
                     await cleanup(resource, memory)

@@ -64,9 +64,11 @@ from .constants import GROUP, VERSION, bounded_name, child_labels
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
+from . import cutover
 from .progress import PartitionView
 from .reconsume import plan_partitions_status
 from .settings import OperatorSettings
+from .verify import verify_env
 from .spark_application import (
     GROUP as SPARK_GROUP,
     PLURAL as SPARK_PLURAL,
@@ -288,7 +290,8 @@ def _lake_drained(resource: Resource) -> bool:
 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
     spec = resource.spec_as(LakeReplaySpec)
-    if resource.phase in FINISHED:
+    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None
+                                           and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))):
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
     if resource.phase in ("Pending", "Planning"):
@@ -474,9 +477,35 @@ async def _follow(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory
     if not _lake_drained(resource):
         return
     if spec.then is None:
-        resource.set_phase("Draining", "Drained", "the backfill topic is drained; removing what Reprise made")
+        if await _verified(resource, spec):
+            resource.set_phase("Draining", "Drained", "the backfill topic is drained; removing what Reprise made")
         return
     await _continue(resource, spec)
+
+
+async def _verified(resource: Resource, spec: LakeReplaySpec) -> bool:
+    """spec.verify's hook: True once the check passed (at once without one)."""
+    if spec.verify is None:
+        return True
+    return await cutover.gate(resource, spec.verify, hold=False, approval=spec.approval.value,
+                              env=_verify_env(resource, spec), caught_up=True)
+
+
+def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
+    """What the check is told: the lake range went through the backfill topic under the drain group; with
+    then.reconsume, the live topics under its replay group too."""
+    children = resource.status.get("children") or {}
+    topics = [children["backfillTopic"]] if children.get("backfillTopic") else []
+    mode = "Lake"
+    if spec.then is not None:
+        topics += list(spec.then.reconsume.topics)
+        mode = f"Lake+{spec.then.reconsume.mode.value}"
+    plan = {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"])
+            for p in (resource.status.get("plan") or {}).get("partitions") or []}
+    return verify_env(rid=resource.replay_id, name=resource.name, mode=mode, topics=topics,
+                      replay_group=children.get("replayGroup") or spec.consumer_group,
+                      live_group=spec.then.reconsume.consumer_group if spec.then is not None else None,
+                      bootstrap_servers=spec.kafka.bootstrap_servers, plan=plan)
 
 
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
@@ -610,7 +639,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
     if phase == "Failed":
         failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
         raise Failure("ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}")
-    if phase == "Complete":
+    if phase == "Complete" and await _verified(resource, spec):
         resource.set_phase("Draining", "ContinuationComplete",
                            f"Reconsume {name} completed on the live topics; removing what Reprise made")
 
@@ -627,6 +656,7 @@ async def _teardown(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemo
         message = "every record of the lake range was drained; everything Reprise made is removed"
     else:
         message = "the lake range was drained and the live topics replayed; everything Reprise made is removed"
+    await cutover.remove_jobs(resource)
     resource.complete("Completed", message)
 
 
@@ -659,7 +689,7 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
             raise Retry(f"SparkApplication {app} is still being deleted")
     if children.get("deployment"):
         await rt.kube.run(rt.kube.delete_deployment, ns, children["deployment"])
-    pods = await rt.kube.run(rt.kube.list_pods, ns, f"reprise.io/replay={resource.name},reprise.io/kind=lakereplay")
+    pods = await rt.kube.run(rt.kube.list_pods, ns, cutover.replay_pods_selector(resource.name, "lakereplay"))
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
     group = children.get("replayGroup")

@@ -27,7 +27,7 @@ from replay_worker.handover import ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
-from . import metrics
+from . import cutover, metrics
 from .api import ReconsumeSpec, format_duration
 from .api.common import Filter
 from .conditions import rfc3339
@@ -41,6 +41,7 @@ from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
+from .verify import LiveHistory, shadow_caught_up, verify_env
 from .standby import (
     consumer_delivery,
     live_template,
@@ -94,6 +95,7 @@ def replay_settings(
     handover_topic: str,
     delivery: dict[str, str],
     has_secret: bool,
+    follow: bool = False,
 ) -> WorkerSettings:
     """The replay workers' settings: the plan's exact start offsets, so plan and replay agree to the offset."""
     offsets: dict[str, dict[int, int]] = {}
@@ -115,6 +117,7 @@ def replay_settings(
         forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
         handover_topic=handover_topic,
         kafka_config_dir=KAFKA_CONFIG_DIR if has_secret else None,
+        follow=follow,
     )
 
 
@@ -201,7 +204,8 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) 
 async def step(resource: Resource, memory: ObjectMemory) -> None:
     spec = resource.spec_as(ReconsumeSpec)
 
-    if resource.phase in FINISHED:
+    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec.verify, _verify_env(resource, spec))):
         await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
         return
     if resource.phase in ("Pending", "Planning"):
@@ -272,6 +276,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         handover_topic=rt.settings.handover_topic,
         delivery=consumer_delivery(consumer, template),
         has_secret=spec.kafka.config_from is not None,
+        follow=spec.completion.hold is not None,
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
@@ -334,8 +339,17 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
     finished = state.complete if state.bootstrapped else False
     drained = finished and progress.all_done
+    if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
+        history = memory.extra.setdefault("live_history", LiveHistory())
+        history.add(resource.now(), await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan)))
+        live = history.as_of(resource.now())
+        drained = state.bootstrapped and live is not None and shadow_caught_up(views, live)
     hold = spec.completion.drained_for
-    if memory.drain.observe(drained, resource.now(), hold):
+    caught_up = memory.drain.observe(drained, resource.now(), hold)
+    if spec.verify is not None or spec.completion.hold is not None:
+        caught_up = await cutover.gate(resource, spec.verify, hold=spec.completion.hold is not None,
+                                       approval=spec.approval.value, env=_verify_env(resource, spec), caught_up=caught_up)
+    if caught_up:
         message = (
             "every partition handed over to the live group" if handover_mode
             else "the replay group reached the live group on every partition"
@@ -346,9 +360,21 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.condition("Drained", "False", "NotDrained", "lag is back")
 
 
+def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:
+    """What spec.verify's check is told about this replay."""
+    group = (resource.status.get("children") or {}).get("replayGroup") or spec.replay_group or replay_group_name(
+        resource.namespace, resource.name)
+    return verify_env(rid=resource.replay_id, name=resource.name, mode=spec.mode.value, topics=spec.topics,
+                      replay_group=group, live_group=spec.consumer_group,
+                      bootstrap_servers=spec.kafka.bootstrap_servers,
+                      plan=plan_from_status(resource.status.get("plan") or {}))
+
+
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
-    """Delete the standby Deployment, then the replay group, then the handover records; then Complete."""
+    """Delete the standby Deployment, then the replay group, then the handover records, then the checks'
+    Jobs; then Complete."""
     await remove_children(resource, spec, memory, cancel=False)
+    await cutover.remove_jobs(resource)
     resource.complete("Completed", "replay finished and everything Reprise made is removed")
 
 
@@ -364,7 +390,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     cluster, config = await resource.kafka(spec.kafka)
     if name:
         await rt.kube.run(rt.kube.delete_deployment, resource.namespace, name)
-    selector = f"reprise.io/replay={resource.name},reprise.io/kind=reconsume"
+    selector = cutover.replay_pods_selector(resource.name, "reconsume")  # a check's pods stay for inspection
     pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, selector)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")

@@ -27,6 +27,7 @@ from local_platform.node_agent import (
     restart_delay,
     secret_data,
     should_restart,
+    termination_message,
     volume_files,
 )
 
@@ -318,6 +319,21 @@ def test_declared_ports_get_host_ports_in_env_values_that_name_them():
     mapped = map_ports(env, {9400: 41001, 8080: 41002})
     assert mapped == {"REPRISE_METRICS_PORT": "41001", "HTTP": "41002", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
     assert map_ports(env, {}) == env
+
+
+def test_termination_message_the_kubelet_way():
+    # what the container wrote wins, success or not, trimmed to the kubelet's 4096 bytes
+    assert termination_message(None, 1, b"rows differ\n", b"log") == "rows differ"
+    assert termination_message("FallbackToLogsOnError", 0, b"done", b"log") == "done"
+    assert len(termination_message(None, 1, b"x" * 5000, b"")) == 4096
+    # nothing written: the log's tail only with FallbackToLogsOnError and a failure
+    assert termination_message(None, 1, b"", b"boom") == ""
+    assert termination_message("File", 1, b"", b"boom") == ""
+    assert termination_message("FallbackToLogsOnError", 0, b"", b"fine") == ""
+    log = b"".join(f"line {i}\n".encode() for i in range(200))
+    tail = termination_message("FallbackToLogsOnError", 2, b"", log)
+    assert tail.splitlines()[0] == "line 120" and tail.endswith("line 199")
+    assert len(termination_message("FallbackToLogsOnError", 2, b"", b"y" * 9000)) == 2048
 
 
 def test_a_published_local_image_maps_its_container_paths(tmp_path):

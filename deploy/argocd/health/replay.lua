@@ -80,6 +80,15 @@ elseif phase == "Suspended" or is_true(status, "Suspended") then
 elseif phase == "PlanReady" and obj.spec ~= nil and obj.spec.approval == "Manual" and not is_true(status, "Approved") then
   hs.status = "Suspended"
   hs.message = "Plan ready, waiting for approval: " .. detail(condition(status, "Approved"), "annotate reprise.io/approve=true")
+elseif phase == "Running" and condition(status, "CutoverApproved") ~= nil
+    and condition(status, "CutoverApproved").status == "False" then
+  -- A shadow hold (completion.hold): verified and following the live topic until someone approves the cutover.
+  hs.status = "Suspended"
+  hs.message = "Verified, holding for the cutover: " .. detail(condition(status, "CutoverApproved"), "annotate reprise.io/approve-cutover=true")
+elseif phase == "Running" and condition(status, "Verified") ~= nil and condition(status, "Verified").status == "Unknown"
+    and condition(status, "Verified").reason == "VerifyRunning" then
+  hs.status = "Progressing"
+  hs.message = "Verifying: " .. detail(condition(status, "Verified"), "the check runs") .. progress(status)
 elseif is_true(status, "Waiting") then
   hs.status = "Progressing"
   hs.message = "Waiting: " .. detail(condition(status, "Waiting"), "blocked")

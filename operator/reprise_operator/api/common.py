@@ -759,6 +759,8 @@ class ConditionType(str, Enum):
     CONSUMERS_STOPPED = "ConsumersStopped"
     OFFSETS_RESET = "OffsetsReset"
     CONSUMERS_STARTED = "ConsumersStarted"
+    #: spec.verify: the check passed (True), failed (False, reason VerifyFailed) or runs (Unknown).
+    VERIFIED = "Verified"
 
 
 class ConditionStatus(str, Enum):
@@ -781,7 +783,7 @@ class Condition(StatusModel):
         ),
         description=(
             "Condition type: PlanReady, Approved, Running, Suspended, Produced, Drained, Complete, Failed, "
-            "Stalled, and for Rewind ConsumersStopped, OffsetsReset, ConsumersStarted."
+            "Stalled, Verified, and for Rewind ConsumersStopped, OffsetsReset, ConsumersStarted."
         ),
     )
     status: ConditionStatus = Field(description="True, False or Unknown.")

@@ -50,6 +50,7 @@ from .common import (
     rule,
     validations,
 )
+from .verify import VerificationStatus, Verify
 from .reconsume import MODE_DESCRIPTION, TOPICS_DESCRIPTION, ReconsumeMode, check_mode, mode_rules
 
 
@@ -400,6 +401,15 @@ class LakeReplaySpec(ApiModel):
         description="What Reprise removes after the LakeReplay finished.",
         json_schema_extra={"default": {}},
     )
+    verify: Optional[Verify] = Field(
+        default=None,
+        description=(
+            "A check Reprise runs as a Job once the replay has caught up: the backfill topic drained (and, "
+            "with then.reconsume, its continuation complete), before anything is torn down. Passing lets the "
+            "LakeReplay complete; failing ends it Failed with reason VerifyFailed and keeps its children; the "
+            "annotation reprise.io/reverify=<any new value> runs the check again."
+        ),
+    )
 
 
 class SparkStatus(StatusModel):
@@ -469,6 +479,7 @@ class LakeReplayStatus(ResourceStatus):
     )
     spark: Optional[SparkStatus] = Field(default=None, description="The Spark application's state.")
     continuation: Optional[ContinuationStatus] = Field(default=None, description="then.reconsume's progress.")
+    verification: Optional[VerificationStatus] = Field(default=None, description="spec.verify: the check's state.")
 
 
 class LakeReplay(ResourceObject):
@@ -495,6 +506,8 @@ LAKE_REPLAY = KindDefinition(
         PHASE_COLUMN,
         PrinterColumn("Spark", ".status.spark.state", "string", "The Spark application's state."),
         PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to drain from the backfill topic."),
+        PrinterColumn("Verified", ".status.verification.state", "string",
+                      "spec.verify: Waiting, Running, Passed or Failed."),
         AGE_COLUMN,
         PrinterColumn("Backfill-Topic", ".status.children.backfillTopic", "string", "The temporary topic.", priority=1),
         PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained.", priority=1),

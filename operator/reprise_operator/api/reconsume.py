@@ -24,7 +24,6 @@ from .common import (
     SUSPEND_DESCRIPTION,
     ApiModel,
     Approval,
-    Completion,
     Consumer,
     Filter,
     GroupId,
@@ -46,6 +45,7 @@ from .common import (
     rule,
     validations,
 )
+from .verify import ReconsumeCompletion, VerificationStatus, Verify, check_verify, verify_rules
 
 
 class ReconsumeMode(str, Enum):
@@ -171,6 +171,7 @@ class ReconsumeSpec(ApiModel):
             *mode_rules("spec", consumer_required=True),
             _OFFSETS_IN_TOPICS,
             _REPLAY_GROUP_NOT_LIVE,
+            *verify_rules("spec"),
             *presence_immutable("spec", "filter", "replayGroup", "liveDeployment"),
         )
     )
@@ -225,10 +226,19 @@ class ReconsumeSpec(ApiModel):
         json_schema_extra=immutable("spec.replayGroup"),
     )
     approval: Approval = Field(default=Approval.AUTOMATIC, description=APPROVAL_DESCRIPTION)
-    completion: Completion = Field(
-        default_factory=Completion,
-        description="When the replay counts as finished.",
+    completion: ReconsumeCompletion = Field(
+        default_factory=ReconsumeCompletion,
+        description="When the replay counts as finished, and whether it holds for the cutover (Parallel).",
         json_schema_extra={"default": {}},
+    )
+    verify: Optional[Verify] = Field(
+        default=None,
+        description=(
+            "Parallel and Handover: a check Reprise runs as a Job once the replay caught up (the shadow "
+            "pattern's go/no-go step). Passing lets the replay complete; failing ends it Failed with reason "
+            "VerifyFailed and keeps its children; the annotation reprise.io/reverify=<any new value> runs "
+            "the check again."
+        ),
     )
     cleanup: ReplayCleanup = Field(
         default_factory=ReplayCleanup,
@@ -247,6 +257,8 @@ class ReconsumeSpec(ApiModel):
             raise ValueError("spec.start.offsets: every topic must be one of spec.topics")
         if self.replay_group is not None and self.replay_group == self.consumer_group:
             raise ValueError("spec.replayGroup: must not be the live group spec.consumerGroup")
+        check_verify("spec", self.mode.value, self.verify, self.completion,
+                     self.consumer.entrypoint.value if self.consumer is not None else None)
         return self
 
 
@@ -299,6 +311,9 @@ class ReconsumeStatus(ResourceStatus):
     rollback: Optional[RollbackSnapshot] = Field(
         default=None, description="Rewind: the live group's offsets before the rewind."
     )
+    verification: Optional[VerificationStatus] = Field(
+        default=None, description="spec.verify: the go/no-go check's state."
+    )
 
 
 class Reconsume(ResourceObject):
@@ -327,6 +342,8 @@ RECONSUME = KindDefinition(
         PrinterColumn("Progress", ".status.progress.percent", "integer", "Percent of planned records consumed."),
         PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to consume."),
         PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained."),
+        PrinterColumn("Verified", ".status.verification.state", "string",
+                      "spec.verify: Waiting, Running, Passed or Failed."),
         AGE_COLUMN,
         PrinterColumn("Group", ".spec.consumerGroup", "string", "The live consumer group.", priority=1),
         PrinterColumn("Started", ".status.startedAt", "date", "When the replay started.", priority=1),

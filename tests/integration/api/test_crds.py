@@ -172,11 +172,11 @@ def test_get_replays_lists_all_three_kinds(kube, namespace, reprise_crds) -> Non
     by_short_name = set(kube.kubectl("get", "rcs,bf,lr", "-n", namespace, "-o", "name").stdout.split())
     assert by_short_name == listed
     header = kube.kubectl("get", "reconsumes", "-n", namespace).stdout.splitlines()[0].split()
-    assert header == ["NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "AGE"]
+    assert header == ["NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "VERIFIED", "AGE"]
     assert kube.kubectl("get", "backfills", "-n", namespace).stdout.splitlines()[0].split() == [
         "NAME", "PHASE", "KEYS", "BARRIER", "AGE"]
     assert kube.kubectl("get", "lakereplays", "-n", namespace).stdout.splitlines()[0].split() == [
-        "NAME", "PHASE", "SPARK", "LAG", "AGE"]
+        "NAME", "PHASE", "SPARK", "LAG", "VERIFIED", "AGE"]
 
 
 @pytest.mark.parametrize("update", UPDATES, ids=lambda u: u.id)

@@ -77,9 +77,9 @@ def test_the_three_copies_hold_the_same_crd() -> None:
 
 def test_crd_names_and_kubectl_ergonomics() -> None:
     expected = {
-        "Reconsume": ("reconsumes", ["rcs"], ["Phase", "Mode", "Progress", "Lag", "ETA", "Age"]),
+        "Reconsume": ("reconsumes", ["rcs"], ["Phase", "Mode", "Progress", "Lag", "ETA", "Verified", "Age"]),
         "Backfill": ("backfills", ["bf"], ["Phase", "Keys", "Barrier", "Age"]),
-        "LakeReplay": ("lakereplays", ["lr"], ["Phase", "Spark", "Lag", "Age"]),
+        "LakeReplay": ("lakereplays", ["lr"], ["Phase", "Spark", "Lag", "Verified", "Age"]),
     }
     for kind in KINDS:
         crd = generate.crd(kind)

@@ -43,6 +43,7 @@ EXPECTED_EXAMPLES = {
     "reconsume-handover-service.yaml": ("Reconsume", "Handover"),
     "reconsume-parallel.yaml": ("Reconsume", "Parallel"),
     "reconsume-rewind.yaml": ("Reconsume", "Rewind"),
+    "reconsume-shadow.yaml": ("Reconsume", "Parallel"),
     "backfill-topic.yaml": ("Backfill", "topic"),
     "backfill-job.yaml": ("Backfill", "job"),
     "backfill-debezium.yaml": ("Backfill", "debezium"),

@@ -55,4 +55,6 @@ def expected_health(obj: dict[str, Any]) -> str:
         return "Suspended"
     if phase == "PlanReady" and (obj.get("spec") or {}).get("approval") == "Manual" and conditions.get("Approved") != "True":
         return "Suspended"
+    if phase == "Running" and conditions.get("CutoverApproved") == "False":
+        return "Suspended"  # a shadow hold waiting for a person to approve the cutover
     return "Progressing"

@@ -111,3 +111,16 @@ def test_the_scripts_use_only_what_argo_cd_s_lua_sandbox_offers() -> None:
         code = "\n".join(line.split("--", 1)[0] for line in text.splitlines())
         assert not re.search(r"\b(os|io|require|dofile|loadfile|load|debug|package)\s*[.(]", code), kind
         assert re.search(r"^return hs$", text, re.M), "the script returns the health table"
+
+
+def test_verify_before_cutover_states() -> None:
+    """Captured from tests/integration/operator/test_reconsume_verify.py (issue 20)."""
+    running = evaluate("Reconsume", CAPTURED["reconsume-verify-00-running.json"])
+    assert running["status"] == "Progressing" and running["message"].startswith("Verifying: VerifyRunning: Job lossy-verify-1")
+    failed = evaluate("Reconsume", CAPTURED["reconsume-verify-01-failed.json"])
+    assert failed["status"] == "Degraded" and failed["message"].startswith("VerifyFailed: verification Job lossy-verify-1")
+    assert "row count mismatch" in failed["message"]
+    held = evaluate("Reconsume", CAPTURED["reconsume-shadow-hold-00-running.json"])
+    assert held["status"] == "Suspended" and held["message"].startswith("Verified, holding for the cutover: AwaitingCutover")
+    assert "reprise.io/approve-cutover=true" in held["message"]
+    assert evaluate("Reconsume", CAPTURED["reconsume-shadow-hold-01-complete.json"])["status"] == "Healthy"

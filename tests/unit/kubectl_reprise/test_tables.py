@@ -60,3 +60,18 @@ def test_get_lists_phase_progress_and_eta():
     rows = [line.split() for line in get_table([(reconsume, body)], NOW, all_namespaces=True).splitlines()]
     assert rows == [["NAMESPACE", "NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "AGE"],
                     ["ns", "reconsume/r", "Running", "Handover", "41%", "18", "3m5s", "2m"]]
+
+
+def test_status_says_what_a_held_or_failed_check_needs():
+    from kubectl_reprise.tables import verification_lines
+
+    assert verification_lines("r", {}) == []
+    held = {"phase": "Running", "verification": {"state": "Passed", "job": "r-verify-1", "run": 1},
+            "conditions": [{"type": "CutoverApproved", "status": "False", "reason": "AwaitingCutover"}]}
+    text = "\n".join(verification_lines("r", held))
+    assert "verification Passed   Job r-verify-1 (run 1)" in text and "kubectl reprise approve r" in text
+    failed = {"phase": "Failed", "verification": {"state": "Failed", "job": "r-verify-2", "run": 2,
+                                                  "message": "verification Job r-verify-2 failed: rows differ"},
+              "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
+    text = "\n".join(verification_lines("r", failed))
+    assert "rows differ" in text and "kubectl reprise reverify r" in text and "approve" not in text

@@ -114,3 +114,12 @@ def test_described_counts_keys_instead_of_listing_them() -> None:
     s = settings(REPRISE_FILTER='{"keys":["secret-customer-1","secret-customer-2"]}')
     text = str(s.described())
     assert "secret-customer-1" not in text and "<2 keys>" in text
+
+
+def test_follow_is_for_parallel_only():
+    """A shadow hold (Reconsume completion.hold) runs its workers with REPRISE_FOLLOW."""
+    base = dict(bootstrap_servers="k:9092", replay_id="r", topics=("t",), replay_group="rg", live_group="live",
+                handler="m:f")
+    assert WorkerSettings(**base, mode="Parallel", follow=True).to_env()["REPRISE_FOLLOW"] == "true"
+    with pytest.raises(SettingsError, match="REPRISE_FOLLOW"):
+        WorkerSettings(**base, mode="Handover", follow=True)

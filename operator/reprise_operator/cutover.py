@@ -1,0 +1,147 @@
+"""The steps between a replay catching up and its teardown: run the go/no-go Job, hold for the cutover.
+
+Hooks of the Reconsume steps (`reconsume.py`); the rules are in `verify.py`. `gate` is called on every
+follow of a replay with `spec.verify` or `completion.hold` and says whether it may tear down now; `rerun`
+restarts a failed check from the finished state when `reprise.io/reverify` asks for it; `remove_jobs`
+deletes the checks' Jobs at the teardown of a replay that completed (a failed one keeps them).
+"""
+
+from __future__ import annotations
+
+from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
+from .backfill import job_state
+from .conditions import rfc3339
+from .constants import LABEL_REPLAY
+from .lifecycle import Failure, Resource
+from .verify import cutover_approved, failure_message, next_gate, rerun_requested, termination_message, verify_job, verify_job_name
+
+
+def _verification(resource: Resource) -> dict:
+    return resource.status.setdefault("verification", {})
+
+
+async def gate(resource: Resource, verify: Verify | None, *, hold: bool, approval: str, env: dict[str, str],
+               caught_up: bool) -> bool:
+    """Move the check and the hold one step; True when the replay may cut over (stop and tear down).
+
+    `env` is what the check is told about the replay (`verify.verify_env`)."""
+    vs = _verification(resource)
+    approved = cutover_approved(approval, resource.annotations)
+    step = next_gate(caught_up=caught_up, has_verify=verify is not None, hold=hold,
+                     state=vs.get("state"), cutover_approved=approved)
+    if step == "follow":
+        if verify is not None and vs.get("state") is None:
+            vs["state"] = "Waiting"
+            resource.condition("Verified", "Unknown", "WaitingForCatchUp",
+                               "spec.verify runs once the replay has caught up")
+        return False
+    if step == "verify":
+        assert verify is not None
+        if vs.get("state") != "Running":
+            await _start(resource, verify, env)
+            return False
+        if not await _poll(resource):
+            return False
+        step = next_gate(caught_up=True, has_verify=True, hold=hold, state="Passed", cutover_approved=approved)
+    if step == "await-cutover":
+        if not resource.condition_true("CutoverApproved") and _changed(resource, "CutoverApproved", "AwaitingCutover"):
+            resource.condition("CutoverApproved", "False", "AwaitingCutover",
+                               "the shadow follows the live topic; approve the cutover with "
+                               f"kubectl annotate {resource.kind.lower()} {resource.name} {CUTOVER_ANNOTATION}=true")
+            resource.event("AwaitingCutover", "verified; holding for the cutover's approval")
+        return False
+    if step == "failed":  # only reached when the status says Failed but the phase does not (a restart)
+        raise Failure("VerifyFailed", vs.get("message") or "the verification failed")
+    if hold:
+        vs.setdefault("cutoverApprovedAt", rfc3339(resource.now()))
+        how = "approval is Automatic" if approval == "Automatic" else f"annotated {CUTOVER_ANNOTATION}=true"
+        resource.condition("CutoverApproved", "True", "CutoverApproved", how)
+    return True
+
+
+def _changed(resource: Resource, type_: str, reason: str) -> bool:
+    for condition in resource.status.get("conditions") or []:
+        if condition.get("type") == type_:
+            return condition.get("reason") != reason
+    return True
+
+
+async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> None:
+    """Create this run's Job (idempotent: the name is per run, so a restart adopts it)."""
+    rt = resource.rt
+    vs = _verification(resource)
+    run = int(vs.get("run") or 0) + 1
+    try:
+        manifest = verify_job(owner=resource.owner(), namespace=resource.namespace, kind=resource.kind,
+                              run=run, verify=verify, env=env)
+    except ValueError as exc:
+        raise Failure("InvalidSpec", str(exc)) from None
+    if await rt.kube.run(rt.kube.get_job, resource.namespace, manifest["metadata"]["name"]) is None:
+        await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+    vs.update(state="Running", run=run, job=manifest["metadata"]["name"], startedAt=rfc3339(resource.now()))
+    vs.pop("finishedAt", None)
+    vs.pop("message", None)
+    resource.condition("Verified", "Unknown", "VerifyRunning", f"Job {vs['job']} checks the replay (run {run})")
+    resource.event("VerifyStarted", f"created Job {vs['job']}")
+
+
+async def _poll(resource: Resource) -> bool:
+    """True once the Job succeeded; raises VerifyFailed when it failed; False while it runs."""
+    rt = resource.rt
+    vs = _verification(resource)
+    name = vs["job"]
+    state, reason = job_state(await rt.kube.run(rt.kube.get_job, resource.namespace, name))
+    if state == "missing":
+        vs["state"] = "Waiting"  # deleted by someone: the next follow runs the check again
+        return False
+    if state in ("running", "suspended"):
+        return False
+    vs["finishedAt"] = rfc3339(resource.now())
+    if state == "succeeded":
+        vs["state"] = "Passed"
+        resource.condition("Verified", "True", "VerifyPassed", f"Job {name} succeeded")
+        resource.event("VerifyPassed", f"Job {name} succeeded")
+        return True
+    pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, f"job-name={name}")
+    message = failure_message(name, reason.split(":")[0], termination_message(pods))
+    vs.update(state="Failed", message=message[:4096])
+    resource.condition("Verified", "False", "VerifyFailed", message)
+    raise Failure("VerifyFailed", f"{message}. The replay's children are kept; fix and re-run with "
+                                  f"kubectl annotate {resource.kind.lower()} {resource.name} {REVERIFY_ANNOTATION}=<new value> --overwrite")
+
+
+async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool:
+    """Restart a failed check when `reprise.io/reverify` has a new value: back to Running, a new Job."""
+    failed = next((c for c in resource.status.get("conditions") or [] if c.get("type") == "Failed"), None)
+    if failed is None or failed.get("reason") != "VerifyFailed" or failed.get("status") != "True":
+        return False
+    vs = _verification(resource)
+    value = rerun_requested(resource.annotations, vs.get("rerun"))
+    if value is None:
+        return False
+    vs["rerun"] = value
+    resource.status.pop("completedAt", None)
+    resource.condition("Failed", "False", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: running the check again")
+    await _start(resource, verify, env)
+    resource.condition("Running", "True", "Reverifying", f"Job {vs['job']} checks the replay again")
+    resource.set_phase("Running", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: Job {vs['job']} runs the check again")
+    return True
+
+
+def keeps_children(status: dict) -> bool:
+    """A replay that failed its check kept what it made for inspection: its deletion must still remove it."""
+    failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+    return status.get("phase") == "Failed" and failed.get("reason") == "VerifyFailed"
+
+
+async def remove_jobs(resource: Resource) -> None:
+    """Delete every run's Job (and, in the foreground, its pods) of a replay that completed."""
+    rt = resource.rt
+    runs = int((resource.status.get("verification") or {}).get("run") or 0)
+    for run in range(1, runs + 1):
+        await rt.kube.run(rt.kube.delete_job, resource.namespace, verify_job_name(resource.name, run))
+
+
+#: The label selector of a replay's pods other than its checks (teardown waits for these to be gone).
+def replay_pods_selector(name: str, kind: str) -> str:
+    return f"{LABEL_REPLAY}={name},reprise.io/kind={kind},app.kubernetes.io/component!=verify"
