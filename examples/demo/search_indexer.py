@@ -11,11 +11,12 @@ Reprise code in it: a Rewind needs none, it only scales the Deployment and moves
 from __future__ import annotations
 
 import argparse
-import signal
 import sqlite3
 import sys
 
 from confluent_kafka import Consumer
+
+from .live_loop import run_until_stopped
 
 
 class IndexLedger:
@@ -47,20 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", default="products,product-prices")
     parser.add_argument("--ledger", required=True)
     args = parser.parse_args(argv)
-    running = {"yes": True}
-    signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
     consumer = Consumer({"bootstrap.servers": args.bootstrap_servers, "group.id": args.group,
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     ledger = IndexLedger(args.ledger)
-    consumer.subscribe(args.topics.split(","))
     try:
-        while running["yes"]:
-            batch = [m for m in consumer.consume(500, 0.5) if m.error() is None]
-            if batch:
-                ledger.index(batch)                # index first ...
-                consumer.commit(asynchronous=False)  # ... then commit
+        run_until_stopped(consumer, args.topics.split(","), ledger.index)
     finally:
-        consumer.close()
         ledger.close()
     return 0
 
