@@ -175,6 +175,30 @@ def follow(cluster: Cluster, namespace: str, kind: str, name: str, describe: Cal
         time.sleep(interval)
 
 
+def show_plan(status: dict) -> None:
+    """The per-partition plan of a resource at PlanReady, one line each."""
+    for p in (status.get("plan") or {}).get("partitions") or []:
+        say(f"    plan {p.get('topic')}[{p.get('partition')}]: offsets {p.get('startOffset')} to {p.get('endOffset')} "
+            f"({p.get('records', '-')} records)")
+
+
+def approve_at_plan_ready(cluster: Cluster, namespace: str, kind: str, name: str) -> Callable[[dict], None]:
+    """An `on_status` for `follow`: at PlanReady, show the plan and approve it, once."""
+    approved = {"done": False}
+
+    def approve(body: dict) -> None:
+        status = body.get("status") or {}
+        if status.get("phase") == "PlanReady" and not approved["done"]:
+            planned = next((c.get("message") for c in status.get("conditions") or [] if c.get("type") == "PlanReady"), "")
+            say(f"    plan: {planned}")
+            show_plan(status)
+            say(f"  approving: kubectl annotate -n {namespace} {kind}/{name} reprise.io/approve=true")
+            cluster.kubectl("annotate", "-n", namespace, f"{kind}/{name}", "reprise.io/approve=true", "--overwrite")
+            approved["done"] = True
+
+    return approve
+
+
 def check(ok: bool, passed: str, failed: str) -> bool:
     say(f"check {'passed' if ok else 'FAILED'}: {passed if ok else failed}")
     return ok

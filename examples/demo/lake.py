@@ -23,7 +23,8 @@ from pathlib import Path
 
 from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, expected_records
 
-from .cluster import WORKDIR, Cluster, check, create_topic, example, follow, produce, run, say, wait_caught_up
+from .cluster import (WORKDIR, Cluster, approve_at_plan_ready, check, create_topic, example, follow, produce, run,
+                      say, wait_caught_up)
 from .events_ledger import EventLedger
 
 NAMESPACE = "lake"
@@ -151,20 +152,8 @@ def main(cluster: Cluster) -> bool:
         return (f"spark {spark.get('state', '-'):<10} written {spark.get('recordsWritten', '-'):>6}  drain lag "
                 f"{progress.get('lag', '-'):>6}  continuation {cont.get('phase', '-')}")
 
-    approved = {"done": False}
-
-    def approve(body: dict) -> None:
-        status = body.get("status") or {}
-        if status.get("phase") == "PlanReady" and not approved["done"]:
-            plan = status.get("plan") or {}
-            say(f"    plan: {next((c['message'] for c in status.get('conditions') or [] if c['type'] == 'PlanReady'), '')}")
-            for p in plan.get("continuation") or plan.get("partitions") or []:
-                say(f"    plan {json.dumps(p)}")
-            say(f"  approving: kubectl annotate -n {NAMESPACE} lakereplay/{name} reprise.io/approve=true")
-            cluster.kubectl("annotate", "-n", NAMESPACE, f"lakereplay/{name}", "reprise.io/approve=true", "--overwrite")
-            approved["done"] = True
-
-    body = follow(cluster, NAMESPACE, "lakereplay", name, describe, approve, interval=3)
+    body = follow(cluster, NAMESPACE, "lakereplay", name, describe,
+                  approve_at_plan_ready(cluster, NAMESPACE, "lakereplay", name), interval=3)
     status = body["status"]
     ok = check(status["phase"] == "Complete", "the LakeReplay and its continuation are Complete",
                f"the LakeReplay ended {status['phase']}")

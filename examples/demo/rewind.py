@@ -22,7 +22,8 @@ from confluent_kafka import KafkaException
 
 from local_platform.kafka_broker import ensure_kafka
 
-from .cluster import WORKDIR, Cluster, check, committed, create_topic, example, follow, produce, run, say, wait_caught_up
+from .cluster import (WORKDIR, Cluster, approve_at_plan_ready, check, committed, create_topic, example, follow,
+                      produce, run, say, wait_caught_up)
 from .search_indexer import IndexLedger
 
 NAMESPACE = "search"
@@ -101,20 +102,9 @@ def main(cluster: Cluster) -> bool:
         progress = status.get("progress") or {}
         return f"progress {progress.get('percent', 0):>3}%  lag {progress.get('lag', '-'):>6}  ETA {progress.get('eta', '-')}"
 
-    approved = {"done": False}
-
-    def approve(body: dict) -> None:
-        status = body.get("status") or {}
-        if status.get("phase") == "PlanReady" and not approved["done"]:
-            for p in (status.get("plan") or {}).get("partitions") or []:
-                say(f"    plan {p.get('topic')}[{p.get('partition')}]: from {p.get('startOffset')} to "
-                    f"{p.get('endOffset')} ({p.get('records', '-')} records)")
-            say(f"  approving: kubectl annotate -n {NAMESPACE} reconsume/{name} reprise.io/approve=true")
-            cluster.kubectl("annotate", "-n", NAMESPACE, f"reconsume/{name}", "reprise.io/approve=true", "--overwrite")
-            approved["done"] = True
-
     try:
-        body = follow(cluster, NAMESPACE, "reconsume", name, describe, approve)
+        body = follow(cluster, NAMESPACE, "reconsume", name, describe,
+                      approve_at_plan_ready(cluster, NAMESPACE, "reconsume", name))
     finally:
         stop.set()
     status = body["status"]
