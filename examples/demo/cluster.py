@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import yaml
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from local_platform.platform import read_state
@@ -113,7 +113,14 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "reprise-demo-ends"})
     try:
-        return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        for attempt in range(30):
+            try:
+                return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+            except KafkaException:  # a topic created a moment ago has no leader yet
+                if attempt == 29:
+                    raise
+                time.sleep(1)
+        raise AssertionError("unreachable")
     finally:
         reader.close()
 
