@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # control plane, operator). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv platform run test test-unit test-integration crds vectors bench soak demo demo-jvm e2e-kind image constraints clean-platform
+.PHONY: help venv platform run test test-unit test-integration crds vectors bench soak demo demo-jvm demo-backfill demo-rewind demo-lake e2e-kind image constraints clean-platform
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -66,6 +66,15 @@ demo: venv ## after `make run`: a Handover Reconsume on a few hundred thousand r
 
 demo-jvm: venv ## after `make run`: a Handover Reconsume of the JVM example service (Java guard and replay role)
 	@$(PY) -m examples.demo_jvm
+
+demo-backfill: venv ## after `make run`: a Backfill of three users, complete once two downstream groups consumed them
+	@$(PY) -m examples.demo.backfill
+
+demo-rewind: venv ## after `make run`: a Rewind of a live group, its plan approved, then the rollback from its ConfigMap
+	@$(PY) -m examples.demo.rewind
+
+demo-lake: venv ## after `make run`: a LakeReplay from a generated Parquet lake, then on to the live topic at an exact seam
+	@$(PY) -m examples.demo.lake
 
 e2e-kind: ## on a host with Docker: the end-to-end suite on a kind cluster
 	@if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then \

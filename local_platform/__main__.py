@@ -197,8 +197,13 @@ def _run_foreground(argv: list[str], env: dict[str, str]) -> int:
         return 0
 
 
-def _operator_env(kubeconfig: str) -> dict[str, str]:
-    env = dict(os.environ, KUBECONFIG=kubeconfig)
+#: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
+#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.bootstrap_aliases).
+IN_CLUSTER_KAFKA = "*.kafka:*"
+
+
+def _operator_env(kubeconfig: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ, KUBECONFIG=kubeconfig, **(extra or {}))
     paths = [str(REPO_ROOT), str(REPO_ROOT / "operator")]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -225,6 +230,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     platform = LocalPlatform()
+    spark_controller = None
     try:
         platform.up()
         applied = subprocess.run(
@@ -246,13 +252,30 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
             time.sleep(0.2)
+        from .spark_controller import NOTICE, install_crd, start_spark_controller
+        from .spark_jars import pyspark_version
+
+        install_crd(platform.kubeconfig)
+        spark_controller = start_spark_controller(platform.kubeconfig, platform.workdir / "spark-operator")
         _platform_summary(platform)
-        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}")
+        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, sparkapplications.sparkoperator.k8s.io")
+        _say(f"  {NOTICE}")
+        _say(f"  Spark logs: {spark_controller.workdir}/<namespace>/<name>/attempt-N.log")
+        aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
+        _say(f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
+             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})")
         _say("running the operator (Ctrl-C stops it and the platform) ...")
-        return _run_foreground(argv, _operator_env(str(platform.kubeconfig)))
+        return _run_foreground(argv, _operator_env(str(platform.kubeconfig), {
+            "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
+            # The SparkApplications it makes name the Spark of the stand-in's spark-submit, whose jars are mapped.
+            "REPRISE_SPARK_VERSION": pyspark_version(),
+        }))
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
+        if spark_controller is not None:
+            _say("stopping the Spark operator stand-in and its spark-submits ...")
+            spark_controller.stop()
         _say("stopping the local platform ...")
         platform.down()
         _say("stopped")

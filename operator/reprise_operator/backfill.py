@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Iterable, Literal, Sequence
 
-from pydantic import ValidationError
 
 from replay_worker.filters import FilterSpec
 from replay_worker.settings import WorkerSettings
@@ -801,8 +800,8 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     gone); a Debezium snapshot still running gets a `stop-snapshot` signal; the keys ConfigMap and the
     worker's result record go. Records already produced stay: re-emitted state is correct state."""
     try:
-        spec = BackfillSpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError:
+        spec = resource.spec_as(BackfillSpec)
+    except Failure:
         return  # an invalid spec never started anything
     kube = resource.rt.kube
     name = job_name(resource.name)

@@ -712,8 +712,8 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     """The finalizer: remove everything Reprise made, the continuation first (its own finalizer hands every
     partition back to the live group), then the lake's children."""
     try:
-        spec = LakeReplaySpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError:
+        spec = resource.spec_as(LakeReplaySpec)
+    except Failure:
         return  # an invalid spec never started anything
     await _remove_continuation(resource)
     await _remove_lake_children(resource, spec)

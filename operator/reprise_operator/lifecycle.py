@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import metrics
 from .api import API_VERSION
+from .bootstrap_aliases import aliased_spec
 from .conditions import is_true, rfc3339, set_condition, utc_now
 from .constants import replay_id
 from .handover_state import HandoverBehind
@@ -146,13 +147,15 @@ class Resource:
 
     def spec_as(self, model: type[SpecT]) -> SpecT:
         """The spec as its typed model. One the API server let through but the model refuses (a CRD older
-        than the operator) fails the resource with the field named."""
+        than the operator) fails the resource with the field named. The Kafka address is the one this
+        operator reaches (`bootstrap_aliases`)."""
         try:
-            return model.model_validate(self.body.get("spec") or {})
+            spec = model.model_validate(self.body.get("spec") or {})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
             raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+        return aliased_spec(spec, self.rt.settings.kafka_bootstrap_aliases)
 
     def condition_true(self, type_: str) -> bool:
         return is_true(self.status.get("conditions"), type_)

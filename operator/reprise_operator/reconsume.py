@@ -20,7 +20,6 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import ValidationError
 
 from replay_worker.filters import FilterSpec
 from replay_worker.handover import ReplayHandover
@@ -534,8 +533,8 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     is still scaled down, scale it back; offsets already moved stay moved (the replay is then under way in
     the live group itself, and the rollback ConfigMap is kept to undo it by hand)."""
     try:
-        spec = ReconsumeSpec.model_validate(resource.body.get("spec") or {})
-    except ValidationError:
+        spec = resource.spec_as(ReconsumeSpec)
+    except Failure:
         return  # an invalid spec never started anything
     if spec.mode.value == "Rewind":
         replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import bootstrap_aliases
+
 
 class SettingsError(ValueError):
     """A bad operator setting; the message names the environment variable."""
@@ -85,6 +87,11 @@ class OperatorSettings:
     """LakeReplay: base Hadoop URI under which the Spark job records the days it wrote, for its retries
     (`REPRISE_SPARK_PROGRESS_URI`); unset: `_reprise/progress` beside the lake table."""
 
+    kafka_bootstrap_aliases: bootstrap_aliases.Aliases = ()
+    """`pattern=host:port` entries that map the Kafka addresses specs name to ones reachable here
+    (`REPRISE_KAFKA_BOOTSTRAP_ALIASES`; see `bootstrap_aliases`). Empty on a real cluster; the local platform
+    of `make run` maps `*.kafka:*` to its broker so the examples apply unchanged."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "OperatorSettings":
         env = dict(os.environ if env is None else env)
@@ -107,4 +114,12 @@ class OperatorSettings:
             spark_service_account=env.get("REPRISE_SPARK_SERVICE_ACCOUNT") or None,
             spark_jars=_list(env, "REPRISE_SPARK_JARS"),
             spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
+            kafka_bootstrap_aliases=_aliases(env),
         )
+
+
+def _aliases(env: dict[str, str]) -> bootstrap_aliases.Aliases:
+    try:
+        return bootstrap_aliases.parse(env.get(bootstrap_aliases.ENV, ""))
+    except bootstrap_aliases.AliasError as exc:
+        raise SettingsError(str(exc)) from None
