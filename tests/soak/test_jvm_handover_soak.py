@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.operator.conftest import jvm_image  # noqa: F401  (a fixture)
-from tests.integration.operator.jvm_scenario import Fault
-from tests.integration.operator.test_jvm_handover_e2e import run_handover
+from tests.integration.operator.handover_scenario import Fault, run_handover
 
 pytestmark = pytest.mark.integration
 
