@@ -9,7 +9,7 @@ plane, under faults.
 The scenario is the one of the JVM service (`handover_scenario.run_handover`): producers keep writing; `kill -9` of
 a live and a replay replica and a rebalance of the live group; then an independent reader of the ledgers checks
 0 records processed by both groups from the first skipped offset on, 0 lost, and repeats only inside a killed
-process's uncommitted batch. More fault timings run in `make soak` (tests/soak/test_go_handover_soak.py).
+process's uncommitted batch. More fault timings run in `make soak` (tests/soak/test_service_handover_soak.py).
 """
 
 from __future__ import annotations

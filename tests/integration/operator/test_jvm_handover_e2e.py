@@ -9,7 +9,7 @@ Producers keep writing throughout; `kill -9` of live and replay replicas and a r
 injected at points of the replay (`Fault`). An independent reader of the services' ledgers then checks: from the
 first offset the live group skipped on, 0 records processed by both groups, 0 lost, and every repeat within a
 group inside the uncommitted batch of a killed process. More fault timings run in `make soak`
-(tests/soak/test_jvm_handover_soak.py); the scenario is `handover_scenario.py`, shared with the Go service's test (test_go_handover_e2e.py).
+(tests/soak/test_service_handover_soak.py); the scenario is `handover_scenario.py`, shared with the Go service's test (test_go_handover_e2e.py).
 """
 
 from __future__ import annotations
