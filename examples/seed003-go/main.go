@@ -68,6 +68,11 @@ func main() {
 	}
 }
 
+func isNoOffset(err error) bool {
+	var kerr kafka.Error
+	return errors.As(err, &kerr) && kerr.Code() == kafka.ErrNoOffset
+}
+
 func envOr(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -100,6 +105,11 @@ func live(book *ledger, group string) error {
 			log.Printf("Assigned/Re-assigned Partitions: %v", e.Partitions)
 		case kafka.RevokedPartitions:
 			log.Printf("Revoked Partitions: %v", e.Partitions)
+			// Commit what was processed before the partitions move, through the guard (which attaches its
+			// mark): otherwise the new owner processes again up to an auto-commit interval of records.
+			if _, err := consumer.Commit(); err != nil && !isNoOffset(err) {
+				log.Printf("commit on revoke: %v", err)
+			}
 		}
 		return nil
 	}); err != nil {
