@@ -13,7 +13,6 @@ Maven's own downloads go to `~/.m2` as usual.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cache import cache_root
-from .local_images import publish
+from .local_images import publish, source_hash
 from .prerequisites import missing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,20 +37,6 @@ class JvmImage:
     reference: str
     folder: Path
     """What `/app` holds: `<project>.jar` and `lib/`."""
-
-
-def source_hash(*roots: Path) -> str:
-    """A hash of every source file under `roots` (build output and editor files left out)."""
-    digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if not path.is_file() or rel.parts[0] in ("target", ".idea") or path.suffix in (".class", ".iml"):
-                continue
-            digest.update(f"{root.name}/{rel}\0".encode())
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
-    return digest.hexdigest()[:16]
 
 
 def reactor_pom(modules: list[Path], at: Path) -> str:

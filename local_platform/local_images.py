@@ -18,6 +18,7 @@ does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -62,3 +63,17 @@ def image_paths(reference: str, store: Path | None = None) -> dict[str, str]:
     if body.get("image") != reference:
         return {}
     return {str(k): str(v) for k, v in (body.get("paths") or {}).items()}
+
+
+def source_hash(*roots: Path) -> str:
+    """A hash of every source file under `roots` (build output and editor files left out)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if not path.is_file() or rel.parts[0] in ("target", ".idea") or path.suffix in (".class", ".iml"):
+                continue
+            digest.update(f"{root.name}/{rel}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()[:16]

@@ -12,7 +12,9 @@
 //     transaction), resumes every replica from committed offsets, and never seeks on a rebalance.
 //
 // Settings (live): BOOTSTRAP_SERVERS, TOPIC, GROUP_ID, LEDGER_FILE, PROCESS_DELAY_MS, HANDOVER_TOPIC (the
-// guard's; default reprise.handover), AUTO_COMMIT_INTERVAL_MS (librdkafka's, default 5000).
+// guard's; default reprise.handover), AUTO_COMMIT_INTERVAL_MS (librdkafka's, default 5000). LEDGER_DIR, if
+// set, puts the ledger in <dir>/<group>-<pid>.log instead: replicas of one Deployment share their settings,
+// and a checker must tell which process (a killed one?) wrote which lines.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -38,7 +41,11 @@ func main() {
 	if replay.Requested() {
 		group = os.Getenv("REPRISE_REPLAY_GROUP")
 	}
-	book, err := openLedger(envOr("LEDGER_FILE", "ledger.txt"), group, time.Duration(delay)*time.Millisecond)
+	path := envOr("LEDGER_FILE", "ledger.txt")
+	if dir := os.Getenv("LEDGER_DIR"); dir != "" {
+		path = filepath.Join(dir, fmt.Sprintf("%s-%d.log", group, os.Getpid()))
+	}
+	book, err := openLedger(path, group, time.Duration(delay)*time.Millisecond)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,6 +66,11 @@ func main() {
 	if err := live(book, group); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func isNoOffset(err error) bool {
+	var kerr kafka.Error
+	return errors.As(err, &kerr) && kerr.Code() == kafka.ErrNoOffset
 }
 
 func envOr(name, fallback string) string {
@@ -93,6 +105,11 @@ func live(book *ledger, group string) error {
 			log.Printf("Assigned/Re-assigned Partitions: %v", e.Partitions)
 		case kafka.RevokedPartitions:
 			log.Printf("Revoked Partitions: %v", e.Partitions)
+			// Commit what was processed before the partitions move, through the guard (which attaches its
+			// mark): otherwise the new owner processes again up to an auto-commit interval of records.
+			if _, err := consumer.Commit(); err != nil && !isNoOffset(err) {
+				log.Printf("commit on revoke: %v", err)
+			}
 		}
 		return nil
 	}); err != nil {

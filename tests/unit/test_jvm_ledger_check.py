@@ -1,4 +1,4 @@
-"""The independent reader of the cross-language Handover tests (tests/integration/operator/jvm_scenario.py):
+"""The independent reader of the cross-language Handover tests (tests/integration/operator/handover_scenario.py):
 it must catch a record processed by both groups, a lost record, and a repeat no killed process explains."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.operator.jvm_scenario import GroupLedger, assert_exactly_once, check_exactly_once
+from tests.integration.operator.handover_scenario import GroupLedger, assert_exactly_once, check_exactly_once
 
 TOPIC = "users"
 
@@ -55,3 +55,18 @@ def test_repeats_count_only_inside_a_killed_process(tmp_path):
     assert unexplained.unexplained_repeats == [("R", 0, 5), ("R", 0, 6)]
     with pytest.raises(AssertionError, match="repeats outside a killed process"):
         assert_exactly_once(unexplained, per_killed_process=2)
+
+
+def test_go_lines_take_their_side_from_the_group_and_their_process_from_the_file(tmp_path):
+    # The Go example writes `<group> <topic> <partition> <offset>` to `<group>-<pid>.log` (LEDGER_DIR).
+    write(tmp_path, "live-g-100.log", [f"live-g {TOPIC} 0 {o}" for o in (0, 1, 2, 8, 9)], torn=f"live-g {TOPIC} 0")
+    write(tmp_path, "reprise-x-h-200.log", [f"reprise-x-h {TOPIC} 0 {o}" for o in range(5)])
+    write(tmp_path, "reprise-x-h-300.log", [f"reprise-x-h {TOPIC} 0 {o}" for o in (4, 5, 6, 7)])
+    read = GroupLedger.read(tmp_path, TOPIC, "live-g")
+    assert read.groups == {"live-g", "reprise-x-h"} and read.count("L") == 5 and read.count("R") == 9
+    verdict = check_exactly_once(read, {0: 10}, killed={300})
+    assert verdict.first_skipped == {0: 3} and not verdict.both and not verdict.lost
+    assert verdict.repeats_by_killed == {300: 1}
+    assert_exactly_once(verdict, per_killed_process=1)
+    with pytest.raises(AssertionError, match="repeats outside a killed process"):
+        assert_exactly_once(check_exactly_once(read, {0: 10}, killed=set()), per_killed_process=1)

@@ -27,6 +27,17 @@ def jvm_image():
     image the node agent runs (once per source change; the build is cached)."""
     from local_platform.jvm_image import build_jvm_image
 
-    from .jvm_scenario import JVM_IMAGE
+    from .handover_scenario import JVM_IMAGE
 
     return build_jvm_image(Path(__file__).resolve().parents[3] / "examples" / "accounts-jvm", JVM_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def go_image():
+    """The Go example service (examples/seed003-go) built with this checkout's Go module (`go build`) into a local
+    image the node agent runs (once per source change; the build is cached)."""
+    from local_platform.go_image import build_go_image
+
+    from .handover_scenario import GO_IMAGE
+
+    return build_go_image(Path(__file__).resolve().parents[3] / "examples" / "seed003-go", GO_IMAGE)

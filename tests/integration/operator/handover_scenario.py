@@ -1,10 +1,12 @@
-"""The JVM example service on the local platform, for the Handover tests across languages.
+"""A Handover Reconsume across service languages on the local platform, for the end-to-end tests under faults.
 
-The live service is `examples/accounts-jvm` (built by Maven into a local image, `local_platform/jvm_image.py`)
-or the Python test service (`tests.integration.replay_worker.live_service`); the replay consumers run the Java
-replay role (the service's own image, `consumer.entrypoint: Service`) or Reprise's Python worker
-(`entrypoint: ReplayWorker`, calling `tests.integration.replay_worker.sink:record`). All of them append what they
-processed to files in one folder; `GroupLedger` reads them back, knowing nothing of Kafka or Reprise, and
+The live service is the JVM example `examples/accounts-jvm` (built by Maven into a local image,
+`local_platform/jvm_image.py`), the Go example `examples/seed003-go` (built by `go build`,
+`local_platform/go_image.py`) or the Python test service (`tests.integration.replay_worker.live_service`); the
+replay consumers run the Java or the Go replay role (the service's own image, `consumer.entrypoint: Service`) or
+Reprise's Python worker (`entrypoint: ReplayWorker`, calling `tests.integration.replay_worker.sink:record`).
+`run_handover` takes the language of each side. All of them append what they processed to files in one folder
+(one file per process); `GroupLedger` reads them back, knowing nothing of Kafka or Reprise, and
 `check_exactly_once` holds them to the protocol's promise under faults:
 
 - from the first offset the live group skipped on (F), no record is processed by both groups;
@@ -32,7 +34,9 @@ from confluent_kafka import Producer
 
 from tests.fixtures.kube import wait_for
 
-from .scenario import PARTITIONS, apply, live_deployment
+from reprise_operator.constants import replay_group_name
+
+from .scenario import PARTITIONS, apply, assert_children_gone, live_deployment, wait_caught_up, wait_phase
 
 JVM_IMAGE = "reprise-examples/accounts-jvm:dev"
 #: What the image's ENTRYPOINT is (examples/accounts-jvm/Dockerfile); the node agent runs only what the pod says.
@@ -43,6 +47,11 @@ JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx192m -Xss512k"
 MATCHING, OTHER = b"UserUpdated", b"UserLoggedIn"
 LIVE_BATCH = 50
 REPLAY_BATCH = 50
+GO_IMAGE = "reprise-examples/seed003-go:dev"
+#: What the Go image runs (`local_platform/go_image.py` builds the example into `/app/seed003-go`).
+GO_COMMAND = ["/app/seed003-go"]
+#: The Go service's librdkafka auto-commit interval: what a `kill -9` of a live replica may leave uncommitted.
+GO_AUTO_COMMIT_MS = 500
 
 
 def event_type(n: int) -> bytes:
@@ -113,6 +122,30 @@ def jvm_container(bootstrap: str, group: str, topic: str, ledger: Path) -> dict:
 
 
 def jvm_live_deployment(name: str, bootstrap: str, group: str, topic: str, ledger: Path, replicas: int = 3) -> dict:
+    return service_deployment(name, jvm_container(bootstrap, group, topic, ledger), replicas)
+
+
+def go_live_deployment(name: str, bootstrap: str, group: str, topic: str, ledger: Path, replicas: int = 3) -> dict:
+    return service_deployment(name, go_container(bootstrap, group, topic, ledger), replicas)
+
+
+def go_container(bootstrap: str, group: str, topic: str, ledger: Path) -> dict:
+    """The Go example: live it runs the guard; started with REPRISE_* (`entrypoint: Service`), `replay.Main`."""
+    return {
+        "name": "app",
+        "image": GO_IMAGE,
+        "command": list(GO_COMMAND),
+        "env": [
+            {"name": "BOOTSTRAP_SERVERS", "value": bootstrap},
+            {"name": "GROUP_ID", "value": group},
+            {"name": "TOPIC", "value": topic},
+            {"name": "LEDGER_DIR", "value": str(ledger)},
+            {"name": "AUTO_COMMIT_INTERVAL_MS", "value": str(GO_AUTO_COMMIT_MS)},
+        ],
+    }
+
+
+def service_deployment(name: str, container: dict, replicas: int = 3) -> dict:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -122,8 +155,7 @@ def jvm_live_deployment(name: str, bootstrap: str, group: str, topic: str, ledge
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}},
-                "spec": {"terminationGracePeriodSeconds": 10,
-                         "containers": [jvm_container(bootstrap, group, topic, ledger)]},
+                "spec": {"terminationGracePeriodSeconds": 10, "containers": [container]},
             },
         },
     }
@@ -135,14 +167,19 @@ def python_live_deployment(name: str, bootstrap: str, group: str, topic: str, le
     return body
 
 
-def java_replay_consumer(bootstrap: str, live_group: str, topic: str, ledger: Path, *, clone: str | None) -> dict:
-    """The Java replay role: the service's own image and command (`entrypoint: Service`)."""
+SERVICE_CONTAINERS = {"java": jvm_container, "go": go_container}
+
+
+def service_replay_consumer(language: str, bootstrap: str, live_group: str, topic: str, ledger: Path, *,
+                            clone: str | None) -> dict:
+    """The Java or Go replay role: the service's own image and command (`entrypoint: Service`)."""
     consumer: dict = {"entrypoint": "Service", "replicas": 3,
                       "env": [{"name": "REPRISE_BATCH_SIZE", "value": str(REPLAY_BATCH)}]}
     if clone:
         consumer["deploymentRef"] = {"name": clone}
-    else:  # the live service is not the Java one: the template runs the Java image
-        consumer["template"] = {"spec": {"containers": [jvm_container(bootstrap, live_group, topic, ledger)]}}
+    else:  # the live service is in another language: the template runs this language's image
+        container = SERVICE_CONTAINERS[language](bootstrap, live_group, topic, ledger)
+        consumer["template"] = {"spec": {"containers": [container]}}
     return consumer
 
 
@@ -203,7 +240,9 @@ class GroupLedger:
     groups: set[str] = field(default_factory=set)
 
     @classmethod
-    def read(cls, folder: Path, topic: str) -> "GroupLedger":
+    def read(cls, folder: Path, topic: str, live_group: str | None = None) -> "GroupLedger":
+        """Lines `side topic partition offset [group]` (Java, Python) or, with `live_group`, the Go example's
+        `group topic partition offset`, whose side is L for `live_group` and R for any other group."""
         ledger = cls()
         for path in folder.glob("*.log"):
             found = _PID.search(path.name)
@@ -211,6 +250,9 @@ class GroupLedger:
             # Only whole lines: a killed process may leave a torn last one, without its newline.
             for line in path.read_text(errors="replace").split("\n")[:-1]:
                 parts = line.split()
+                if live_group is not None and len(parts) == 4 and parts[0] not in ("L", "R"):
+                    side = "L" if parts[0] == live_group else "R"
+                    parts = [side, parts[1], parts[2], parts[3], parts[0]]
                 # Java: `side topic partition offset group`; the Python test sinks: `side topic partition offset`.
                 if len(parts) not in (4, 5) or parts[0] not in ("L", "R") or parts[1] != topic:
                     continue
@@ -338,11 +380,11 @@ def kill_one(kube, namespace: str, selector: str) -> int:
     return pid
 
 
-def reached(kube, namespace: str, name: str, ledger_dir: Path, topic: str, when: str) -> bool:
+def reached(kube, namespace: str, name: str, ledger_dir: Path, topic: str, when: str, live_group: str) -> bool:
     if when == "running":
         return True
     if when == "replaying":
-        return GroupLedger.read(ledger_dir, topic).count("R") >= 2 * REPLAY_BATCH
+        return GroupLedger.read(ledger_dir, topic, live_group).count("R") >= 2 * REPLAY_BATCH
     if when == "handing-over":
         body = json.loads(kube.kubectl("get", "reconsume", name, "-n", namespace, "-o", "json").stdout)
         parts = ((body.get("status") or {}).get("progress") or {}).get("partitions") or []
@@ -351,11 +393,11 @@ def reached(kube, namespace: str, name: str, ledger_dir: Path, topic: str, when:
 
 
 def inject(kube, namespace: str, name: str, live: str, ledger_dir: Path, topic: str,
-           faults: tuple[Fault, ...], killed: set[int]) -> list[str]:
+           faults: tuple[Fault, ...], killed: set[int], live_group: str) -> list[str]:
     """Inject `faults` in order, each once its point is reached; returns what was done."""
     done = []
     for fault in faults:
-        wait_for(lambda: reached(kube, namespace, name, ledger_dir, topic, fault.when), 240, f"the point {fault.when}",
+        wait_for(lambda: reached(kube, namespace, name, ledger_dir, topic, fault.when, live_group), 240, f"the point {fault.when}",
                  interval=0.3)
         if fault.action == "kill-live":
             killed.add(kill_one(kube, namespace, f"app={live}"))
@@ -367,3 +409,57 @@ def inject(kube, namespace: str, name: str, live: str, ledger_dir: Path, topic: 
             raise ValueError(fault.action)
         done.append(f"{fault} at {time.strftime('%H:%M:%S')}")
     return done
+
+
+# ------------------------------------------------------------------------------------------ one run
+
+
+HISTORY = 4500
+LIVE_GROUP = "accounts-live"
+#: Throttle of each replay replica: slow enough that the faults land while the guard skips.
+RATE = 120
+LIVE_DEPLOYMENTS = {"java": jvm_live_deployment, "go": go_live_deployment, "python": python_live_deployment}
+
+#: Fault timings run by `make test`; tests/soak runs more.
+EARLY = (Fault("running", "kill-live"), Fault("replaying", "kill-replay"), Fault("replaying", "rebalance"))
+LATE = (Fault("replaying", "rebalance"), Fault("handing-over", "kill-replay"), Fault("handing-over", "kill-live"))
+
+
+def run_handover(kube, kafka, operator, namespace: str, topic: str, ledger: Path, *, live: str, replay: str,
+                 faults: tuple[Fault, ...]) -> str:
+    """One Handover with `live` (java | go | python) guarding and `replay` (java | go | python) replaying;
+    returns the figures. Fails on any breach of exactly-once."""
+    kafka.create_topic(topic, PARTITIONS)
+    produce_events(kafka.bootstrap, topic, HISTORY)
+    apply(kube, namespace, LIVE_DEPLOYMENTS[live]("accounts", kafka.bootstrap, LIVE_GROUP, topic, ledger))
+    wait_caught_up(kafka.bootstrap, LIVE_GROUP, topic, PARTITIONS, timeout=240)
+    replay_client_secret(kube, namespace)
+    if replay == "python":
+        consumer = python_replay_consumer(ledger)
+    else:
+        consumer = service_replay_consumer(replay, kafka.bootstrap, LIVE_GROUP, topic, ledger,
+                                           clone="accounts" if live == replay else None)
+    killed: set[int] = set()
+    with KeepProducingEvents(kafka.bootstrap, topic) as producer:
+        apply(kube, namespace, handover_reconsume("handover", kafka.bootstrap, topic, LIVE_GROUP, consumer, RATE))
+        wait_phase(kube, namespace, "reconsume", "handover", "Running", 60, operator)
+        done = inject(kube, namespace, "handover", "accounts", ledger, topic, faults, killed, LIVE_GROUP)
+        finished = wait_phase(kube, namespace, "reconsume", "handover", "Complete", 420, operator)
+    assert producer.written > 0
+    ends = wait_caught_up(kafka.bootstrap, LIVE_GROUP, topic, PARTITIONS, timeout=180)
+    verdict = check_exactly_once(GroupLedger.read(ledger, topic, LIVE_GROUP), ends, killed)
+    # A killed process repeats at most what it processed and did not commit: a batch per partition it held (a
+    # replay role may have one more batch's commit in flight).
+    assert_exactly_once(verdict, per_killed_process=2 * max(LIVE_BATCH, REPLAY_BATCH) * PARTITIONS)
+    status = finished["status"]
+    assert all(p["state"] == "HandedOver" for p in status["progress"]["partitions"])
+    ledger_now = GroupLedger.read(ledger, topic, LIVE_GROUP)
+    for p in status["progress"]["partitions"]:
+        # Where the guard skipped (F before the end), the replay covered [F, H): H is past F.
+        if verdict.first_skipped[p["partition"]] < ends[p["partition"]]:
+            assert p["handoverOffset"] > verdict.first_skipped[p["partition"]], (p, verdict.summary())
+        assert ledger_now.sides["R"].get(p["partition"]), f"the replay processed nothing of partition {p}"
+    assert_children_gone(kube, kafka, namespace, "handover", replay_group_name(namespace, "handover"), topic)
+    figures = f"{live} guard / {replay} replay, faults {done}, killed {sorted(killed)}: {verdict.summary()}"
+    print(figures)
+    return figures
