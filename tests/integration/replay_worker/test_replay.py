@@ -120,8 +120,11 @@ def test_a_start_older_than_retention_fails_loudly_unless_clamping(kafka, topic_
 
 
 def test_forward_keeps_key_headers_timestamp_and_partition(kafka, topic_name, procs, worker_env) -> None:
-    kafka.create_topic(topic_name, 4)
-    target = kafka.create_topic(f"{topic_name}-copy", 4)
+    # The records are dated 2023, so time retention would delete them (source and copy) at the broker's next
+    # retention check, which a run of the suite sometimes hits: keep them.
+    keep = {"retention.ms": "-1"}
+    kafka.create_topic(topic_name, 4, config=keep)
+    target = kafka.create_topic(f"{topic_name}-copy", 4, config=keep)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
     for n in range(2000):
         producer.produce(topic_name, key=f"k{n % 37}".encode(), partition=n % 4, timestamp=1_700_000_000_000 + n,
