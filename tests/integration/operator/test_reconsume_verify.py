@@ -124,6 +124,13 @@ def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a
     assert fix, "the planted bug lost no record"
     (live_service / "replay-fix-by-hand.log").write_text(fix)
     kube.kubectl("annotate", "reconsume", "lossy", "-n", namespace, "reprise.io/reverify=after-fix")
+
+    # The phase stays Failed until the operator takes the annotation; only then may Failed mean a failed rerun.
+    def rerun_taken():
+        found = get(kube, namespace, "reconsume", "lossy") or {}
+        return found if ((found.get("status") or {}).get("verification") or {}).get("rerun") == "after-fix" else None
+
+    wait_for(rerun_taken, 120, "the operator to take the reverify annotation", interval=0.5)
     done = wait_phase(kube, namespace, "reconsume", "lossy", "Complete", timeout=300, operator=operator)
     status = done["status"]
     assert status["verification"]["run"] == 2 and status["verification"]["rerun"] == "after-fix"
