@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import datetime, timezone
 from typing import Any
 
 
 from replay_worker.filters import FilterSpec
-from replay_worker.handover import ReplayHandover
+from replay_worker.handover import PartitionHandover, ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
-from . import cutover, metrics
+from . import cutover, guard_report, metrics
 from .api import ReconsumeSpec, format_duration
 from .api.common import Filter
 from .conditions import rfc3339
@@ -36,6 +37,7 @@ from .constants import (
     replay_group_name,
     rollback_configmap_name,
 )
+from .guard_report import guard_problem
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
@@ -50,6 +52,8 @@ from .standby import (
     standby_deployment,
 )
 from .workloads import KAFKA_CONFIG_DIR
+
+log = logging.getLogger("reprise.reconsume")
 
 KIND = "Reconsume"
 PLURAL = "reconsumes"
@@ -165,6 +169,7 @@ def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[Topi
                 at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
                 handover_offset=h,
                 finished=h is not None,
+                guard_problem=guard_problem(part) if mode == "Handover" else None,
             )
         )
     return views
@@ -336,6 +341,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
+        report_guard_problems(resource, [state.partitions[k] for k in sorted(plan) if k in state.partitions])
     finished = state.complete if state.bootstrapped else False
     drained = finished and progress.all_done
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
@@ -357,6 +363,23 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.set_phase("Draining", "Drained", message)
     elif not drained and resource.condition_true("Drained"):
         resource.condition("Drained", "False", "NotDrained", "lag is back")
+
+
+def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
+    """The GuardProblem condition: True, naming partitions and reasons, while a guard cannot follow the replay
+    (with a Warning Event and log line when it appears); False once every such partition is followed again."""
+    problems = guard_report.guard_problems(partitions)
+    if problems:
+        message = guard_report.condition_message(problems)
+        flipped = not resource.condition_true(guard_report.CONDITION)
+        resource.condition(guard_report.CONDITION, "True", "GuardCannotFollow", message)
+        if flipped:
+            log.warning("%s/%s: %s", resource.namespace, resource.name, message)
+            resource.event("GuardCannotFollow", message, warning=True)
+    elif resource.condition_true(guard_report.CONDITION):
+        resource.condition(guard_report.CONDITION, "False", "GuardFollowing",
+                           "the live side's guards follow the replay on every partition")
+        resource.event("GuardFollowing", "the live side's guards follow the replay again")
 
 
 def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:

@@ -185,6 +185,15 @@ def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: 
 
 
 
+def get(kube, namespace: str, kind: str, name: str) -> dict | None:
+    out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def conditions(body: dict) -> dict[str, dict]:
+    return {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
+
+
 def apply(kube, namespace: str, obj: dict) -> None:
     kube.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
 
