@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .cache import cache_root
 
@@ -118,11 +118,11 @@ def run_build(command: list[str], log: Path, error: type[Exception], what: str, 
         raise error(f"building {what} failed ({' '.join(command)}{' in ' + str(cwd) if cwd else ''}); log {log}:\n{tail}")
 
 
-def build_command(module: str, build: Callable[[Path, str], object]) -> int:
+def build_command(module: str, build: Callable[[Path, str], Any]) -> int:
     """`python -m local_platform.<module> <project folder> <image reference>`: build and publish one image."""
     if len(sys.argv) != 3:
         print(f"usage: python -m local_platform.{module} <project folder> <image reference>", file=sys.stderr)
         return 2
     image = build(Path(sys.argv[1]), sys.argv[2])
-    print(f"{sys.argv[2]}: {IMAGE_APP} -> {getattr(image, 'folder')}")
+    print(f"{sys.argv[2]}: {IMAGE_APP} -> {image.folder}")
     return 0
