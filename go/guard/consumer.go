@@ -50,8 +50,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// maxWaiting: records of held partitions kept in memory (all partitions together) before a partition is
-// paused instead.
+// maxWaiting: records of held partitions kept in memory (all partitions together) before a partition that
+// gets one more is paused (so at most maxWaiting plus one per partition are kept).
 const maxWaiting = 20000
 
 // Stats are counts for the service's own metrics.
@@ -78,7 +78,7 @@ type Consumer struct {
 	book    *protocol.GuardBook
 	guarded bool
 	holding bool // some partition waits for the handover view
-	// waiting: records of held partitions, kept (up to maxWaiting each) until the partition is released;
+	// waiting: records of held partitions, kept (see maxWaiting) until the partition is released;
 	// ready: records of released partitions, handed out before new ones.
 	waiting      map[protocol.TopicPartition][]*kafka.Message
 	ready        []*kafka.Message
@@ -226,6 +226,7 @@ func (c *Consumer) dropKept(k protocol.TopicPartition) {
 			kept = append(kept, m)
 		}
 	}
+	clear(c.ready[len(kept):]) // no stale references to dropped records past the kept ones
 	c.ready = kept
 }
 
@@ -421,6 +422,34 @@ func (c *Consumer) seek(k protocol.TopicPartition, target int64) {
 // Poll returns the next message or event the service is to see, blocking at most timeoutMs (-1: no limit).
 // Records a Handover replay covers are not returned. Rebalance callbacks run inside, as with kafka.Consumer.
 func (c *Consumer) Poll(timeoutMs int) kafka.Event {
+	if !c.guarded && len(c.ready) == 0 && c.follower.Version() == c.seenVer {
+		// No replay active and nothing kept: one record with one clock read (progress) and the offset's
+		// slot, no more. The loop below takes over for anything else (and for the rest of the timeout).
+		c.progress()
+		slice := 100
+		if timeoutMs >= 0 && timeoutMs < slice {
+			slice = timeoutMs
+		}
+		ev := c.Consumer.Poll(slice)
+		msg, ok := ev.(*kafka.Message)
+		switch {
+		case ev == nil:
+			if timeoutMs >= 0 && timeoutMs <= slice {
+				return nil
+			}
+			if timeoutMs > 0 {
+				timeoutMs -= slice
+			}
+		case !ok || msg.TopicPartition.Error != nil || msg.TopicPartition.Topic == nil:
+			return ev
+		case !c.guarded:
+			c.handUnguarded(msg)
+			return msg
+		default:
+			// A rebalance inside that poll guarded new partitions: the loop judges the record.
+			c.ready = append(c.ready, msg)
+		}
+	}
 	var deadline time.Time
 	if timeoutMs >= 0 {
 		deadline = time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
@@ -429,7 +458,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 	// done with those (the assumption librdkafka's automatic offset store makes).
 	c.progress()
 	touched := map[protocol.TopicPartition]bool{}
-	defer func() {
+	defer func() { // records judged in this call: their stores and marks
 		if len(touched) > 0 {
 			c.afterBatch(touched)
 		}
@@ -452,7 +481,13 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		var ev kafka.Event
 		if len(c.ready) > 0 {
-			ev, c.ready = c.ready[0], c.ready[1:]
+			ev = c.ready[0]
+			// Dropped as handed: the kept records (up to maxWaiting of them, with their values) must not stay
+			// reachable through the slice's array, where every garbage collection would mark them again.
+			c.ready[0] = nil
+			if c.ready = c.ready[1:]; len(c.ready) == 0 {
+				c.ready = nil
+			}
 		} else {
 			ev = c.Consumer.Poll(slice)
 		}
@@ -473,19 +508,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		offset := int64(msg.TopicPartition.Offset)
 		if !c.guarded {
-			// No replay active: the record goes to the service; its offset is stored a little later.
-			if c.lastSlot != nil && msg.TopicPartition.Partition == c.lastPartition && *msg.TopicPartition.Topic == c.lastTopic {
-				*c.lastSlot = offset + 1
-			} else if k := key(msg.TopicPartition); c.book.Parts[k] != nil {
-				slot := c.pending[k]
-				if slot == nil {
-					slot = new(int64)
-					c.pending[k] = slot
-				}
-				*slot = offset + 1
-				c.lastTopic, c.lastPartition, c.lastSlot = k.Topic, k.Partition, slot
-			}
-			c.handed.Add(1)
+			c.handUnguarded(msg)
 			return msg
 		}
 		k := key(msg.TopicPartition)
@@ -494,17 +517,16 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 			continue // revoked meanwhile
 		}
 		if part.Held() {
-			// The view is not current yet: keep the record for the release. Past maxWaiting records, put
-			// them back (seek to the first) and pause the partition until then.
-			kept := append(c.waiting[k], msg)
+			// The view is not current yet: keep the record for the release. Past maxWaiting records in all,
+			// pause the partition until then, keeping what it holds: librdkafka resumes a paused partition
+			// after the last record Poll returned, and returns none of it from the moment Pause returns, so
+			// nothing is read twice (putting the kept records back with a seek fetched them again, with
+			// the partition's whole prefetched queue: most of a start's data when the view was slow).
+			c.waiting[k] = append(c.waiting[k], msg)
 			c.waitingCount++
 			if c.waitingCount > maxWaiting {
-				_, _ = c.Consumer.SeekPartitions([]kafka.TopicPartition{tp(k, kept[0].TopicPartition.Offset)})
 				_ = c.Consumer.Pause([]kafka.TopicPartition{tp(k, kafka.OffsetInvalid)})
-				c.waitingCount -= len(kept)
-				kept = nil
 			}
-			c.waiting[k] = kept
 			continue
 		}
 		touched[k] = true
@@ -514,6 +536,23 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		c.skipped.Add(1)
 	}
+}
+
+// handUnguarded: with no replay active the record goes to the service; its offset is stored a little later.
+func (c *Consumer) handUnguarded(msg *kafka.Message) {
+	offset := int64(msg.TopicPartition.Offset)
+	if c.lastSlot != nil && msg.TopicPartition.Partition == c.lastPartition && *msg.TopicPartition.Topic == c.lastTopic {
+		*c.lastSlot = offset + 1
+	} else if k := key(msg.TopicPartition); c.book.Parts[k] != nil {
+		slot := c.pending[k]
+		if slot == nil {
+			slot = new(int64)
+			c.pending[k] = slot
+		}
+		*slot = offset + 1
+		c.lastTopic, c.lastPartition, c.lastSlot = k.Topic, k.Partition, slot
+	}
+	c.handed.Add(1)
 }
 
 func headers(msg *kafka.Message) []protocol.Header {

@@ -254,7 +254,7 @@ func (t *Topic) Read(ctx context.Context) (*protocol.HandoverView, error) {
 	}
 	defer consumer.Close()
 	name := t.Name
-	if err := consumer.Assign([]kafka.TopicPartition{{Topic: &name, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+	if err := AssignFromStart(consumer, name, t.Timeout); err != nil {
 		return nil, fmt.Errorf("reading handover topic %s: %w", t.Name, err)
 	}
 	deadline := time.Now().Add(t.Timeout)
@@ -359,4 +359,14 @@ func (t *Topic) publishRaw(ctx context.Context, messages [][2][]byte) error {
 		}
 	}
 	return nil
+}
+
+// AssignFromStart assigns a reader the handover topic's partition from its first record. The topic's metadata
+// is asked for first: a partition assigned before its leader is known has its start offset looked up on
+// librdkafka's retry timer, half a second later (a guard holds new partitions until its reader is current).
+func AssignFromStart(consumer *kafka.Consumer, name string, timeout time.Duration) error {
+	if _, err := consumer.GetMetadata(&name, false, int(timeout.Milliseconds())); err != nil {
+		return fmt.Errorf("metadata of handover topic %s: %w", name, err)
+	}
+	return consumer.Assign([]kafka.TopicPartition{{Topic: &name, Partition: 0, Offset: kafka.OffsetBeginning}})
 }
