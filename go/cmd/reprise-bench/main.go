@@ -102,6 +102,12 @@ func (m *meter) handle(batch []*kafka.Message) {
 	m.handled += int64(len(batch))
 	if m.handled >= m.records && m.last.at.IsZero() {
 		m.last = m.read()
+		if path := os.Getenv("REPRISE_BENCH_HEAPPROFILE"); path != "" {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				_ = f.Close()
+			}
+		}
 	}
 }
 
