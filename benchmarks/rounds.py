@@ -7,8 +7,9 @@ broker's CPU read from `/proc/<pid>/stat` over the same run. The measured progra
 for the steady-state window (first record handed to last), which leaves out start-up (group join, a bootstrap
 transaction, a guard's handover-topic catch-up); both are kept, and each benchmark says which one its target uses.
 
-Loops run in rounds, interleaved (a b c, c b a, a b c, ...), so the neighbours' load falls on each loop alike; a
-target is judged on the median of the rounds, and the spread ((max - min) / median) says how far to trust it.
+Loops run in rounds, interleaved (a b c, c b a, a b c, ...), so the neighbours' load falls on each loop alike. A
+target is judged on the medians: the subject's median over the baseline's (`compared`), with the per-round ratios
+and the spread ((max - min) / median) beside it to say how far to trust it.
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ def summary(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
     return {"median": round(median, digits), "min": round(min(values), digits), "max": round(max(values), digits),
             "spread": round((max(values) - min(values)) / median, 3) if median else None,
             "rounds": [round(v, digits) for v in values]}
+
+
+def compared(subject: Sequence[float], baseline: Sequence[float]) -> dict[str, Any]:
+    """A subject's figure against a baseline's over the same rounds: "ratio", the subject's median over the
+    baseline's (each loop's median shrugs off a run the neighbours disturbed; the target is judged on it), and
+    "paired", the per-round ratios summarised (their spread shows how much one round's load differed between the
+    two runs)."""
+    return {"ratio": round(statistics.median(subject) / statistics.median(baseline), 4),
+            "paired": summary(paired_ratios(subject, baseline))}
 
 
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:

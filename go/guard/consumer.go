@@ -54,6 +54,9 @@ type Options struct {
 // gets one more is paused (so at most maxWaiting plus one per partition are kept).
 const maxWaiting = 20000
 
+// progressEvery: with no replay active, Poll calls progress once per this many records handed in a row.
+const progressEvery = 64
+
 // Stats are counts for the service's own metrics.
 type Stats struct {
 	Skipped          int64
@@ -108,6 +111,7 @@ type Consumer struct {
 	handed        atomic.Int64
 	skipped       atomic.Int64
 	lastFlush     time.Time
+	sinceProgress int
 }
 
 // NewConsumer builds the guarded consumer from the service's own configuration (group.id required).
@@ -423,9 +427,13 @@ func (c *Consumer) seek(k protocol.TopicPartition, target int64) {
 // Records a Handover replay covers are not returned. Rebalance callbacks run inside, as with kafka.Consumer.
 func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 	if !c.guarded && len(c.ready) == 0 && c.follower.Version() == c.seenVer {
-		// No replay active and nothing kept: one record with one clock read (progress) and the offset's
-		// slot, no more. The loop below takes over for anything else (and for the rest of the timeout).
-		c.progress()
+		// No replay active and nothing kept: a record costs the offset's slot, no more. progress (a clock
+		// read) runs every progressEvery records, and after any call that found none: its duties are paced in
+		// milliseconds and seconds. The loop below takes over for anything else (and for the rest of the timeout).
+		if c.sinceProgress++; c.sinceProgress >= progressEvery {
+			c.sinceProgress = 0
+			c.progress()
+		}
 		slice := 100
 		if timeoutMs >= 0 && timeoutMs < slice {
 			slice = timeoutMs
@@ -434,6 +442,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		msg, ok := ev.(*kafka.Message)
 		switch {
 		case ev == nil:
+			c.sinceProgress = progressEvery
 			if timeoutMs >= 0 && timeoutMs <= slice {
 				return nil
 			}
@@ -441,6 +450,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 				timeoutMs -= slice
 			}
 		case !ok || msg.TopicPartition.Error != nil || msg.TopicPartition.Topic == nil:
+			c.sinceProgress = progressEvery
 			return ev
 		case !c.guarded:
 			c.handUnguarded(msg)

@@ -13,7 +13,8 @@
 // last record handled (a start-up's work counts, its waiting costs no CPU; closing is left out); window_s, the
 // wall seconds from the first record handed to the handler to the last (the throughput); and startup_s, from
 // the loop's start to its first record (group join, the guard's handover-topic catch-up, the replay's bootstrap
-// transaction).
+// transaction); and steady_*, the same from the record at a tenth of the topic to the last (the steady state:
+// start-up and the prefetch it allowed are behind, in every loop alike).
 //
 //	reprise-bench -bootstrap HOST:PORT -topic T -records N -loop bare|guard|batch|replay [-broker-pid PID]
 package main
@@ -57,6 +58,7 @@ type meter struct {
 	handled   int64
 	start     moment
 	first     time.Time
+	steady    moment // at the first tenth of the records: start-up and its prefetch are behind
 	last      moment
 }
 
@@ -100,6 +102,9 @@ func (m *meter) handle(batch []*kafka.Message) {
 		}
 	}
 	m.handled += int64(len(batch))
+	if m.handled >= m.records/10 && m.steady.at.IsZero() {
+		m.steady = m.read()
+	}
 	if m.handled >= m.records && m.last.at.IsZero() {
 		m.last = m.read()
 		if path := os.Getenv("REPRISE_BENCH_HEAPPROFILE"); path != "" {
@@ -161,6 +166,8 @@ func main() {
 	window := m.last.at.Sub(m.first).Seconds()
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"loop": *loop, "records": m.handled,
 		"cpu_s": m.last.cpu - m.start.cpu, "broker_cpu_s": m.last.brokerCPU - m.start.brokerCPU,
+		"steady_records": m.handled - m.records/10, "steady_cpu_s": m.last.cpu - m.steady.cpu,
+		"steady_broker_cpu_s": m.last.brokerCPU - m.steady.brokerCPU, "steady_s": m.last.at.Sub(m.steady.at).Seconds(),
 		"window_s": window, "records_per_second": float64(m.handled) / window,
 		"startup_s": m.first.Sub(m.start.at).Seconds(), "close_s": time.Since(m.last.at).Seconds(),
 		"process_s": time.Since(began).Seconds()})

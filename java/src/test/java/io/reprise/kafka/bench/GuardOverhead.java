@@ -27,8 +27,8 @@ import java.util.UUID;
  * (it reads the value's length) and commit after every poll. After an uncounted warm-up of each (the JIT compiles
  * the client's and the guard's code paths first), the runs are interleaved (bare, guarded, guarded, bare, ...). Each
  * run reports the JVM's CPU time (every thread: the clients', GC, JIT) and the broker's (/proc) from just before the
- * consumer is built to its last record, the wall time from its first record to its last (the throughput), and its
- * start-up (build to first record). The Python side takes the medians: CPU per record is steady on a shared machine,
+ * consumer is built to its last record, the same from the record at a tenth of the topic to the last (the steady
+ * state), the wall time from its first record to its last (the throughput), and its start-up (build to first record). The Python side takes the medians: CPU per record is steady on a shared machine,
  * throughput is not.
  */
 public final class GuardOverhead {
@@ -41,8 +41,10 @@ public final class GuardOverhead {
         long records = Long.parseLong(args[2]);
         int rounds = Integer.parseInt(args[3]);
         long brokerPid = args.length > 4 ? Long.parseLong(args[4]) : 0;
-        run(bootstrap, topic, Math.max(1, records / 4), false, brokerPid);
-        run(bootstrap, topic, Math.max(1, records / 4), true, brokerPid);
+        // Warm-ups of the full size, not counted: C2 keeps compiling the client's and the guard's paths for longer
+        // than a quarter of the topic takes.
+        run(bootstrap, topic, records, false, brokerPid);
+        run(bootstrap, topic, records, true, brokerPid);
         List<String> runs = new ArrayList<>();
         for (int round = 0; round < rounds; round++) {
             boolean guardFirst = round % 2 == 1;
@@ -50,8 +52,9 @@ public final class GuardOverhead {
                 boolean guard = (k == 0) == guardFirst;
                 Run run = run(bootstrap, topic, records, guard, brokerPid);
                 runs.add(run.json(round));
-                System.err.printf("round %d %s: %.2f us/record CPU, %.0f records/s%n", round,
-                        guard ? "guarded" : "bare", run.cpuSeconds / records * 1e6, records / run.windowSeconds);
+                System.err.printf("round %d %s: %.2f us/record CPU (steady %.2f), %.0f records/s%n", round,
+                        guard ? "guarded" : "bare", run.cpuSeconds / records * 1e6,
+                        run.steadyCpuSeconds / run.steadyRecords * 1e6, records / run.windowSeconds);
             }
         }
         System.out.println("{\"runs\":" + runs + "}");
@@ -59,11 +62,13 @@ public final class GuardOverhead {
 
     /** One run's figures. */
     record Run(boolean guarded, long records, double cpuSeconds, double brokerCpuSeconds, double windowSeconds,
-               double startupSeconds) {
+               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds) {
         String json(int round) {
             return String.format(java.util.Locale.ROOT, "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_s\":%.4f,"
-                            + "\"broker_cpu_s\":%.4f,\"window_s\":%.4f,\"startup_s\":%.4f}", guarded ? "guarded" : "bare",
-                    round, records, cpuSeconds, brokerCpuSeconds, windowSeconds, startupSeconds);
+                            + "\"broker_cpu_s\":%.4f,\"window_s\":%.4f,\"startup_s\":%.4f,\"steady_records\":%d,"
+                            + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}", guarded ? "guarded" : "bare",
+                    round, records, cpuSeconds, brokerCpuSeconds, windowSeconds, startupSeconds, steadyRecords,
+                    steadyCpuSeconds, steadyBrokerCpuSeconds);
         }
     }
 
@@ -97,6 +102,9 @@ public final class GuardOverhead {
             consumer.assign(partitions);
             long seen = 0;
             long began = 0;
+            long steadyFrom = -1; // the steady state: from a tenth of the topic on, start-up and its prefetch behind
+            double steadyCpu = 0;
+            double steadyBroker = 0;
             while (seen < records) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
                 if (batch.isEmpty()) {
@@ -109,11 +117,18 @@ public final class GuardOverhead {
                     handle(record);
                 }
                 seen += batch.count();
+                if (steadyFrom < 0 && seen >= records / 10) {
+                    steadyFrom = seen;
+                    steadyCpu = CpuClock.jvmSeconds();
+                    steadyBroker = CpuClock.processSeconds(brokerPid);
+                }
                 consumer.commitAsync();
             }
             long ended = System.nanoTime();
-            Run run = new Run(guard, seen, CpuClock.jvmSeconds() - cpuBefore, CpuClock.processSeconds(brokerPid) - brokerBefore,
-                    (ended - began) / 1e9, (began - built) / 1e9);
+            double cpuNow = CpuClock.jvmSeconds();
+            double brokerNow = CpuClock.processSeconds(brokerPid);
+            Run run = new Run(guard, seen, cpuNow - cpuBefore, brokerNow - brokerBefore, (ended - began) / 1e9,
+                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker);
             consumer.commitSync();
             return run;
         } finally {

@@ -19,7 +19,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * fetch tuning. Prints one JSON line: records; cpu_s and broker_cpu_s, the JVM's CPU (every thread) and the broker's
  * (/proc) from the start of {@code main} to the last record (start-up work counted, waiting costs none); seconds, from
  * the first batch handed to the handler to the last (the throughput); startup_s, from {@code main} to the first
- * batch (the role's bootstrap, the group join); and the wall time to the end.
+ * batch (the role's bootstrap, the group join); steady_*, the same from the batch that reaches a tenth of the topic
+ * to the last (the steady state); and the wall time to the end.
  *
  * <pre>java -cp ... io.reprise.kafka.replay.ReplayBenchMain bare|replay BOOTSTRAP TOPIC RECORDS GROUP [HANDOVER_TOPIC [BROKER_PID]]</pre>
  */
@@ -39,6 +40,9 @@ public final class ReplayBenchMain {
         volatile long last;
         volatile double lastCpu;
         volatile double lastBrokerCpu;
+        volatile long steadyFrom = -1;
+        volatile double steadyCpu;
+        volatile double steadyBrokerCpu;
 
         NoOp(long total, long brokerPid) {
             this.total = total;
@@ -53,7 +57,13 @@ public final class ReplayBenchMain {
             if (first == 0) {
                 first = System.nanoTime();
             }
-            if (seen.addAndGet(records.size()) >= total && last == 0) {
+            long now = seen.addAndGet(records.size());
+            if (steadyFrom < 0 && now >= total / 10) {
+                steadyFrom = now;
+                steadyCpu = CpuClock.jvmSeconds();
+                steadyBrokerCpu = CpuClock.processSeconds(brokerPid);
+            }
+            if (now >= total && last == 0) {
                 last = System.nanoTime();
                 lastCpu = CpuClock.jvmSeconds();
                 lastBrokerCpu = CpuClock.processSeconds(brokerPid);
@@ -91,9 +101,12 @@ public final class ReplayBenchMain {
         }
         double seconds = (handler.last - handler.first) / 1e9;
         System.out.printf(java.util.Locale.ROOT, "{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,"
-                        + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f}%n",
+                        + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f,"
+                        + "\"steady_records\":%d,\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}%n",
                 mode, handler.seen.get(), seconds, handler.seen.get() / seconds, wall / 1e9, handler.lastCpu - cpuBefore,
-                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9);
+                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9,
+                handler.seen.get() - handler.steadyFrom, handler.lastCpu - handler.steadyCpu,
+                handler.lastBrokerCpu - handler.steadyBrokerCpu);
     }
 
     /** The loop a service writes: subscribe, poll, handle, commit asynchronously; the role's read settings. */
