@@ -87,12 +87,15 @@ type Consumer struct {
 	ready        []*kafka.Message
 	waitingCount int
 	follower     *handovertopic.Follower[map[protocol.TopicPartition]protocol.ActiveHandover]
-	producer     *kafka.Producer
-	base         kafka.ConfigMap
-	seenVer      int64
-	userCb       kafka.RebalanceCb
-	closing      bool
-	lastReport   time.Time
+	// producer is made at the first guard record or acknowledgement (publisher): a service with no replay
+	// active never needs one, and an idle librdkafka client still runs its threads and timers.
+	producerMu sync.Mutex
+	producer   *kafka.Producer
+	base       kafka.ConfigMap
+	seenVer    int64
+	userCb     kafka.RebalanceCb
+	closing    bool
+	lastReport time.Time
 	// pending: offsets handed while no replay is active, stored at the next call (auto store).
 	pending map[protocol.TopicPartition]*int64
 	// lastTopic/lastPartition/lastSlot: the pending slot of the partition of the last record (records come
@@ -159,20 +162,11 @@ func NewConsumer(conf *kafka.ConfigMap, opts ...Options) (*Consumer, error) {
 		return nil, err
 	}
 	base := handovertopic.Connection(*conf, "reprise-guard-"+o.Member)
-	producer, err := kafka.NewProducer(handovertopic.ProducerConfig(base, kafka.ConfigMap{"linger.ms": 5}))
-	if err != nil {
-		consumer.Close()
-		return nil, fmt.Errorf("the guard's producer: %w", err)
-	}
-	go func() {
-		for range producer.Events() {
-		}
-	}()
 	c := &Consumer{
 		Consumer: consumer, group: fmt.Sprint(group), member: o.Member, topic: o.HandoverTopic,
 		autoStore: autoStore, cooperative: strings.Contains(fmt.Sprint(strategy), "cooperative"),
 		interval: o.ProgressInterval, log: o.Logger.With("component", "reprise-guard", "group", fmt.Sprint(group)),
-		book: protocol.NewGuardBook(autoStore), producer: producer, base: base, seenVer: -1,
+		book: protocol.NewGuardBook(autoStore), base: base, seenVer: -1,
 		pending: map[protocol.TopicPartition]*int64{}, waiting: map[protocol.TopicPartition][]*kafka.Message{}, servicePaused: map[protocol.TopicPartition]bool{},
 	}
 	liveGroup := c.group
@@ -852,10 +846,42 @@ func (c *Consumer) position(k protocol.TopicPartition) *int64 {
 	return &o
 }
 
+func (c *Consumer) publisher() (*kafka.Producer, error) {
+	c.producerMu.Lock()
+	defer c.producerMu.Unlock()
+	if c.producer == nil {
+		p, err := kafka.NewProducer(handovertopic.ProducerConfig(c.base, kafka.ConfigMap{"linger.ms": 5}))
+		if err != nil {
+			return nil, fmt.Errorf("the guard's producer: %w", err)
+		}
+		go func() {
+			for range p.Events() {
+			}
+		}()
+		c.producer = p
+	}
+	return c.producer, nil
+}
+
+// flushProducer waits for what was published (nothing to do when nothing ever was).
+func (c *Consumer) flushProducer() {
+	c.producerMu.Lock()
+	p := c.producer
+	c.producerMu.Unlock()
+	if p != nil {
+		p.Flush(10000)
+	}
+}
+
 func (c *Consumer) publish(r protocol.Record) {
 	k, v := protocol.Encode(r)
 	topic := c.topic
-	err := c.producer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: k, Value: v}, nil)
+	producer, err := c.publisher()
+	if err != nil {
+		c.log.Warn("publishing a handover record failed", "kind", r.Kind(), "error", err)
+		return
+	}
+	err = producer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: k, Value: v}, nil)
 	if err != nil {
 		c.log.Warn("publishing a handover record failed", "kind", r.Kind(), "error", err)
 	}
@@ -935,7 +961,7 @@ func (c *Consumer) tick() {
 				"handover_offset", p.Handover, "committed", *committed)
 		}
 	}
-	c.producer.Flush(10000)
+	c.flushProducer()
 }
 
 // ---------------------------------------------------------------------------------------------- close
@@ -950,8 +976,12 @@ func (c *Consumer) Close() error {
 	c.closing = true
 	err := c.Consumer.Close()
 	c.follower.Stop()
-	c.producer.Flush(10000)
-	c.producer.Close()
+	c.flushProducer()
+	c.producerMu.Lock()
+	if c.producer != nil {
+		c.producer.Close()
+	}
+	c.producerMu.Unlock()
 	if c.offsetsReader != nil {
 		c.offsetsReader.Close()
 	}
