@@ -31,7 +31,7 @@ from typing import Any
 from local_platform.cache import cache_root
 from local_platform.kafka_broker import KafkaBroker
 
-from . import rounds
+from . import _rounds as rounds
 from .worker import PARTITIONS, RECORD_BYTES, _size, fill
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from typing import Any
 
 from local_platform.kafka_broker import KafkaBroker
 
-from . import rounds
+from . import _rounds as rounds
 from .worker import PARTITIONS, RECORD_BYTES, _size, fill
 
 ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
