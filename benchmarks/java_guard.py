@@ -1,12 +1,19 @@
 """Java guard benchmark: a `KafkaConsumer` loop through the Java `GuardedConsumer` with no replay active,
-against the same loop on a bare `KafkaConsumer`, on one broker of the local platform, in one run.
+against the same loop on a bare `KafkaConsumer`, on one broker of the local platform, in one run (issue 12).
 
-The topic is the worker benchmark's (default 1,000,000 records of 1 KiB in 12 partitions). Both loops call the
-same no-op handler on every record and commit after every poll; the Java side (`io.reprise.kafka.bench.
-GuardOverhead`, in the library's test sources) interleaves the runs and keeps the best of each, printing one
-JSON line with every run. Target: the guard's overhead at most 5% (HANDOVER.md's guard, issue 12).
+The topic is the worker benchmark's (default 1,000,000 records of 1 KiB in 12 partitions); the handover topic exists,
+as the operator creates it. Both loops call the same no-op handler on every record and commit after every poll. The
+Java side (`io.reprise.kafka.bench.GuardOverhead`, in the library's test sources) warms both up uncounted (a full
+run each), then runs
+them interleaved for `ROUNDS` rounds in one JVM; each run reports the JVM's CPU time (every thread) and the broker's
+(/proc) from just before the consumer is built to its last record, and its throughput from first record to last.
 
-    python -m benchmarks java_guard       # REPRISE_BENCH_RECORDS=N, or REPRISE_BENCH_QUICK=1
+Target (issue 16's method): the guard's overhead in **CPU per record in the steady state** (from the record at a
+tenth of the topic to the last: a live service pays its start-up once per process), the guarded loop's median over
+the bare loop's - 1, at most 5%; the per-round ratios and their spread, the figure with start-up (building the
+guard's clients, its handover-topic catch-up), throughput and the broker's CPU are printed beside it. Throughput, CPU with the broker's added, and start-up are reported beside it.
+
+    python -m benchmarks java_guard       # REPRISE_BENCH_RECORDS=N, REPRISE_BENCH_ROUNDS=N, or REPRISE_BENCH_QUICK=1
 
 Maven builds the classes into the cache (`$REPRISE_CACHE/build/java-bench`), with its dependencies in `~/.m2`.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -23,10 +31,11 @@ from typing import Any
 from local_platform.cache import cache_root
 from local_platform.kafka_broker import KafkaBroker
 
+from . import _rounds as rounds
 from .worker import PARTITIONS, RECORD_BYTES, _size, fill
 
 REPO = Path(__file__).resolve().parents[1]
-ROUNDS = 3
+ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
 TARGETS = {"guard_overhead": 0.05}
 
 
@@ -52,32 +61,61 @@ def run(records: int | None = None) -> dict:
     try:
         broker.start()
         source = broker.create_topic("bench-source", PARTITIONS)
+        broker.create_topic("reprise.handover", 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(broker.bootstrap, source, records)
         done = subprocess.run(["java", "-Xmx1g", "-cp", cp, "io.reprise.kafka.bench.GuardOverhead", broker.bootstrap,
-                               source, str(records), str(ROUNDS)],
+                               source, str(records), str(ROUNDS), str(broker.pid or 0)],
                               capture_output=True, text=True, check=False, timeout=3600,
                               env={**os.environ, "JAVA_TOOL_OPTIONS": "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"})
         print(done.stderr[-4000:], flush=True)
         if done.returncode != 0:
             raise RuntimeError(f"GuardOverhead exited with {done.returncode}")
-        measured = json.loads(done.stdout.strip().splitlines()[-1])
-        overhead = max(0.0, 1 - measured["guard_ratio"])
+        measured = json.loads(done.stdout.strip().splitlines()[-1])["runs"]
+        per_loop: dict[str, list[dict[str, float]]] = {"bare": [], "guarded": []}
+        for r in measured:
+            per_loop[r["loop"]].append({
+                "cpu_us": r["cpu_s"] / r["records"] * 1e6,
+                "broker_cpu_us": r["broker_cpu_s"] / r["records"] * 1e6,
+                "steady_cpu_us": r["steady_cpu_s"] / r["steady_records"] * 1e6,
+                "steady_broker_cpu_us": r["steady_broker_cpu_s"] / r["steady_records"] * 1e6,
+                "rate": r["records"] / r["window_s"],
+                "startup_s": r["startup_s"],
+            })
+        bare, guarded = per_loop["bare"], per_loop["guarded"]
+        cpu = rounds.compared([g["steady_cpu_us"] for g in guarded], [b["steady_cpu_us"] for b in bare])
+        with_startup = rounds.compared([g["cpu_us"] for g in guarded], [b["cpu_us"] for b in bare])
+        with_broker = rounds.compared([g["steady_cpu_us"] + g["steady_broker_cpu_us"] for g in guarded],
+                                      [b["steady_cpu_us"] + b["steady_broker_cpu_us"] for b in bare])
+        throughput = rounds.compared([g["rate"] for g in guarded], [b["rate"] for b in bare])
+        overhead = cpu["ratio"] - 1
+        met, line = rounds.verdict("java guard overhead (steady CPU/record, medians)", overhead, TARGETS["guard_overhead"],
+                                   at_most=True, unit="%")
         figures: dict[str, Any] = {
-            "records": records,
-            "record_bytes": RECORD_BYTES,
-            "partitions": PARTITIONS,
+            "records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
-            "bare_loop_records_per_second": measured["bare_records_per_s"],
-            "guarded_loop_records_per_second": measured["guarded_records_per_s"],
-            "all_runs": {"bare": measured["bare_runs"], "guarded": measured["guarded_runs"]},
+            "per_loop": {name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                         for name, found in per_loop.items()},
+            "guarded_vs_bare": {"steady_cpu_per_record": cpu, "cpu_per_record": with_startup,
+                                "steady_cpu_with_broker_per_record": with_broker, "throughput": throughput},
             "guard_overhead": round(overhead, 4),
             "targets": TARGETS,
+            "meets_target": met,
         }
-        figures["meets_target"] = overhead <= TARGETS["guard_overhead"]
+        print(line, flush=True)
+        print(f"    per-round guarded/bare CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
+              f"{cpu['paired']['spread']}); with start-up {with_startup['ratio']:.3f}; throughput guarded/bare "
+              f"{throughput['ratio']:.3f}x; CPU with broker {with_broker['ratio']:.3f}", flush=True)
+        loops = figures["per_loop"]
+        print(f"    CPU us/record (median, with start-up / steady): bare {loops['bare']['cpu_us']['median']:.2f} / "
+              f"{loops['bare']['steady_cpu_us']['median']:.2f}, guarded {loops['guarded']['cpu_us']['median']:.2f} / "
+              f"{loops['guarded']['steady_cpu_us']['median']:.2f}; start-up s (median): bare "
+              f"{loops['bare']['startup_s']['median']:.2f}, guarded {loops['guarded']['startup_s']['median']:.2f}",
+              flush=True)
         return figures
     finally:
         broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,38 @@
 """Java replay role benchmark: the role (`ReplayRole`, Drain mode) calling a no-op handler, against a bare
 `KafkaConsumer` loop (poll, handle, commit asynchronously) calling the same handler (issue 12's target: >= 0.8x).
 
-On one broker of the local platform, in one run, on the same source topic (default 1,000,000 records of 1 KiB
-in 12 partitions): both loops run in a JVM of their own (`ReplayBenchMain`, from the Java library's test classes)
-with `max.poll.records` = the role's batch size, so they compare the loop, not fetch tuning. Throughput counts from
-the first batch the handler gets to the last; the role's start-up (bootstrap transaction, handover topic, group
-join) is reported apart as wall time. `ROUNDS` interleaved runs each, the best of each counts (a shared machine's
-spread between two runs of one loop is larger than the difference measured); all runs are kept in the figures.
+On one broker of the local platform, in one run, on the same source topic (default 1,000,000 records of 1 KiB in 12
+partitions), the handover topic created first as the operator does. Each run is a JVM of its own
+(`ReplayBenchMain`, from the Java library's test classes); both loops read with the role's consumer settings
+(read_committed, cooperative rebalancing, `max.poll.records` = the role's batch size), so they compare the loop, not
+fetch tuning.
 
-    python -m benchmarks java_replay       # REPRISE_BENCH_RECORDS=N, or REPRISE_BENCH_QUICK=1
+Method (issue 16): `ROUNDS` rounds, the two loops interleaved. Each run reports the JVM's CPU (every thread) and the
+broker's (/proc) from the start of `main` to the last record: start-up work counts (the role's bootstrap transaction,
+its handover-topic reads, the JIT of its code), waiting does not. The target is on **CPU per record**: the bare loop's
+median over the role's, at least 0.8x (the per-round ratios and their spread beside it). Throughput (first batch to last), start-up wall time, CPU with the
+broker's, and the whole JVM's CPU (getrusage of the child, JVM start and exit included) are reported beside it.
+
+    python -m benchmarks java_replay       # REPRISE_BENCH_RECORDS=N, REPRISE_BENCH_ROUNDS=N, or REPRISE_BENCH_QUICK=1
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from local_platform.kafka_broker import KafkaBroker
 
+from . import _rounds as rounds
 from .worker import PARTITIONS, RECORD_BYTES, _size, fill
 
-ROUNDS = 3
+ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
 TARGETS = {"replay_vs_bare": 0.8}
+HANDOVER_TOPIC = "bench.handover"
 
 
 def _classpath() -> str:
@@ -34,64 +41,94 @@ def _classpath() -> str:
     return java_classpath()
 
 
-def java_loop(classpath: str, mode: str, bootstrap: str, topic: str, records: int, group: str, handover_topic: str,
-              workdir: Path) -> dict[str, Any]:
-    java = shutil.which("java")
-    if java is None:
-        raise RuntimeError("java is not on PATH (run `make platform`)")
-    log = workdir / f"{group}.log"
-    with open(log, "wb") as err:
-        result = subprocess.run([java, "-cp", classpath, "io.reprise.kafka.replay.ReplayBenchMain", mode, bootstrap,
-                                 topic, str(records), group, handover_topic],
-                                stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, timeout=3600)
-    if result.returncode != 0:
-        raise RuntimeError(f"{mode} run failed ({result.returncode}): see {log}\n{log.read_text()[-2000:]}")
-    return json.loads(result.stdout.decode().strip().splitlines()[-1])
+def per_run(run: dict[str, Any], records: int) -> dict[str, float]:
+    r = run["report"]
+    if r["records"] < records:
+        raise RuntimeError(f"{r['mode']} handled {r['records']} of {records} records")
+    return {
+        "cpu_us": r["cpu_s"] / records * 1e6,
+        "broker_cpu_us": r["broker_cpu_s"] / records * 1e6,
+        "steady_cpu_us": r["steady_cpu_s"] / r["steady_records"] * 1e6,
+        "rate": r["rate"],
+        "startup_s": r["startup_s"],
+        "process_cpu_us": run["cpu_s"] / records * 1e6,
+        "process_wall_s": run["wall_s"],
+    }
 
 
 def run(records: int | None = None) -> dict:
     records = records or _size()
     classpath = _classpath()
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("java is not on PATH (run `make platform`)")
     workdir = Path(tempfile.mkdtemp(prefix="reprise-bench-java-replay-"))
     broker = KafkaBroker(workdir / "kafka", heap="1g")
     try:
         broker.start()
         bootstrap = broker.bootstrap
-        handover_topic = "bench.handover"
         source = broker.create_topic("bench-source", PARTITIONS)
-        broker.create_topic(handover_topic, 1, config={"cleanup.policy": "compact"})
+        broker.create_topic(HANDOVER_TOPIC, 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(bootstrap, source, records)
-        runs: dict[str, list[dict[str, Any]]] = {"bare": [], "replay": []}
-        for attempt in range(ROUNDS):
-            order = ("bare", "replay") if attempt % 2 == 0 else ("replay", "bare")
-            for mode in order:
-                runs[mode].append(java_loop(classpath, mode, bootstrap, source, records, f"bench-{mode}-{attempt}",
-                                            handover_topic, workdir))
-            print(f"  round {attempt + 1}: bare loop {runs['bare'][-1]['rate']:,.0f}/s, "
-                  f"replay role {runs['replay'][-1]['rate']:,.0f}/s", flush=True)
-        bare = max(runs["bare"], key=lambda r: r["rate"])
-        replay = max(runs["replay"], key=lambda r: r["rate"])
-        figures: dict[str, Any] = {
-            "records": records,
-            "record_bytes": RECORD_BYTES,
-            "partitions": PARTITIONS,
+        count = {"bare": 0, "replay": 0}
+
+        def loop(mode: str):
+            def once() -> dict[str, Any]:
+                count[mode] += 1
+                group = f"bench-{mode}-{count[mode]}"
+                return rounds.measured_run(
+                    [java, "-cp", classpath, "io.reprise.kafka.replay.ReplayBenchMain", mode, bootstrap, source,
+                     str(records), group, HANDOVER_TOPIC, str(broker.pid or 0)],
+                    broker_pid=broker.pid, log=workdir / f"{group}.log")
+            return once
+
+        def describe(mode: str, result: dict[str, Any]) -> str:
+            f = per_run(result, records)
+            return f"{mode} {f['cpu_us']:.1f} us/rec {f['rate']:,.0f}/s"
+
+        runs = rounds.interleaved({"bare": loop("bare"), "replay": loop("replay")}, ROUNDS, describe)
+        figures = {mode: [per_run(r, records) for r in found] for mode, found in runs.items()}
+        bare, replay = figures["bare"], figures["replay"]
+
+        def of(runs: list[dict[str, float]], key: str) -> list[float]:
+            return [f[key] for f in runs]
+
+        # bare / replay for CPU (>= 1 when the role is cheaper), replay / bare for throughput
+        cpu = rounds.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
+        with_broker = rounds.compared([b["cpu_us"] + b["broker_cpu_us"] for b in bare],
+                                      [r["cpu_us"] + r["broker_cpu_us"] for r in replay])
+        throughput = rounds.compared(of(replay, "rate"), of(bare, "rate"))
+        process = rounds.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
+        steady = rounds.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
+        met, line = rounds.verdict("java replay role vs bare loop (CPU/record, medians)", cpu["ratio"],
+                                   TARGETS["replay_vs_bare"], at_most=False)
+        result: dict[str, Any] = {
+            "records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
-            "bare_loop_records_per_second": round(bare["rate"]),
-            "replay_role_records_per_second": round(replay["rate"]),
-            "replay_role_wall_seconds": replay["wall_seconds"],
-            "bare_loop_wall_seconds": bare["wall_seconds"],
-            "all_runs": {mode: [round(r["rate"]) for r in found] for mode, found in runs.items()},
-            "replay_vs_bare": round(replay["rate"] / bare["rate"], 3),
+            "per_loop": {name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                         for name, found in figures.items()},
+            "replay_vs_bare_detail": {"cpu_per_record": cpu, "steady_cpu_per_record": steady,
+                                      "cpu_with_broker_per_record": with_broker,
+                                      "throughput": throughput, "process_cpu_per_record": process},
+            "replay_vs_bare": round(cpu["ratio"], 3),
             "targets": TARGETS,
+            "meets_target": met,
         }
-        figures["meets_target"] = figures["replay_vs_bare"] >= TARGETS["replay_vs_bare"]
-        print(json.dumps(figures, indent=2), flush=True)
-        return figures
+        print(line, flush=True)
+        print(f"    per-round bare/replay CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
+              f"{cpu['paired']['spread']}); steady state {steady['ratio']:.3f}x; throughput replay/bare "
+              f"{throughput['ratio']:.3f}x; CPU with broker "
+              f"{with_broker['ratio']:.3f}x; whole JVM {process['ratio']:.3f}x", flush=True)
+        print(f"    CPU us/record (median): bare {result['per_loop']['bare']['cpu_us']['median']:.2f}, replay "
+              f"{result['per_loop']['replay']['cpu_us']['median']:.2f}; start-up s (median): bare "
+              f"{result['per_loop']['bare']['startup_s']['median']:.2f}, replay "
+              f"{result['per_loop']['replay']['startup_s']['median']:.2f}", flush=True)
+        return result
     finally:
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    run()
+    print(json.dumps(run(), indent=2))

@@ -50,9 +50,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// maxWaiting: records of held partitions kept in memory (all partitions together) before a partition is
-// paused instead.
+// maxWaiting: records of held partitions kept in memory (all partitions together) before a partition that
+// gets one more is paused (so at most maxWaiting plus one per partition are kept).
 const maxWaiting = 20000
+
+// progressEvery: with no replay active, Poll calls progress once per this many records handed in a row.
+const progressEvery = 64
 
 // Stats are counts for the service's own metrics.
 type Stats struct {
@@ -78,18 +81,21 @@ type Consumer struct {
 	book    *protocol.GuardBook
 	guarded bool
 	holding bool // some partition waits for the handover view
-	// waiting: records of held partitions, kept (up to maxWaiting each) until the partition is released;
+	// waiting: records of held partitions, kept (see maxWaiting) until the partition is released;
 	// ready: records of released partitions, handed out before new ones.
 	waiting      map[protocol.TopicPartition][]*kafka.Message
 	ready        []*kafka.Message
 	waitingCount int
 	follower     *handovertopic.Follower[map[protocol.TopicPartition]protocol.ActiveHandover]
-	producer     *kafka.Producer
-	base         kafka.ConfigMap
-	seenVer      int64
-	userCb       kafka.RebalanceCb
-	closing      bool
-	lastReport   time.Time
+	// producer is made at the first guard record or acknowledgement (publisher): a service with no replay
+	// active never needs one, and an idle librdkafka client still runs its threads and timers.
+	producerMu sync.Mutex
+	producer   *kafka.Producer
+	base       kafka.ConfigMap
+	seenVer    int64
+	userCb     kafka.RebalanceCb
+	closing    bool
+	lastReport time.Time
 	// pending: offsets handed while no replay is active, stored at the next call (auto store).
 	pending map[protocol.TopicPartition]*int64
 	// lastTopic/lastPartition/lastSlot: the pending slot of the partition of the last record (records come
@@ -108,6 +114,7 @@ type Consumer struct {
 	handed        atomic.Int64
 	skipped       atomic.Int64
 	lastFlush     time.Time
+	sinceProgress int
 }
 
 // NewConsumer builds the guarded consumer from the service's own configuration (group.id required).
@@ -155,20 +162,11 @@ func NewConsumer(conf *kafka.ConfigMap, opts ...Options) (*Consumer, error) {
 		return nil, err
 	}
 	base := handovertopic.Connection(*conf, "reprise-guard-"+o.Member)
-	producer, err := kafka.NewProducer(handovertopic.ProducerConfig(base, kafka.ConfigMap{"linger.ms": 5}))
-	if err != nil {
-		consumer.Close()
-		return nil, fmt.Errorf("the guard's producer: %w", err)
-	}
-	go func() {
-		for range producer.Events() {
-		}
-	}()
 	c := &Consumer{
 		Consumer: consumer, group: fmt.Sprint(group), member: o.Member, topic: o.HandoverTopic,
 		autoStore: autoStore, cooperative: strings.Contains(fmt.Sprint(strategy), "cooperative"),
 		interval: o.ProgressInterval, log: o.Logger.With("component", "reprise-guard", "group", fmt.Sprint(group)),
-		book: protocol.NewGuardBook(autoStore), producer: producer, base: base, seenVer: -1,
+		book: protocol.NewGuardBook(autoStore), base: base, seenVer: -1,
 		pending: map[protocol.TopicPartition]*int64{}, waiting: map[protocol.TopicPartition][]*kafka.Message{}, servicePaused: map[protocol.TopicPartition]bool{},
 	}
 	liveGroup := c.group
@@ -226,6 +224,7 @@ func (c *Consumer) dropKept(k protocol.TopicPartition) {
 			kept = append(kept, m)
 		}
 	}
+	clear(c.ready[len(kept):]) // no stale references to dropped records past the kept ones
 	c.ready = kept
 }
 
@@ -421,6 +420,40 @@ func (c *Consumer) seek(k protocol.TopicPartition, target int64) {
 // Poll returns the next message or event the service is to see, blocking at most timeoutMs (-1: no limit).
 // Records a Handover replay covers are not returned. Rebalance callbacks run inside, as with kafka.Consumer.
 func (c *Consumer) Poll(timeoutMs int) kafka.Event {
+	if !c.guarded && len(c.ready) == 0 && c.follower.Version() == c.seenVer {
+		// No replay active and nothing kept: a record costs the offset's slot, no more. progress (a clock
+		// read) runs every progressEvery records, and after any call that found none: its duties are paced in
+		// milliseconds and seconds. The loop below takes over for anything else (and for the rest of the timeout).
+		if c.sinceProgress++; c.sinceProgress >= progressEvery {
+			c.sinceProgress = 0
+			c.progress()
+		}
+		slice := 100
+		if timeoutMs >= 0 && timeoutMs < slice {
+			slice = timeoutMs
+		}
+		ev := c.Consumer.Poll(slice)
+		msg, ok := ev.(*kafka.Message)
+		switch {
+		case ev == nil:
+			c.sinceProgress = progressEvery
+			if timeoutMs >= 0 && timeoutMs <= slice {
+				return nil
+			}
+			if timeoutMs > 0 {
+				timeoutMs -= slice
+			}
+		case !ok || msg.TopicPartition.Error != nil || msg.TopicPartition.Topic == nil:
+			c.sinceProgress = progressEvery
+			return ev
+		case !c.guarded:
+			c.handUnguarded(msg)
+			return msg
+		default:
+			// A rebalance inside that poll guarded new partitions: the loop judges the record.
+			c.ready = append(c.ready, msg)
+		}
+	}
 	var deadline time.Time
 	if timeoutMs >= 0 {
 		deadline = time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
@@ -429,7 +462,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 	// done with those (the assumption librdkafka's automatic offset store makes).
 	c.progress()
 	touched := map[protocol.TopicPartition]bool{}
-	defer func() {
+	defer func() { // records judged in this call: their stores and marks
 		if len(touched) > 0 {
 			c.afterBatch(touched)
 		}
@@ -452,7 +485,13 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		var ev kafka.Event
 		if len(c.ready) > 0 {
-			ev, c.ready = c.ready[0], c.ready[1:]
+			ev = c.ready[0]
+			// Dropped as handed: the kept records (up to maxWaiting of them, with their values) must not stay
+			// reachable through the slice's array, where every garbage collection would mark them again.
+			c.ready[0] = nil
+			if c.ready = c.ready[1:]; len(c.ready) == 0 {
+				c.ready = nil
+			}
 		} else {
 			ev = c.Consumer.Poll(slice)
 		}
@@ -473,19 +512,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		offset := int64(msg.TopicPartition.Offset)
 		if !c.guarded {
-			// No replay active: the record goes to the service; its offset is stored a little later.
-			if c.lastSlot != nil && msg.TopicPartition.Partition == c.lastPartition && *msg.TopicPartition.Topic == c.lastTopic {
-				*c.lastSlot = offset + 1
-			} else if k := key(msg.TopicPartition); c.book.Parts[k] != nil {
-				slot := c.pending[k]
-				if slot == nil {
-					slot = new(int64)
-					c.pending[k] = slot
-				}
-				*slot = offset + 1
-				c.lastTopic, c.lastPartition, c.lastSlot = k.Topic, k.Partition, slot
-			}
-			c.handed.Add(1)
+			c.handUnguarded(msg)
 			return msg
 		}
 		k := key(msg.TopicPartition)
@@ -494,17 +521,16 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 			continue // revoked meanwhile
 		}
 		if part.Held() {
-			// The view is not current yet: keep the record for the release. Past maxWaiting records, put
-			// them back (seek to the first) and pause the partition until then.
-			kept := append(c.waiting[k], msg)
+			// The view is not current yet: keep the record for the release. Past maxWaiting records in all,
+			// pause the partition until then, keeping what it holds: librdkafka resumes a paused partition
+			// after the last record Poll returned, and returns none of it from the moment Pause returns, so
+			// nothing is read twice (putting the kept records back with a seek fetched them again, with
+			// the partition's whole prefetched queue: most of a start's data when the view was slow).
+			c.waiting[k] = append(c.waiting[k], msg)
 			c.waitingCount++
 			if c.waitingCount > maxWaiting {
-				_, _ = c.Consumer.SeekPartitions([]kafka.TopicPartition{tp(k, kept[0].TopicPartition.Offset)})
 				_ = c.Consumer.Pause([]kafka.TopicPartition{tp(k, kafka.OffsetInvalid)})
-				c.waitingCount -= len(kept)
-				kept = nil
 			}
-			c.waiting[k] = kept
 			continue
 		}
 		touched[k] = true
@@ -514,6 +540,23 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		}
 		c.skipped.Add(1)
 	}
+}
+
+// handUnguarded: with no replay active the record goes to the service; its offset is stored a little later.
+func (c *Consumer) handUnguarded(msg *kafka.Message) {
+	offset := int64(msg.TopicPartition.Offset)
+	if c.lastSlot != nil && msg.TopicPartition.Partition == c.lastPartition && *msg.TopicPartition.Topic == c.lastTopic {
+		*c.lastSlot = offset + 1
+	} else if k := key(msg.TopicPartition); c.book.Parts[k] != nil {
+		slot := c.pending[k]
+		if slot == nil {
+			slot = new(int64)
+			c.pending[k] = slot
+		}
+		*slot = offset + 1
+		c.lastTopic, c.lastPartition, c.lastSlot = k.Topic, k.Partition, slot
+	}
+	c.handed.Add(1)
 }
 
 func headers(msg *kafka.Message) []protocol.Header {
@@ -803,10 +846,42 @@ func (c *Consumer) position(k protocol.TopicPartition) *int64 {
 	return &o
 }
 
+func (c *Consumer) publisher() (*kafka.Producer, error) {
+	c.producerMu.Lock()
+	defer c.producerMu.Unlock()
+	if c.producer == nil {
+		p, err := kafka.NewProducer(handovertopic.ProducerConfig(c.base, kafka.ConfigMap{"linger.ms": 5}))
+		if err != nil {
+			return nil, fmt.Errorf("the guard's producer: %w", err)
+		}
+		go func() {
+			for range p.Events() {
+			}
+		}()
+		c.producer = p
+	}
+	return c.producer, nil
+}
+
+// flushProducer waits for what was published (nothing to do when nothing ever was).
+func (c *Consumer) flushProducer() {
+	c.producerMu.Lock()
+	p := c.producer
+	c.producerMu.Unlock()
+	if p != nil {
+		p.Flush(10000)
+	}
+}
+
 func (c *Consumer) publish(r protocol.Record) {
 	k, v := protocol.Encode(r)
 	topic := c.topic
-	err := c.producer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: k, Value: v}, nil)
+	producer, err := c.publisher()
+	if err != nil {
+		c.log.Warn("publishing a handover record failed", "kind", r.Kind(), "error", err)
+		return
+	}
+	err = producer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: k, Value: v}, nil)
 	if err != nil {
 		c.log.Warn("publishing a handover record failed", "kind", r.Kind(), "error", err)
 	}
@@ -886,7 +961,7 @@ func (c *Consumer) tick() {
 				"handover_offset", p.Handover, "committed", *committed)
 		}
 	}
-	c.producer.Flush(10000)
+	c.flushProducer()
 }
 
 // ---------------------------------------------------------------------------------------------- close
@@ -901,8 +976,12 @@ func (c *Consumer) Close() error {
 	c.closing = true
 	err := c.Consumer.Close()
 	c.follower.Stop()
-	c.producer.Flush(10000)
-	c.producer.Close()
+	c.flushProducer()
+	c.producerMu.Lock()
+	if c.producer != nil {
+		c.producer.Close()
+	}
+	c.producerMu.Unlock()
 	if c.offsetsReader != nil {
 		c.offsetsReader.Close()
 	}

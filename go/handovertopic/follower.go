@@ -158,7 +158,7 @@ func (f *Follower[T]) run() {
 				consumer = c
 			}
 			assign := func() error {
-				err := consumer.Assign([]kafka.TopicPartition{{Topic: &name, Partition: 0, Offset: kafka.OffsetBeginning}})
+				err := AssignFromStart(consumer, name, f.topic.Timeout)
 				assigned = err == nil
 				return err
 			}

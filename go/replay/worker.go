@@ -52,6 +52,17 @@ const (
 	closeWait        = 15 * time.Second
 )
 
+// ConsumerSettings are the replay consumer's settings besides the connection and group.id: offsets only
+// committed by the loop, cooperative rebalances, end-of-partition events, committed records only, and a short
+// fetch wait (a Drain partition's end is often reached by an empty fetch). Exported so a benchmark's
+// hand-written loop can read with exactly these.
+var ConsumerSettings = kafka.ConfigMap{
+	"enable.auto.commit": false, "enable.auto.offset.store": false,
+	"partition.assignment.strategy": "cooperative-sticky", "enable.partition.eof": true,
+	"isolation.level": "read_committed", "auto.offset.reset": "latest",
+	"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10, "queued.max.messages.kbytes": 32768,
+}
+
 type partitionProgress struct {
 	topic          string
 	partition      int32
@@ -146,12 +157,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		defer w.dlq.Close()
 	}
-	consumer, err := kafka.NewConsumer(handovertopic.With(w.base, kafka.ConfigMap{
-		"group.id": s.ReplayGroup, "enable.auto.commit": false, "enable.auto.offset.store": false,
-		"partition.assignment.strategy": "cooperative-sticky", "enable.partition.eof": true,
-		"isolation.level": "read_committed", "auto.offset.reset": "latest",
-		"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10, "queued.max.messages.kbytes": 32768,
-	}))
+	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(w.base, ConsumerSettings),
+		kafka.ConfigMap{"group.id": s.ReplayGroup}))
 	if err != nil {
 		return err
 	}
@@ -283,10 +290,17 @@ func (w *Worker) readBatch() ([]*kafka.Message, map[protocol.TopicPartition]int6
 }
 
 func (w *Worker) process(ctx context.Context, messages []*kafka.Message, ends map[protocol.TopicPartition]int64) error {
-	var batch []*kafka.Message
+	batch := messages[:0] // filtered in place: the records kept are a prefix of those read
 	var size int64
+	// Records come in runs per partition: the partition of the last record is looked up once per run.
+	var part *partitionProgress
+	var lastTopic *string
+	lastPartition := int32(-1)
 	for _, m := range messages {
-		part := w.parts[keyOf(m.TopicPartition)]
+		if m.TopicPartition.Partition != lastPartition || m.TopicPartition.Topic != lastTopic {
+			part = w.parts[keyOf(m.TopicPartition)]
+			lastTopic, lastPartition = m.TopicPartition.Topic, m.TopicPartition.Partition
+		}
 		// Not ours (any more), or finished: never processed past the stop offset.
 		if part == nil || part.finished != "" || part.endMet != nil {
 			continue
@@ -308,7 +322,11 @@ func (w *Worker) process(ctx context.Context, messages []*kafka.Message, ends ma
 				continue
 			}
 		}
-		part.position = protocol.Int64(offset + 1)
+		if part.position != nil {
+			*part.position = offset + 1 // the position is this partition's own (never shared): no allocation
+		} else {
+			part.position = protocol.Int64(offset + 1)
+		}
 		batch = append(batch, m)
 		size += int64(len(m.Value) + len(m.Key))
 	}

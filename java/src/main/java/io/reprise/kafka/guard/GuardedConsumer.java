@@ -93,7 +93,11 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     private final GuardBook book = new GuardBook(true);
     private final GuardStats stats = new GuardStats();
     private final HandoverFollower<Map<TopicPartition, ActiveHandover>> follower;
-    private final KafkaProducer<byte[], byte[]> producer;
+    /**
+     * Made at the first guard record or acknowledgement: a service with no replay ever active never needs one
+     * (building a producer costs a tenth of a second of CPU, and its thread and metadata refreshes run for good).
+     */
+    private KafkaProducer<byte[], byte[]> producer;
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private volatile Map<TopicPartition, GuardBook.PendingAck> pendingAcks = Map.of();
     private Admin admin;
@@ -157,7 +161,13 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         this.clientId = "reprise-guard-" + settings.member() + "-" + INSTANCES.incrementAndGet();
         this.follower = new HandoverFollower<>(settings.connection(), settings.handoverTopic(),
                 view -> view.activeFor(groupId), Duration.ofMillis(100), this::tick, clientId + "-follower").start();
-        this.producer = new KafkaProducer<>(KafkaConnection.producerConfig(settings.connection(), clientId));
+    }
+
+    private synchronized KafkaProducer<byte[], byte[]> producer() {
+        if (producer == null) {
+            producer = new KafkaProducer<>(KafkaConnection.producerConfig(settings.connection(), clientId));
+        }
+        return producer;
     }
 
     public GuardStats stats() {
@@ -621,7 +631,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
 
     private void publish(HandoverRecord record) {
         HandoverWire.Encoded encoded = HandoverWire.encode(record);
-        producer.send(new ProducerRecord<>(settings.handoverTopic(), 0, encoded.key(), encoded.value()), (metadata, error) -> {
+        producer().send(new ProducerRecord<>(settings.handoverTopic(), 0, encoded.key(), encoded.value()), (metadata, error) -> {
             if (error != null) {
                 log.warn("publishing {} failed: {}", record.key(), error.toString());
             }
@@ -681,7 +691,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             }
         }
         if (sent) {
-            producer.flush();
+            producer().flush();
         }
     }
 
@@ -885,7 +895,11 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         } finally {
             closing = true;
             follower.close();
-            producer.close(Duration.ofSeconds(10));
+            synchronized (this) {
+                if (producer != null) {
+                    producer.close(Duration.ofSeconds(10));
+                }
+            }
             if (admin != null) {
                 admin.close(Duration.ofSeconds(5));
             }

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,6 +38,8 @@ final class HandlerDelivery<K, V> {
     private final DeadLetters deadLetters;
     private final int retries;
     private final long backoffMillis;
+    /** Both deserializers hand bytes through: the raw record is the typed one (no copy per record). */
+    private final boolean identity;
 
     HandlerDelivery(RecordFilter filter, Deserializer<K> keys, Deserializer<V> values, RecordsHandler<K, V> handler,
                     DeadLetters deadLetters, int retries, long backoffMillis) {
@@ -47,6 +50,7 @@ final class HandlerDelivery<K, V> {
         this.deadLetters = deadLetters;
         this.retries = retries;
         this.backoffMillis = backoffMillis;
+        this.identity = keys.getClass() == ByteArrayDeserializer.class && values.getClass() == ByteArrayDeserializer.class;
     }
 
     Outcome deliver(List<ConsumerRecord<byte[], byte[]>> batch) {
@@ -113,7 +117,11 @@ final class HandlerDelivery<K, V> {
         return outcome;
     }
 
+    @SuppressWarnings("unchecked")
     private ConsumerRecord<K, V> decode(ConsumerRecord<byte[], byte[]> record) {
+        if (identity) {
+            return (ConsumerRecord<K, V>) (ConsumerRecord<?, ?>) record;
+        }
         K key = keys.deserialize(record.topic(), record.headers(), record.key());
         V value = values.deserialize(record.topic(), record.headers(), record.value());
         return new ConsumerRecord<>(record.topic(), record.partition(), record.offset(), record.timestamp(),

@@ -213,6 +213,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                 continue;
             }
             boolean bounded = part.endOffset != null || part.endTimestampMs != null;
+            long position = -1; // set once per partition and batch: a boxed Long per record costs an allocation
             for (ConsumerRecord<byte[], byte[]> record : records.records(tp)) {
                 if (bounded) {
                     Long ts = record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE ? null : record.timestamp();
@@ -221,9 +222,12 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                         break;
                     }
                 }
-                part.position = record.offset() + 1;
+                position = record.offset() + 1;
                 batch.add(record);
                 size += Math.max(0, record.serializedValueSize()) + Math.max(0, record.serializedKeySize());
+            }
+            if (position >= 0) {
+                part.position = position;
             }
         }
         if (!batch.isEmpty()) {

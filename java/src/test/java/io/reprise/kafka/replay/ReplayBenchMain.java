@@ -1,5 +1,6 @@
 package io.reprise.kafka.replay;
 
+import io.reprise.kafka.bench.CpuClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -13,11 +14,15 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * One run of the replay-role benchmark ({@code benchmarks/java_replay.py}): a no-op handler fed either by a bare
  * {@code KafkaConsumer} loop ({@code bare}: poll, handle, commit asynchronously) or by the replay role in Drain mode
- * ({@code replay}), over the whole topic. Both get {@code max.poll.records} = the batch size and the same handler, so
- * they compare the loop, not fetch tuning. Prints one JSON line: records, seconds from the first batch handed to the
- * handler to the last (the throughput), and the wall time including start-up (the role's bootstrap, the group join).
+ * ({@code replay}), over the whole topic. Both read with the role's consumer settings (read_committed, cooperative
+ * rebalancing, {@code max.poll.records} = the batch size) and call the same handler, so they compare the loop, not
+ * fetch tuning. Prints one JSON line: records; cpu_s and broker_cpu_s, the JVM's CPU (every thread) and the broker's
+ * (/proc) from the start of {@code main} to the last record (start-up work counted, waiting costs none); seconds, from
+ * the first batch handed to the handler to the last (the throughput); startup_s, from {@code main} to the first
+ * batch (the role's bootstrap, the group join); steady_*, the same from the batch that reaches a tenth of the topic
+ * to the last (the steady state); and the wall time to the end.
  *
- * <pre>java -cp ... io.reprise.kafka.replay.ReplayBenchMain bare|replay BOOTSTRAP TOPIC RECORDS GROUP [HANDOVER_TOPIC]</pre>
+ * <pre>java -cp ... io.reprise.kafka.replay.ReplayBenchMain bare|replay BOOTSTRAP TOPIC RECORDS GROUP [HANDOVER_TOPIC [BROKER_PID]]</pre>
  */
 public final class ReplayBenchMain {
 
@@ -30,11 +35,18 @@ public final class ReplayBenchMain {
     static final class NoOp implements RecordsHandler<byte[], byte[]> {
         final long total;
         final AtomicLong seen = new AtomicLong();
+        final long brokerPid;
         volatile long first;
         volatile long last;
+        volatile double lastCpu;
+        volatile double lastBrokerCpu;
+        volatile long steadyFrom = -1;
+        volatile double steadyCpu;
+        volatile double steadyBrokerCpu;
 
-        NoOp(long total) {
+        NoOp(long total, long brokerPid) {
             this.total = total;
+            this.brokerPid = brokerPid;
         }
 
         @Override
@@ -45,8 +57,16 @@ public final class ReplayBenchMain {
             if (first == 0) {
                 first = System.nanoTime();
             }
-            if (seen.addAndGet(records.size()) >= total) {
+            long now = seen.addAndGet(records.size());
+            if (steadyFrom < 0 && now >= total / 10) {
+                steadyFrom = now;
+                steadyCpu = CpuClock.jvmSeconds();
+                steadyBrokerCpu = CpuClock.processSeconds(brokerPid);
+            }
+            if (now >= total && last == 0) {
                 last = System.nanoTime();
+                lastCpu = CpuClock.jvmSeconds();
+                lastBrokerCpu = CpuClock.processSeconds(brokerPid);
             }
         }
     }
@@ -57,7 +77,10 @@ public final class ReplayBenchMain {
         String topic = args[2];
         long records = Long.parseLong(args[3]);
         String group = args[4];
-        NoOp handler = new NoOp(records);
+        long brokerPid = args.length > 6 ? Long.parseLong(args[6]) : 0;
+        NoOp handler = new NoOp(records, brokerPid);
+        double cpuBefore = CpuClock.jvmSeconds();
+        double brokerBefore = CpuClock.processSeconds(brokerPid);
         long began = System.nanoTime();
         if (mode.equals("bare")) {
             bare(bootstrap, topic, group, handler);
@@ -77,11 +100,16 @@ public final class ReplayBenchMain {
             throw new IllegalStateException("handled " + handler.seen.get() + " of " + records + " records");
         }
         double seconds = (handler.last - handler.first) / 1e9;
-        System.out.printf("{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,\"wall_seconds\":%.3f}%n",
-                mode, handler.seen.get(), seconds, handler.seen.get() / seconds, wall / 1e9);
+        System.out.printf(java.util.Locale.ROOT, "{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,"
+                        + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f,"
+                        + "\"steady_records\":%d,\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}%n",
+                mode, handler.seen.get(), seconds, handler.seen.get() / seconds, wall / 1e9, handler.lastCpu - cpuBefore,
+                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9,
+                handler.seen.get() - handler.steadyFrom, handler.lastCpu - handler.steadyCpu,
+                handler.lastBrokerCpu - handler.steadyBrokerCpu);
     }
 
-    /** The loop a service writes: subscribe, poll, handle, commit asynchronously. */
+    /** The loop a service writes: subscribe, poll, handle, commit asynchronously; the role's read settings. */
     static void bare(String bootstrap, String topic, String group, NoOp handler) {
         Map<String, Object> config = new HashMap<>();
         config.put("bootstrap.servers", bootstrap);
@@ -89,6 +117,8 @@ public final class ReplayBenchMain {
         config.put("enable.auto.commit", false);
         config.put("auto.offset.reset", "earliest");
         config.put("max.poll.records", BATCH);
+        config.put("isolation.level", "read_committed");
+        config.put("partition.assignment.strategy", org.apache.kafka.clients.consumer.CooperativeStickyAssignor.class.getName());
         config.put("key.deserializer", ByteArrayDeserializer.class.getName());
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config)) {
