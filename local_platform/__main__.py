@@ -258,23 +258,24 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         install_crd(platform.kubeconfig)
         spark_controller = start_spark_controller(platform.kubeconfig, platform.workdir / "spark-operator")
         _platform_summary(platform)
-        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, sparkapplications.sparkoperator.k8s.io")
+        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")
-        _say(f"  Spark logs: {spark_controller.workdir}/<namespace>/<name>/attempt-N.log")
+        _say(f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
+             f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log")
         aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
         _say(f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
              f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})")
         _say("running the operator (Ctrl-C stops it and the platform) ...")
         return _run_foreground(argv, _operator_env(str(platform.kubeconfig), {
             "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
-            # The SparkApplications it makes name the Spark of the stand-in's spark-submit, whose jars are mapped.
+            # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
             "REPRISE_SPARK_VERSION": pyspark_version(),
         }))
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
         if spark_controller is not None:
-            _say("stopping the Spark operator stand-in and its spark-submits ...")
+            _say("stopping the Spark operator ...")
             spark_controller.stop()
         _say("stopping the local platform ...")
         platform.down()

@@ -1,6 +1,7 @@
-"""The Spark operator stand-in on the real API server with the real SparkApplication CRD: it runs the job from a
-SparkApplication (mounted Secret and ConfigMap included), writes status as the real controller, retries
-OnFailure, and stops the spark-submit when the SparkApplication is deleted."""
+"""The real Kubeflow Spark operator (controller and webhook, tests/fixtures/spark.py) on the real API server, its
+driver pods run by the node agent: the job runs from a SparkApplication (a mounted Secret, and a ConfigMap the
+webhook mounts) to COMPLETED; a driver that exits non-zero is retried OnFailure, then FAILED with the
+controller's own errorMessage; deleting the application stops its driver (the webhook's owner reference)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from local_platform.spark_operator import GROUP, PLURAL, VERSION, install_sparkapplication_crd
-from local_platform.spark_standin import SparkOperatorStandIn
+from local_platform.spark_operator import GROUP, PLURAL, VERSION
 from spark_app.lakegen import LATEST_SCHEMA, expected_records
 from tests.fixtures.kube import wait_for
 
@@ -28,28 +28,17 @@ def custom_objects(kube):
     from kubernetes import client
 
     api_client = kube.api_client()
-    install_sparkapplication_crd(api_client)
     try:
         yield client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     finally:
         api_client.close()
 
 
-@pytest.fixture
-def standin(kube, custom_objects, namespace, spark_jars, tmp_path):
-    stand_in = SparkOperatorStandIn(kube.kubeconfig, tmp_path / "standin", namespace=namespace, spark_conf={
-        "spark.jars": spark_jars, "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
-    stand_in.start()
-    try:
-        yield stand_in
-    finally:
-        stand_in.stop()
-
-
 def spark_application(name: str, main: str, arguments: list[str], **spec) -> dict:
+    # Any image name: the node agent runs Spark's pods by their role, as the Spark image would.
     return {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "SparkApplication", "metadata": {"name": name},
-        "spec": {"type": "Python", "mode": "cluster", "image": "reprise-spark:dev", "sparkVersion": "4.1.4",
+        "spec": {"type": "Python", "mode": "cluster", "image": "example.org/spark-jobs:4.1", "sparkVersion": "4.1.4",
                  "mainApplicationFile": main, "arguments": arguments,
                  "driver": {"cores": 1, "memory": "1g"}, "executor": {"instances": 1, "cores": 1, "memory": "1g"},
                  **spec},
@@ -64,11 +53,12 @@ def state(status: dict) -> str:
     return (status.get("applicationState") or {}).get("state", "")
 
 
-def test_the_job_runs_from_a_spark_application_to_completed(custom_objects, standin, namespace, kafka, lake, tmp_path):
+def test_the_job_runs_from_a_spark_application_to_completed(custom_objects, spark_operator, namespace, kafka, lake,
+                                                             tmp_path):
     api, core = custom_objects
     from kubernetes import client
 
-    topic = kafka.create_topic(f"standin-{uuid.uuid4().hex[:8]}", 2)
+    topic = kafka.create_topic(f"spark-op-{uuid.uuid4().hex[:8]}", 2)
     core.create_namespaced_secret(namespace, client.V1Secret(metadata={"name": "kafka-client"}, data={
         "client.id": base64.b64encode(b"reprise-lake-replay").decode()}))
     core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata={"name": "schema"}, data={
@@ -92,11 +82,11 @@ def test_the_job_runs_from_a_spark_application_to_completed(custom_objects, stan
         return status if state(status) in ("COMPLETED", "FAILED") else None
 
     status = wait_for(finished, 900, "the SparkApplication to finish")
-    log = standin.log_path(namespace, "lr-1-spark").read_text(errors="replace")
+    log = spark_operator.log_path(namespace, "lr-1-spark").read_text(errors="replace")
     assert state(status) == "COMPLETED", log[-3000:]
     assert seen[-1] == "COMPLETED" and "FAILING" not in seen and set(seen) <= {"", "SUBMITTED", "RUNNING", "SUCCEEDING", "COMPLETED"}
     assert (status["submissionAttempts"], status["executionAttempts"]) == (1, 1)
-    assert status["driverInfo"] == {"podName": "lr-1-spark-driver"}
+    assert status["driverInfo"]["podName"] == "lr-1-spark-driver"
     assert status["submissionID"] and status["lastSubmissionAttemptTime"] and status["terminationTime"]
     assert "Kafka client settings from" in log and "client.id" in log
     day_end = datetime(2024, 1, 8, tzinfo=timezone.utc)
@@ -104,7 +94,7 @@ def test_the_job_runs_from_a_spark_application_to_completed(custom_objects, stan
     assert Counter(r.headers["reprise-origin"].rsplit("=", 1)[1] for r in read_topic(kafka, topic)) == expected
 
 
-def test_a_failing_application_is_retried_on_failure_then_failed(custom_objects, standin, namespace):
+def test_a_failing_application_is_retried_on_failure_then_failed(custom_objects, spark_operator, namespace):
     api, _ = custom_objects
     # Arguments the job refuses (exit code 2) before Spark even starts: a quick failure.
     app = spark_application("bad-args", "local:///opt/reprise/spark_app/main.py", ["--source", "file:///nowhere"],
@@ -115,18 +105,18 @@ def test_a_failing_application_is_retried_on_failure_then_failed(custom_objects,
                       "the SparkApplication to fail")
     assert status["applicationState"]["errorMessage"] == "driver container failed with ExitCode: 2, Reason: Error"
     assert (status["submissionAttempts"], status["executionAttempts"]) == (2, 2)
-    assert "the following arguments are required" in standin.log_path(namespace, "bad-args").read_text()
-    assert standin.log_path(namespace, "bad-args").name == "attempt-2.log"
+    # The second driver pod's log (the first pod was deleted for the retry).
+    assert "the following arguments are required" in spark_operator.log_path(namespace, "bad-args").read_text()
 
 
-def test_deleting_a_running_application_stops_its_spark_submit(custom_objects, standin, namespace, tmp_path):
+def test_deleting_a_running_application_stops_its_driver(custom_objects, spark_operator, namespace, tmp_path):
     api, _ = custom_objects
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text("import time\ntime.sleep(900)\n")
     api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
                                         spark_application("sleeper", f"local://{sleeper}", []))
     wait_for(lambda: state(status_of(api, namespace, "sleeper")) == "RUNNING", 300, "the application to run")
-    pid = standin.pid(namespace, "sleeper")
+    pid = spark_operator.pid(namespace, "sleeper")
     assert pid is not None
     os.kill(pid, 0)  # alive
 
@@ -139,5 +129,7 @@ def test_deleting_a_running_application_stops_its_spark_submit(custom_objects, s
             return True
         return False
 
-    wait_for(gone, 60, f"spark-submit (pid {pid}) to be stopped")
-    assert standin.pid(namespace, "sleeper") is None
+    # The driver pod is owned by its SparkApplication (the webhook's owner reference): garbage collection
+    # deletes it, and the node agent stops its process.
+    wait_for(gone, 120, f"the driver (pid {pid}) to be stopped")
+    assert spark_operator.pid(namespace, "sleeper") is None
