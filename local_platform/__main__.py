@@ -257,6 +257,9 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
 
         install_crd(platform.kubeconfig)
         spark_controller = start_spark_controller(platform.kubeconfig, platform.workdir / "spark-operator")
+        for process in (spark_controller.controller, spark_controller.webhook):
+            if process is not None:
+                platform.record_process(process.name, process.pid)
         _platform_summary(platform)
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")

@@ -10,9 +10,10 @@ already mapped the mounted paths in the args (the properties file is in the pod'
 module maps what the IMAGE holds:
 
 - `/opt/reprise` (spark_app, the job) is this checkout;
-- `/opt/spark/jars/<artifact>-<version>.jar`: a jar of Spark itself is already on pyspark's classpath and is
-  dropped; the Kafka connector jars the image bakes in are the jars `spark_jars` resolved from Maven Central,
-  and kafka-clients and commons-pool2, on the image's classpath too, are added to `spark.jars`;
+- `/opt/spark/jars` is Spark's classpath: pyspark's own jars, plus the four jars spark_app/Dockerfile bakes in
+  (the Kafka connector, its token provider, kafka-clients, commons-pool2), which are the jars `spark_jars`
+  resolved from Maven Central and are added to `spark.jars`; a `spark.jars` entry naming a jar of
+  `/opt/spark/jars` is on that classpath already and is dropped;
 - Spark runs in local mode inside the driver (`LOCAL_MASTER`): the executors are threads of the driver JVM,
   so no executor pods are created; `spark.executor.instances` is not exercised here.
 
@@ -163,8 +164,8 @@ def image_path(value: str, path_map: Mapping[str, str]) -> str:
 
 
 def image_jar(value: str, resolved: Mapping[str, str], spark_jars_dir: Path | None) -> str | None:
-    """A jar of the image's `/opt/spark/jars` on this machine: the resolved jar of the same artifact, None
-    when pyspark's own jars/ has it (it is on the classpath already), unchanged when it is no image jar."""
+    """A `spark.jars` entry on this machine: None for a jar of the image's `/opt/spark/jars` (pyspark's own, or
+    an artifact the image bakes in: both are on the classpath already), unchanged for any other jar."""
     text = value[len("local://"):] if value.startswith("local://") else value
     if not text.startswith(IMAGE_JARS_DIR.rstrip("/") + "/"):
         return value
@@ -173,7 +174,7 @@ def image_jar(value: str, resolved: Mapping[str, str], spark_jars_dir: Path | No
         return None
     m = _JAR_NAME.match(name)
     if m and m.group("artifact") in resolved:
-        return resolved[m.group("artifact")]
+        return None
     raise SparkImageError(f"{text} is a jar of the Spark image that this machine does not have: the local "
                           f"platform maps only Spark's own jars and {', '.join(sorted(resolved))}")
 
@@ -182,8 +183,8 @@ def local_driver_properties(props: Mapping[str, str], *, resolved: Mapping[str, 
                             spark_jars_dir: Path | None, path_map: Mapping[str, str] = IMAGE_PATHS) -> dict[str, str]:
     """The driver's properties, for a local-mode driver on this machine (see the module docstring).
 
-    `resolved`: artifact -> local jar of what the image bakes into /opt/spark/jars; `classpath`: the local
-    jars the image has on Spark's classpath besides (added to spark.jars).
+    `resolved`: artifact -> local jar of what the image bakes into /opt/spark/jars; `classpath`: those local
+    jars, added to spark.jars (the image has them on Spark's classpath).
     """
     out = dict(props)
     for key in _PATH_LISTS:
@@ -258,7 +259,7 @@ def _image_jars() -> tuple[dict[str, str], list[str]]:
 
     resolved = resolve_spark_jars()
     local = dict(zip((CONNECTOR, TOKEN_PROVIDER, KAFKA_CLIENTS, COMMONS_POOL2), (str(p) for p in resolved.jars)))
-    return local, [local[KAFKA_CLIENTS], local[COMMONS_POOL2]]
+    return local, list(local.values())
 
 
 def run_driver(args: Sequence[str]) -> None:

@@ -74,11 +74,13 @@ def test_the_local_driver_runs_in_local_mode_with_the_images_jars_mapped(tmp_pat
     (spark_jars / "spark-core_2.13-4.1.4.jar").write_text("")
     props = parse_properties(SPARK_PROPERTIES)
     props["spark.jars"] += ",local:///opt/spark/jars/spark-core_2.13-4.1.4.jar,s3a://bucket/extra.jar"
-    local = local_driver_properties(props, resolved=RESOLVED, classpath=[RESOLVED["kafka-clients"], RESOLVED["commons-pool2"]],
-                                    spark_jars_dir=spark_jars)
+    local = local_driver_properties(props, resolved=RESOLVED, classpath=list(RESOLVED.values()), spark_jars_dir=spark_jars)
     assert local["spark.master"] == LOCAL_MASTER and local["spark.submit.deployMode"] == "client"
-    assert local["spark.jars"].split(",") == ["/cache/sql-kafka-4.1.1.jar", "/cache/token-4.1.1.jar",
-                                              "s3a://bucket/extra.jar", "/cache/kafka-clients.jar", "/cache/pool2.jar"]
+    # The image's /opt/spark/jars is the classpath: pyspark's jars and the four the image bakes in, always.
+    assert local["spark.jars"].split(",") == ["s3a://bucket/extra.jar", "/cache/sql-kafka-4.1.1.jar",
+                                              "/cache/token-4.1.1.jar", "/cache/kafka-clients.jar", "/cache/pool2.jar"]
+    assert local_driver_properties({}, resolved=RESOLVED, classpath=list(RESOLVED.values()),
+                                   spark_jars_dir=None)["spark.jars"].split(",") == list(RESOLVED.values())
     # Free ports on loopback, not the cluster-mode 7078 that a second driver on this host would collide on.
     assert local["spark.driver.port"] == "0" and local["spark.driver.host"] == "127.0.0.1"
     # What the application set wins over the small-machine defaults; the rest is kept as the controller wrote it.
@@ -90,6 +92,7 @@ def test_a_jar_of_the_image_this_machine_does_not_have_is_refused_by_name() -> N
     with pytest.raises(SparkImageError, match="/opt/spark/jars/delta-spark_2.13-4.0.0.jar"):
         image_jar("local:///opt/spark/jars/delta-spark_2.13-4.0.0.jar", RESOLVED, None)
     assert image_jar("local:///opt/other/x.jar", RESOLVED, None) == "local:///opt/other/x.jar"
+    assert image_jar("local:///opt/spark/jars/spark-sql-kafka-0-10_2.13-4.1.4.jar", RESOLVED, None) is None
 
 
 def test_the_driver_argv_is_a_client_mode_spark_submit_of_the_mapped_main_file() -> None:
