@@ -693,7 +693,9 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
             raise Retry(f"the driver of SparkApplication {app} is still stopping")
     if children.get("deployment"):
         await rt.kube.run(rt.kube.delete_deployment, ns, children["deployment"])
-    pods = await rt.kube.run(rt.kube.list_pods, ns, cutover.replay_pods_selector(resource.name, "lakereplay"))
+    # The Spark operator copies the SparkApplication's labels to its driver pod, which a failed application keeps.
+    drain = f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role"
+    pods = await rt.kube.run(rt.kube.list_pods, ns, drain)
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
     group = children.get("replayGroup")

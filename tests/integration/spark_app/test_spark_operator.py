@@ -14,11 +14,12 @@ from datetime import datetime, timezone
 
 import pytest
 
+from local_platform.spark_jars import pyspark_version as spark_version
 from local_platform.spark_operator import GROUP, PLURAL, VERSION
 from spark_app.lakegen import LATEST_SCHEMA, expected_records
 from tests.fixtures.kube import wait_for
 
-from .conftest import read_topic
+from .conftest import REPO, read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -133,3 +134,54 @@ def test_deleting_a_running_application_stops_its_driver(custom_objects, spark_o
     # deletes it, and the node agent stops its process.
     wait_for(gone, 120, f"the driver (pid {pid}) to be stopped")
     assert spark_operator.pid(namespace, "sleeper") is None
+
+
+def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_restricted_pod_security(
+        kube, custom_objects, spark_operator, tmp_path):
+    """The SparkApplication LakeReplay builds (examples/lakereplay.yaml), its main file swapped for one that
+    exits at once: the driver pod spark-submit creates and the webhook mutates (security contexts, the mounted
+    schema ConfigMap, the owner reference) is admitted in a namespace that enforces PodSecurity `restricted`."""
+    import yaml
+
+    from reprise_operator.api import LakeReplaySpec
+    from reprise_operator.lakereplay import spark_application as lake_spark_application
+    from reprise_operator.workloads import Owner
+
+    api, core = custom_objects
+    namespace = f"spark-restricted-{uuid.uuid4().hex[:6]}"
+    kube.kubectl("create", "namespace", namespace)
+    kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted",
+                 "pod-security.kubernetes.io/enforce-version=latest")
+    try:
+        wait_for(lambda: kube.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode == 0,
+                 30, "the default ServiceAccount")
+        spec = LakeReplaySpec.model_validate(yaml.safe_load(
+            (REPO / "examples" / "lakereplay.yaml").read_text())["spec"])
+        from kubernetes import client
+
+        core.create_namespaced_config_map(namespace, client.V1ConfigMap(
+            metadata={"name": spec.source.schema_.config_map_ref.name}, data={spec.source.schema_.config_map_ref.key: "{}"}))
+        owner = Owner("reprise.io/v1alpha1", "LakeReplay", "accounts", "00000000-0000-0000-0000-000000000003")
+        app = lake_spark_application(owner=owner, namespace=namespace, spec=spec)
+        app["metadata"].pop("ownerReferences")  # no LakeReplay here: the garbage collector would delete it
+        quick = tmp_path / "quick.py"
+        quick.write_text("print('admitted')\n")
+        app["spec"].update(mainApplicationFile=f"local://{quick}", arguments=[], sparkVersion=spark_version(),
+                           restartPolicy={"type": "Never"})
+        app["spec"].pop("deps", None)
+        app["spec"]["driver"].pop("envFrom", None)  # the example's lake credentials Secret is not here
+        app["spec"]["driver"].pop("secrets", None)
+        api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, app)
+        name = app["metadata"]["name"]
+        status = wait_for(lambda: (s := status_of(api, namespace, name)) and state(s) in ("COMPLETED", "FAILED",
+                                                                                         "SUBMISSION_FAILED") and s,
+                          300, "the application to finish")
+        assert state(status) == "COMPLETED", status
+        pod = json.loads(kube.kubectl("get", "pod", f"{name}-driver", "-n", namespace, "-o", "json").stdout)
+        assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "SparkApplication"
+        assert any(v.get("configMap", {}).get("name") == spec.source.schema_.config_map_ref.name
+                   for v in pod["spec"]["volumes"]), "the webhook mounts driver.configMaps"
+        assert "admitted" in spark_operator.log_path(namespace, name).read_text()
+    finally:
+        kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
