@@ -171,6 +171,8 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
         app["spec"].pop("deps", None)
         app["spec"]["driver"].pop("envFrom", None)  # the example's lake credentials Secret is not here
         app["spec"]["driver"].pop("secrets", None)
+        if app["spec"]["driver"].get("serviceAccount"):  # the example's (`spark`), which the user creates
+            core.create_namespaced_service_account(namespace, {"metadata": {"name": app["spec"]["driver"]["serviceAccount"]}})
         api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, app)
         name = app["metadata"]["name"]
         status = wait_for(lambda: (s := status_of(api, namespace, name)) and state(s) in ("COMPLETED", "FAILED",
