@@ -257,24 +257,28 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
 
         install_crd(platform.kubeconfig)
         spark_controller = start_spark_controller(platform.kubeconfig, platform.workdir / "spark-operator")
+        for process in (spark_controller.controller, spark_controller.webhook):
+            if process is not None:
+                platform.record_process(process.name, process.pid)
         _platform_summary(platform)
-        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, sparkapplications.sparkoperator.k8s.io")
+        _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")
-        _say(f"  Spark logs: {spark_controller.workdir}/<namespace>/<name>/attempt-N.log")
+        _say(f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
+             f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log")
         aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
         _say(f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
              f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})")
         _say("running the operator (Ctrl-C stops it and the platform) ...")
         return _run_foreground(argv, _operator_env(str(platform.kubeconfig), {
             "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
-            # The SparkApplications it makes name the Spark of the stand-in's spark-submit, whose jars are mapped.
+            # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
             "REPRISE_SPARK_VERSION": pyspark_version(),
         }))
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
         if spark_controller is not None:
-            _say("stopping the Spark operator stand-in and its spark-submits ...")
+            _say("stopping the Spark operator ...")
             spark_controller.stop()
         _say("stopping the local platform ...")
         platform.down()
@@ -287,7 +291,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     build = sub.add_parser("build", help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
-                           description="Build etcd, the Kubernetes control plane, kubectl and helm from the Go module "
+                           description="Build etcd, the Kubernetes control plane, kubectl, helm and the Spark operator from the Go module "
                                        "proxy and resolve Kafka's jars from Maven Central, unless already cached.")
     build.add_argument("--skip-kafka", action="store_true", help="only the Go-built binaries")
     build.set_defaults(func=cmd_build)

@@ -15,6 +15,10 @@ It is NOT a kubelet. There is no container runtime, no image, no isolation, no c
   container's `env`/`envFrom` (values, Secret and ConfigMap keys, the downward API fields) and its
   `volumes` (secret, configMap, emptyDir, downwardAPI, projected, hostPath, persistentVolumeClaim)
   materialised as files under the agent's work directory.
+- The pods of Spark (label `spark-role`: the driver pod spark-submit creates for the real Spark operator's
+  controller), whatever their image, are RUN too: a container with no `command` runs the Spark image's
+  entrypoint as this machine has it, `python -m local_platform.spark_image` (`SPARK_ENTRYPOINT`), which runs
+  the driver as a local spark-submit from the properties file of its ConfigMap (see that module).
 - Every other container is only reported Running (like kwok): nothing runs.
 
 Paths. A process cannot see container paths, so each volumeMount's `mountPath` is replaced by the local
@@ -75,6 +79,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .local_images import image_paths
+from .spark_image import is_spark_pod
 from .processes import PortClaims, port_is_bindable
 
 log = logging.getLogger("reprise.node_agent")
@@ -84,6 +89,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # What the image's entrypoint would run when a container names no `command` (the image is built from
 # this repository; keep in step with its Dockerfile ENTRYPOINT).
 DEFAULT_ENTRYPOINT: tuple[str, ...] = ("python", "-m", "reprise_operator")
+# What the Spark image's entrypoint (/opt/entrypoint.sh) does, for the pods of Spark (`spark_image`).
+SPARK_ENTRYPOINT: tuple[str, ...] = ("python", "-m", "local_platform.spark_image")
 
 # The console scripts of pyproject.toml: inside the image they are on PATH, here they are modules.
 CONSOLE_SCRIPTS: Mapping[str, str] = {
@@ -798,6 +805,17 @@ class NodeAgent:
         d = self.pod_dir(namespace, name)
         return d / "logs" / f"{container}.log" if d else None
 
+    def container_pid(self, namespace: str, name: str, container: str) -> int | None:
+        """The PID of a container's process while it runs (None when it does not, or the pod is gone)."""
+        with self._pods_lock:
+            for p in self._pods.values():
+                if (p.namespace, p.name) != (namespace, name):
+                    continue
+                for c in p.init + p.main:
+                    if c.name == container and c.popen is not None and c.popen.poll() is None:
+                        return c.popen.pid
+        return None
+
     def pids(self) -> list[int]:
         """PIDs of the processes the agent runs right now."""
         with self._pods_lock:
@@ -1058,10 +1076,11 @@ class NodeAgent:
             return  # finished before this agent knew it; nothing to run
         meta, spec = obj["metadata"], obj.get("spec") or {}
         pattern = self.settings.run_image_pattern
+        spark = is_spark_pod(obj)
 
         def containers(specs: Iterable[dict[str, Any]]) -> list[_Container]:
             return [
-                _Container(spec=c, runs_locally=image_runs_locally(c.get("image", ""), pattern),
+                _Container(spec=c, runs_locally=spark or image_runs_locally(c.get("image", ""), pattern),
                            view=ContainerView(name=c["name"], image=c.get("image", "")))
                 for c in specs
             ]
@@ -1345,7 +1364,8 @@ class NodeAgent:
         env["PYTHONPATH"] = own + (os.pathsep + env["PYTHONPATH"] if pod_env.get("PYTHONPATH") else "")
         command = [map_paths(expand_vars(a, pod_env), paths) for a in spec.get("command") or []]
         args = [map_paths(expand_vars(a, pod_env), paths) for a in spec.get("args") or []]
-        argv = local_argv(command, args, s.python, s.default_entrypoint)
+        entrypoint = SPARK_ENTRYPOINT if is_spark_pod(pod.obj) else s.default_entrypoint
+        argv = local_argv(command, args, s.python, entrypoint)
         if not argv:
             raise ConfigError("container has no command and no default entrypoint")
         cwd = str(pod.directory)

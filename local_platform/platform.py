@@ -40,6 +40,7 @@ class LocalPlatform:
         self.agent = NodeAgent(self.control_plane.kubeconfig, self.workdir / "node-agent")
         self.kafka: Any = None
         self.started_in = 0.0
+        self._recorded: dict[str, int] = {}
 
     @property
     def kubeconfig(self) -> Path:
@@ -121,8 +122,14 @@ class LocalPlatform:
     def __exit__(self, *exc: object) -> None:
         self.down()
 
+    def record_process(self, name: str, pid: int) -> None:
+        """Record a process started on this platform (the Spark operator's), so `down` stops it too."""
+        self._recorded[name] = pid
+        self._write_state()
+
     def state(self) -> dict[str, Any]:
         procs = {name: [pid, start_ticks(pid)] for name, pid in self.control_plane.pids().items()}
+        procs.update({name: [pid, start_ticks(pid)] for name, pid in self._recorded.items()})
         if self.kafka is not None and self.kafka.pid:
             procs["kafka"] = [self.kafka.pid, start_ticks(self.kafka.pid)]
         return {
@@ -215,6 +222,7 @@ def stop_recorded(state_file: Path = STATE_FILE, timeout: float = 60.0) -> list[
     # Reverse start order: the scheduler and controller manager before the API server, etcd and Kafka last.
     order = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "kafka"]
     procs = state.get("processes", {})
+    leftovers += [(name, entry) for name, entry in procs.items() if name not in order]  # recorded ones first
     leftovers += [(name, procs[name]) for name in order if name in procs]
     for name, entry in leftovers:
         if _alive(entry):

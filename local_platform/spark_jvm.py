@@ -1,7 +1,7 @@
 """The JVM options of the Spark runs on the local platform: short jobs on two shared cores.
 
-Every Spark run here (the stand-in's spark-submits, the job tests' spark-submits, the tests' in-process
-sessions) processes thousands of rows, not billions, and starts a fresh JVM. Two JVM defaults made for long
+Every Spark run here (the Spark operator's and the local drivers' spark-submits, the job tests' spark-submits,
+the tests' in-process sessions) processes thousands of rows, not billions, and starts a fresh JVM. Two JVM defaults made for long
 jobs cost most of such a run's CPU:
 - the C2 compiler: it compiles hot Spark code for a throughput these runs never reach. `-XX:TieredStopAtLevel=1`
   stops at C1 and halves a run's CPU time (30k-row lake write: 21 → 11 CPU-s, wall 12 → 10 s).
@@ -79,7 +79,7 @@ def ensure_class_data_archive() -> Path:
 
 def _dump_workload() -> None:
     """What the archive should hold: the classes of a session, a Parquet write and the job's read, evolve and
-    order (its dry run), as the tests' and the stand-in's runs load them."""
+    order (its dry run), as the tests' and the local drivers' runs load them."""
     from pyspark import SparkContext
 
     from spark_app.job import run as run_job

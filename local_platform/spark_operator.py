@@ -7,8 +7,8 @@ written by hand. `ensure_sparkapplication_crd()` downloads the operator's Go mod
 generates from its API types: `config/crd/bases/sparkoperator.k8s.io_sparkapplications.yaml`.
 
 Only tags from v2.2.0 on carry the `/v2` module path; v2.2.0 itself is refused by the proxy
-("not available"), so the newest release it serves is pinned. There is no Spark operator controller on
-these machines: `local_platform.spark_standin` plays its part in tests.
+("not available"), so the newest release it serves is pinned. The same release's controller and webhook are
+built by `toolchain.SPARK_OPERATOR` and run by `spark_controller`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Go-built binaries of the local platform: etcd, the Kubernetes control plane, kubectl and helm.
+"""The Go-built binaries of the local platform: etcd, the Kubernetes control plane, kubectl, helm and the
+Kubeflow Spark operator (controller and webhook in one binary).
 
 Each is built once per machine by a script in `local_platform/build/` from the Go module proxy into
 `<cache>/<component>-<version>/bin/` (see `cache`), keyed by version; later calls find the binaries and
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from .cache import cache_root, component_dir
 from .errors import PlatformError
+from .spark_operator import SPARK_OPERATOR_VERSION
 
 KUBE_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.16"  # kube-apiserver 1.35 wants etcd 3.5.13+; 3.6 is what it is tested with
@@ -65,7 +67,9 @@ KUBE = Component("kube", KUBE_VERSION, "kube.sh", "KUBE_VERSION",
                  ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"))
 ETCD = Component("etcd", ETCD_VERSION, "etcd.sh", "ETCD_VERSION", ("etcd",))
 HELM = Component("helm", HELM_VERSION, "helm.sh", "HELM_VERSION", ("helm",))
-COMPONENTS = (ETCD, KUBE, HELM)
+SPARK_OPERATOR = Component("spark-operator", SPARK_OPERATOR_VERSION, "spark-operator.sh", "SPARK_OPERATOR_VERSION",
+                           ("spark-operator",))
+COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR)
 
 
 def go_problem() -> str | None:
@@ -73,7 +77,7 @@ def go_problem() -> str | None:
     go = shutil.which("go")
     fix = "install Go 1.25 or newer (https://go.dev/doc/install) and put it on PATH"
     if go is None:
-        return f"go not found on PATH, needed once to build etcd, Kubernetes and helm: {fix}"
+        return f"go not found on PATH, needed once to build etcd, Kubernetes, helm and the Spark operator: {fix}"
     try:
         out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -148,6 +152,10 @@ def ensure_helm(announce=None) -> Path:
 def kubectl_path() -> Path:
     """Where kubectl is (or will be) cached; `ensure_kube_binaries()` builds it."""
     return KUBE.directory / "bin" / "kubectl"
+
+
+def ensure_spark_operator(announce=None) -> Path:
+    return ensure(SPARK_OPERATOR, announce)[0]
 
 
 def helm_path() -> Path:

@@ -687,9 +687,15 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
         await rt.kube.run(rt.kube.delete_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app)
         if await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app) is not None:
             raise Retry(f"SparkApplication {app} is still being deleted")
+        # Its driver pod goes after it (garbage collection of the owner reference the Spark operator's webhook
+        # sets), and writes until then.
+        if await rt.kube.run(rt.kube.list_pods, ns, f"sparkoperator.k8s.io/app-name={app}"):
+            raise Retry(f"the driver of SparkApplication {app} is still stopping")
     if children.get("deployment"):
         await rt.kube.run(rt.kube.delete_deployment, ns, children["deployment"])
-    pods = await rt.kube.run(rt.kube.list_pods, ns, cutover.replay_pods_selector(resource.name, "lakereplay"))
+    # The Spark operator copies the SparkApplication's labels to its driver pod, which a failed application keeps.
+    drain = f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role"
+    pods = await rt.kube.run(rt.kube.list_pods, ns, drain)
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
     group = children.get("replayGroup")

@@ -238,6 +238,22 @@ class SparkOutcome:
     attempts: int | None = None
 
 
+#: The longest controller error a condition message carries.
+ERROR_LIMIT = 1000
+
+
+def error_summary(error: str) -> str:
+    """The controller's errorMessage, bounded: for a failed submission it is spark-submit's whole stderr (a JVM
+    stack trace of kilobytes), of which the first line, the exception and its root cause say what happened."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return error.strip()[:ERROR_LIMIT]
+    thrown = next((line for line in lines[1:] if line.startswith("Exception in thread") or line.startswith("Error:")),
+                  None)
+    cause = next((line for line in reversed(lines) if line.startswith("Caused by:")), None)
+    return " ... ".join(line for line in (lines[0], thrown, cause) if line)[:ERROR_LIMIT]
+
+
 def state_reason(state: str) -> str:
     """`PENDING_RERUN` -> `SparkPendingRerun`; the empty state (not yet seen by a controller) -> `SparkNew`."""
     words = [w.capitalize() for w in state.split("_") if w] or ["New"]
@@ -252,7 +268,7 @@ def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
     status = app.get("status") or {}
     application = status.get("applicationState") or {}
     state = application.get("state") or NEW
-    error = application.get("errorMessage") or ""
+    error = error_summary(application.get("errorMessage") or "")
     attempts = status.get("submissionAttempts")
     if state == COMPLETED:
         return SparkOutcome(state, True, False, "SparkCompleted",

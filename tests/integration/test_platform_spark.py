@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from local_platform.spark_jvm import C1_ONLY, ensure_class_data_archive, short_job_options
-from local_platform.spark_standin import spark_submit_executable
+from local_platform.spark_image import spark_submit_executable
 
 pytestmark = pytest.mark.integration
 

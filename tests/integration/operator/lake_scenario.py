@@ -199,6 +199,12 @@ def _logs(operator, spark, namespace: str, name: str) -> str:
         path = spark.log_path(namespace, f"{name}-spark")
         if path is not None and path.exists():
             text += f"spark log ({path}):\n" + "\n".join(path.read_text(errors="replace").splitlines()[-40:])
+        controller = getattr(spark, "controller", None)
+        if controller is not None and controller.controller_log.exists():
+            app = f'"name":"{name}-spark","namespace":"{namespace}"'
+            states = [line for line in controller.controller_log.read_text(errors="replace").splitlines()
+                      if app in line and "newState" in line]
+            text += f"\nSpark operator ({controller.controller_log}):\n" + "\n".join(states[-20:])
     return text
 
 

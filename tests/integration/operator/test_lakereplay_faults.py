@@ -8,6 +8,8 @@ Spark several times.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from datetime import datetime, timezone
 
 import pytest
@@ -65,7 +67,9 @@ def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_withou
     seen = watch(kube, namespace, "paused", "Suspended", 120, operator, spark_operator)
     app = wait_for(lambda: (a := get(kube, namespace, "sparkapplication", "paused-spark"))
                    and a["status"]["applicationState"]["state"] == "SUSPENDED" and a, 120, "Spark to be SUSPENDED")
-    assert app["spec"]["suspend"] is True and spark_operator.pid(namespace, "paused-spark") is None
+    assert app["spec"]["suspend"] is True
+    # SUSPENDED says the controller deleted the driver pod; the driver stops within the pod's grace period.
+    wait_for(lambda: spark_operator.pid(namespace, "paused-spark") is None, 60, "the suspended driver to stop")
     drain = get(kube, namespace, "deployment", "paused-drain")
     assert drain["spec"]["replicas"] == 0
     assert written(kube, namespace, "paused") < len(lake.expected(start, end)), "Spark finished before the suspend"
@@ -107,6 +111,38 @@ def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
     assert get(kube, namespace, "lakereplay", "doomed") is None
     assert_lake_children_gone(kube, kafka, namespace, "doomed", status)
     assert spark_operator.pid(namespace, "doomed-spark") is None, "the spark-submit must be stopped"
+
+
+def test_a_killed_driver_is_retried_by_the_spark_operator_and_no_day_is_written_twice(
+        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    """`kill -9` of the driver part-way through its write: the Spark operator sees its pod fail (exit code 137),
+    retries it under restartPolicy OnFailure, and the retried driver leaves out the records of the days the
+    first one wrote (all in one write unit here) that are already in the topic: every event once, and no more
+    records than events."""
+    start, end = datetime(2024, 1, 2, tzinfo=UTC), datetime(2024, 1, 6, tzinfo=UTC)
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    schema_configmap(kube, namespace)
+    body = lake_replay("crashed", kafka.bootstrap, lake, spark_version, start="2024-01-02T00:00:00Z",
+                       to="2024-01-06T00:00:00Z", consumer=drain_consumer(sink))
+    body["spec"]["spark"]["maxRecordsPerSecond"] = 400
+    body["spec"]["spark"]["retries"] = {"onFailure": 2, "intervalSeconds": 1}
+    apply(kube, namespace, body)
+    expected = lake.expected(start, end)
+    wait_for(lambda: written(kube, namespace, "crashed") > len(expected) / 3, 300, "Spark to write a third")
+    pid = spark_operator.pid(namespace, "crashed-spark")
+    assert pid is not None, "the driver must be running"
+    os.killpg(pid, signal.SIGKILL)
+
+    seen = watch(kube, namespace, "crashed", "Complete", 900, operator, spark_operator)
+    status = seen.body["status"]
+    counts = Sink.read(sink).event_counts(status["children"]["backfillTopic"])
+    assert set(counts) == set(expected) and max(counts.values()) == 1
+    assert status["spark"]["recordsWritten"] == len(expected), "the retried driver wrote a record twice"
+    assert status["spark"]["attempts"] == 2, "the Spark operator submits the killed application once more"
+    retried = spark_operator.log_path(namespace, "crashed-spark").read_text(errors="replace")
+    assert "started by an earlier attempt: leaving out records already in the topic" in retried
+    assert_lake_children_gone(kube, kafka, namespace, "crashed", status)
 
 
 def test_a_spark_application_that_fails_fails_the_lakereplay_with_the_drivers_message(

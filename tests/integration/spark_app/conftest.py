@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from local_platform import processes
 from local_platform.kafka_broker import KafkaBroker
 from local_platform.spark_jars import ensure_spark_jars
-from local_platform.spark_standin import spark_submit_executable
+from local_platform.spark_image import spark_submit_executable
 from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, write_lake
 
 REPO = Path(__file__).resolve().parents[3]

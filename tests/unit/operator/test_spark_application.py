@@ -20,6 +20,7 @@ from reprise_operator.spark_application import (
     application_name,
     backfill_topic_name,
     connector_jars,
+    error_summary,
     job_arguments,
     progress_uri,
     rfc3339_exact,
@@ -250,6 +251,22 @@ def test_failed_states_fail_with_the_drivers_message(state, reason):
     assert (outcome.produced, outcome.failed, outcome.reason) == (False, True, reason)
     assert outcome.message == (f"SparkApplication lr-spark is {state} after 4 submission attempt(s): "
                                "driver container failed with ExitCode: 3, Reason: Error")
+
+
+def test_a_failed_submission_keeps_the_exception_and_its_cause_of_spark_submits_stderr():
+    # What the real controller writes when spark-submit fails: its whole stderr, stack trace included.
+    stderr = ("failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules\n"
+              "26/11/23 22:35:56 INFO SparkKubernetesClientFactory: Auto-configuring K8S client\n"
+              'Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error has occurred.\n'
+              + "\tat io.fabric8.Foo.bar(Foo.java:1)\n" * 200
+              + "Caused by: java.io.IOException: Invalid DER: object is not integer\n\t... 17 more\n")
+    summary = error_summary(stderr)
+    assert summary == ("failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules"
+                       ' ... Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error'
+                       " has occurred. ... Caused by: java.io.IOException: Invalid DER: object is not integer")
+    assert spark_outcome(app("SUBMISSION_FAILED", stderr, attempts=4)).message.endswith(summary)
+    assert error_summary("driver container failed with ExitCode: 3, Reason: Error") == (
+        "driver container failed with ExitCode: 3, Reason: Error")
 
 
 def test_a_new_application_waits_for_the_controller():
