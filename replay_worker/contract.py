@@ -8,6 +8,7 @@ environment and publishes where it started. Both sides read the same rules from 
   error) and `PartitionFacts`, from `start_position`;
 - the one duration grammar (`durations`) and the one timestamp module (`timestamps`);
 - the filter spec (`filters.FilterSpec`), which the worker and the guard evaluate alike;
+- the view of one replay in the handover topic (`handover.ReplayHandover`), which the operator follows;
 - the worker's environment contract (`settings.WorkerSettings`: every `REPRISE_*` variable, `to_env`).
 
 Pure: nothing here, nor anything it imports, opens a Kafka client (import-linter checks it: `make lint`).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .durations import GO_DURATION, format_duration, parse_duration, parse_go_duration
 from .filters import FilterSpec, FilterSpecError
+from .handover import ReplayHandover
 from .settings import SettingsError, WorkerSettings
 from .setting_scopes import ClientType, settings_for
 from .start_position import (
@@ -50,6 +52,7 @@ __all__ = [
     "FilterSpec",
     "FilterSpecError",
     "PartitionFacts",
+    "ReplayHandover",
     "SettingsError",
     "SpecError",
     "StartDecision",

@@ -115,8 +115,11 @@ def parse_duration(value: Any, what: str = "duration") -> float:
         else:
             parts = _parts_seconds(text, _WORKER_UNITS)
             if parts is None:
-                raise SpecError(f"{what}: {value!r} is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)",
-                                field=what, code="bad-duration")
+                raise SpecError(
+                    f"{what}: {value!r} is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)",
+                    field=what,
+                    code="bad-duration",
+                )
             seconds = float(parts)
     else:
         raise SpecError(f"{what}: {value!r} is not a duration", field=what, code="bad-duration")

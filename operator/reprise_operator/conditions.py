@@ -60,7 +60,7 @@ def set_condition(
             updated["observedGeneration"] = observed_generation
         result.append(updated)
     if not replaced:
-        new = {
+        new: dict[str, str | int] = {
             "type": type_,
             "status": status,
             "reason": reason,

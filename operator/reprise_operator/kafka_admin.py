@@ -17,7 +17,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
                              TopicPartition)
@@ -378,7 +378,8 @@ def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, cl
 
 
 def produce_one(bootstrap: str, config: Mapping[str, str], topic: str, *, key: bytes | str | None,
-                value: bytes | str | None, headers: list[tuple[str, bytes]], partition: int, client_id: str) -> int:
+                value: bytes | str | None, headers: Sequence[tuple[str, str | bytes | None]], partition: int,
+                client_id: str) -> int:
     """Produce one record and wait for its acknowledgement; its offset (Debezium's signals)."""
     producer = Producer({**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True})
     delivered: dict[str, Any] = {}
@@ -387,7 +388,8 @@ def produce_one(bootstrap: str, config: Mapping[str, str], topic: str, *, key: b
         delivered["error"], delivered["offset"] = error, (message.offset() if message is not None else None)
 
     try:
-        producer.produce(topic, key=key, value=value, headers=headers, partition=partition, on_delivery=on_delivery)
+        producer.produce(topic, key=key, value=value, headers=list(headers), partition=partition,
+                         on_delivery=on_delivery)
         if producer.flush(IO_TIMEOUT_S) or "offset" not in delivered:
             raise TimeoutError(f"the signal to {topic} was not acknowledged within {IO_TIMEOUT_S:.0f}s")
         if delivered["error"] is not None:

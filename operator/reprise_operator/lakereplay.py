@@ -54,8 +54,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from replay_worker.settings import WorkerSettings
-from replay_worker.contract import EndSpec, PartitionFacts, StartSpec
+from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
 from .api import API_VERSION, Entrypoint, LakeReplaySpec, ReconsumeSpec, format_duration
 from .api.reconsume import ReconsumeMode
@@ -257,10 +256,10 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
     at_seam = cluster.offsets_for_time(keys, to_ms)
     facts = []
     for key in keys:
-        found = at_seam.get(key)
+        hit = at_seam.get(key)
         facts.append(PartitionFacts(key[0], key[1], log_starts[key], ends[key],
-                                    time_lookup=found.offset if found else -1,
-                                    time_lookup_timestamp_ms=found.timestamp_ms if found else None))
+                                    time_lookup=hit.offset if hit else -1,
+                                    time_lookup_timestamp_ms=hit.timestamp_ms if hit else None))
     return facts
 
 

@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 
-from replay_worker.filters import FilterSpec
-from replay_worker.handover import ReplayHandover
-from replay_worker.settings import WorkerSettings
-from replay_worker.contract import PartitionFacts, StartSpec, epoch_ms, rfc3339_ms
+from replay_worker.contract import FilterSpec, PartitionFacts, ReplayHandover, StartSpec, WorkerSettings, epoch_ms, rfc3339_ms
 
 from . import cutover, metrics
 from .api import ReconsumeSpec, format_duration
@@ -179,11 +176,11 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartSpec, now
     first = cluster.offsets_for_time(keys, 0) if start.kind == "earliest" else {}
     facts = []
     for key in keys:
-        found, oldest = at_time.get(key), first.get(key)
+        hit, oldest = at_time.get(key), first.get(key)
         facts.append(PartitionFacts(
             key[0], key[1], log_starts[key], ends[key],
-            time_lookup=(found.offset if found else -1) if lookup_ms is not None else None,
-            time_lookup_timestamp_ms=found.timestamp_ms if found else None,
+            time_lookup=(hit.offset if hit else -1) if lookup_ms is not None else None,
+            time_lookup_timestamp_ms=hit.timestamp_ms if hit else None,
             log_start_timestamp_ms=oldest.timestamp_ms if oldest else None,
         ))
     return facts

@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from replay_worker.durations import GO_DURATION, format_duration, parse_go_duration
+from replay_worker.contract import GO_DURATION, format_duration, parse_go_duration
 
 GROUP = "reprise.io"
 VERSION = "v1alpha1"
@@ -969,7 +969,7 @@ class ResourceObject(ApiModel):
         # The Python mirror of `name_rules`.
         name = self.metadata.get("name")
         if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
-            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")
+            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")  # noqa: B009 - kind is each subclass's
         return self
 
 
