@@ -36,7 +36,6 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from . import processes
-from .errors import PlatformError
 from .spark_image import LOCAL_MASTER, spark_home
 from .spark_jvm import short_job_options
 from .spark_operator import SPARK_OPERATOR_VERSION, ensure_sparkapplication_crd, install_sparkapplication_crd

@@ -185,7 +185,7 @@ class ReplayConsumer:
                                        client_id=f"reprise-{s.member_name}")
         # Made now, so its connection and producer id are ready when the first partition finishes (made
         # then, they held the finish up by a few hundred milliseconds on a busy broker).
-        self._handover.producer
+        self._handover.producer  # noqa: B018 - the property makes the producer
         if s.mode in ("Parallel", "Handover") and s.live_group:
             self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
         consumer = self._consumer = Consumer(kafka_clients.consumer_config(

@@ -119,8 +119,9 @@ class GuardPartition:
         if self.view_problem is not None:
             # A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
             active = None
+        # (`filter` is set whenever `problem` is not: `handover.active_handovers` builds them together.)
         if self.reread_until is not None and self.reread_matcher is None and active is not None \
-                and active.replay_id == self.reread_replay:
+                and active.filter is not None and active.replay_id == self.reread_replay:
             self.reread_matcher = active.filter.matches
         if active is not None and self.replay_id is not None and active.replay_id != self.replay_id:
             # A different replay took over this partition: the old one is gone as far as this guard knows.

@@ -5,9 +5,15 @@ below is unit-tested as data:
 
 - A timestamp start is the earliest offset whose timestamp is >= T. Kafka answers "no such offset" (-1)
   when no record is that new: the partition's start is then its end offset (REFERENCE.md section 1).
-- A start older than the partition's log-start offset is an error, unless clamping is allowed. Kafka's own
-  tool clamps silently; a replay must say so, because records it was asked for are gone (use a LakeReplay
-  for them).
+- A start older than the partition's log-start offset is a retention risk: `decide_start` returns it, and
+  each caller refuses it its own way unless clamping is allowed (the worker raises `StartOlderThanRetention`,
+  the operator fails the plan with RetentionExceeded). Kafka's own tool clamps silently; a replay must say
+  so, because records it was asked for are gone (use a LakeReplay for them).
+- Explicit offsets name every partition of the replayed topics: a partition left out is a SpecError, not
+  "start at the end", so a mistyped list never silently replays nothing of a partition.
+
+This module, `durations`, `timestamps`, `filters` and `settings` are the replay contract the operator shares
+(`replay_worker.contract`); none of them imports a Kafka client.
 - The start is resolved once (see `bootstrap`); a "duration back from now" is turned into a timestamp at
   that moment, so every replica and restart agrees on it.
 """
@@ -16,24 +22,20 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Mapping
+
+from .durations import parse_duration
+from .spec_error import SpecError
+from .timestamps import epoch_ms, parse_rfc3339
+
+__all__ = ["EndSpec", "PartitionFacts", "SpecError", "StartDecision", "StartOlderThanRetention", "StartSpec",
+           "decide_end", "decide_partition", "decide_start", "parse_duration", "refuse_lost_start"]
 
 StartKind = Literal["earliest", "timestamp", "duration", "offsets"]
 EndKind = Literal["snapshot", "timestamp", "offsets"]
 #: Per topic, per partition: an offset.
 PartitionOffsets = Mapping[str, Mapping[int, int]]
-
-
-class SpecError(ValueError):
-    """A start or end spec that cannot be understood; the message says what is accepted. `field` names the
-    part at fault and `code` what is wrong, the same in every language (the conformance vectors)."""
-
-    def __init__(self, message: str, *, field: str = "", code: str = "invalid") -> None:
-        super().__init__(message)
-        self.field = field
-        self.code = code
 
 
 class StartOlderThanRetention(RuntimeError):
@@ -63,49 +65,12 @@ def _ms_from(value: Any, what: str) -> int:
         if re.fullmatch(r"-?\d+", text):
             return int(text)
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            return epoch_ms(parse_rfc3339(text))
         except ValueError:
             raise SpecError(f"{what}: {value!r} is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) "
                             f"nor epoch milliseconds", field=what, code="bad-time") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        return int(moment.timestamp() * 1000)
     raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}",
                     field=what, code="bad-time")
-
-
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_ISO_DURATION = re.compile(
-    r"P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
-    r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?"
-)
-
-
-def parse_duration(value: Any, what: str = "duration") -> float:
-    """Seconds from a number (seconds), `90s`/`15m`/`2h`/`7d`/`1h30m`, or ISO-8601 `PT2H`/`P1D`."""
-    if isinstance(value, bool):
-        raise SpecError(f"{what}: {value!r} is not a duration", field=what, code="bad-duration")
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        iso = _ISO_DURATION.fullmatch(text.upper()) if text.upper().startswith("P") else None
-        if iso and any(iso.groupdict().values()):
-            parts = iso.groupdict()
-            seconds = sum(float(parts[u] or 0) * _DURATION_UNITS[u] for u in ("w", "d", "h", "m", "s"))
-        elif re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        else:
-            pieces = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)", text)
-            if not pieces or "".join(n + u for n, u in pieces) != text:
-                raise SpecError(f"{what}: {value!r} is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)",
-                                field=what, code="bad-duration")
-            seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in pieces)
-    else:
-        raise SpecError(f"{what}: {value!r} is not a duration", field=what, code="bad-duration")
-    if seconds <= 0:
-        raise SpecError(f"{what}: must be positive, got {value!r}", field=what, code="duration-not-positive")
-    return seconds
 
 
 def _parse_offsets(value: Any, what: str) -> dict[str, dict[int, int]]:
@@ -236,7 +201,8 @@ class EndSpec:
 
 @dataclass(frozen=True)
 class PartitionFacts:
-    """What Kafka said about one partition at bootstrap."""
+    """What Kafka said about one partition when the start was decided (the operator's plan and the worker's
+    bootstrap read the same facts)."""
 
     topic: str
     partition: int
@@ -248,6 +214,10 @@ class PartitionFacts:
     time_lookup: int | None = None
     #: `offsets_for_times(T_end)` for a timestamp end, likewise.
     end_time_lookup: int | None = None
+    #: The timestamp of the record `time_lookup` found, when known (the plan shows the oldest replayed time).
+    time_lookup_timestamp_ms: int | None = None
+    #: The timestamp of the record at `log_start`, when known (the same, for an earliest start).
+    log_start_timestamp_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -263,13 +233,31 @@ class StartDecision:
     end_offset: int | None = None
     #: A timestamp end that lies in the future: the partition ends at the first record at or after it.
     end_timestamp_ms: int | None = None
+    #: True when records the start asked for may be gone to retention (clamped or not). Unclamped, the
+    #: caller refuses the start with its own error: the worker `StartOlderThanRetention` (`refuse_lost_start`),
+    #: the operator a RetentionExceeded condition.
+    retention_risk: bool = False
+    #: The timestamp of the first record replayed, when the facts knew it.
+    oldest_timestamp_ms: int | None = None
+    #: The offset the spec asked for, when it named one (what a retention message quotes).
+    requested: int | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Records asked for are gone and the start was not clamped: the caller must refuse it."""
+        return self.retention_risk and not self.clamped
 
 
 def decide_start(spec: StartSpec, facts: PartitionFacts, allow_clamp: bool) -> StartDecision:
-    """The start offset of one partition, or `StartOlderThanRetention`."""
+    """The start offset of one partition, with the retention risk (never raised: each caller picks its error).
+
+    SpecError when the spec cannot be applied to this partition: explicit offsets must name every partition
+    of the replayed topics (one left out fails, rather than silently replaying nothing of it) and may not lie
+    beyond the partition's end."""
     t, p = facts.topic, facts.partition
     if spec.kind == "earliest":
-        return StartDecision(t, p, facts.log_start)
+        oldest = facts.log_start_timestamp_ms if facts.end > facts.log_start else None
+        return StartDecision(t, p, facts.log_start, oldest_timestamp_ms=oldest)
     if spec.kind == "offsets":
         if t not in spec.offsets or p not in spec.offsets[t]:
             raise SpecError(f"start.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
@@ -279,22 +267,30 @@ def decide_start(spec: StartSpec, facts: PartitionFacts, allow_clamp: bool) -> S
             raise SpecError(f"start.offsets: {t}[{p}]={wanted} is beyond the partition's end offset {facts.end}",
                             field="start.offsets", code="offset-beyond-end")
         if wanted < facts.log_start:
-            if not allow_clamp:
-                raise StartOlderThanRetention(t, p, wanted, facts.log_start, "explicit offset")
-            return StartDecision(t, p, facts.log_start, clamped=True)
-        return StartDecision(t, p, wanted)
+            if allow_clamp:
+                return StartDecision(t, p, facts.log_start, clamped=True, retention_risk=True, requested=wanted)
+            return StartDecision(t, p, wanted, retention_risk=True, requested=wanted)
+        return StartDecision(t, p, wanted, requested=wanted)
     # Time-based: the earliest offset whose timestamp is >= T.
     found = facts.time_lookup
     if found is None or found < 0:
         # No record is that new: start at the end (nothing of this partition is replayed).
         return StartDecision(t, p, facts.end)
+    oldest = facts.time_lookup_timestamp_ms
     if found == facts.log_start and facts.log_start > 0:
         # Every retained record is newer than T, and older ones were deleted: some of the asked-for
         # records may be gone. Say so unless the user accepted it.
-        if not allow_clamp:
-            raise StartOlderThanRetention(t, p, None, facts.log_start, "the start time")
-        return StartDecision(t, p, found, clamped=True)
-    return StartDecision(t, p, max(found, facts.log_start))
+        return StartDecision(t, p, found, clamped=allow_clamp, retention_risk=True, oldest_timestamp_ms=oldest)
+    return StartDecision(t, p, max(found, facts.log_start), oldest_timestamp_ms=oldest)
+
+
+def refuse_lost_start(decision: StartDecision, facts: PartitionFacts) -> StartDecision:
+    """The worker's choice: a start whose records are gone and that was not clamped is
+    `StartOlderThanRetention` (the conformance vectors' `start-older-than-retention`)."""
+    if decision.lost:
+        what = "explicit offset" if decision.requested is not None else "the start time"
+        raise StartOlderThanRetention(decision.topic, decision.partition, decision.requested, facts.log_start, what)
+    return decision
 
 
 def decide_end(spec: EndSpec | None, facts: PartitionFacts, now_ms: int) -> tuple[int | None, int | None]:
@@ -334,8 +330,8 @@ def decide_partition(
     if committed is not None and committed >= 0:
         decision = StartDecision(facts.topic, facts.partition, committed)
     else:
-        decision = decide_start(start, facts, allow_clamp)
+        decision = refuse_lost_start(decide_start(start, facts, allow_clamp), facts)
     end_offset, end_ts = decide_end(end, facts, now_ms)
     if end_offset is not None and end_offset < decision.offset:
         end_offset = decision.offset
-    return StartDecision(decision.topic, decision.partition, decision.offset, decision.clamped, end_offset, end_ts)
+    return replace(decision, end_offset=end_offset, end_timestamp_ms=end_ts)

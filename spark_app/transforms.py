@@ -128,7 +128,7 @@ def keep_matching(df: DataFrame, sql: str | None) -> DataFrame:
     try:
         condition = F.expr(sql)
         filtered = df.where(condition)
-        filtered.schema  # analyse now: a bad filter fails here, with the column names in the message
+        filtered.schema  # noqa: B018 - analyse now: a bad filter fails here, with the column names in the message
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FilterError(f"the filter {sql!r} does not apply to the latest schema: {first}") from None

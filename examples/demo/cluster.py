@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import yaml
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition

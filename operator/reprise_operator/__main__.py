@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if settings.metrics_port:
         serve(settings.metrics_port, rt.heartbeat.healthy)
     if settings.leader_election and not args.no_leader_election:
-        Leadership(rt.kube.api_client, settings.lease_namespace).acquire()
+        Leadership(rt.kube, settings.lease_namespace).acquire()
 
     registry = kopf.OperatorRegistry()
 

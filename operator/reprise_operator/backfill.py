@@ -51,8 +51,7 @@ from datetime import datetime, timedelta
 from typing import Any, Iterable, Literal, Sequence
 
 
-from replay_worker.filters import FilterSpec
-from replay_worker.settings import WorkerSettings
+from replay_worker.contract import FilterSpec, WorkerSettings
 
 from . import barrier, debezium, metrics
 from .api import BackfillSpec, format_duration

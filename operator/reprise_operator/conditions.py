@@ -7,19 +7,15 @@ the tests can pin time.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Iterable, Literal
+
+from replay_worker.contract import rfc3339, utc_now
+
+__all__ = ["Clock", "ConditionStatus", "find", "is_true", "rfc3339", "set_condition", "utc_now"]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def find(conditions: Iterable[dict] | None, type_: str) -> dict | None:
@@ -64,7 +60,7 @@ def set_condition(
             updated["observedGeneration"] = observed_generation
         result.append(updated)
     if not replaced:
-        new = {
+        new: dict[str, str | int] = {
             "type": type_,
             "status": status,
             "reason": reason,

@@ -76,8 +76,8 @@ async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> Non
                               run=run, verify=verify, env=env)
     except ValueError as exc:
         raise Failure("InvalidSpec", str(exc)) from None
-    if await rt.kube.run(rt.kube.get_job, resource.namespace, manifest["metadata"]["name"]) is None:
-        await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+    if await rt.kube.aio.get_job(resource.namespace, manifest["metadata"]["name"]) is None:
+        await rt.kube.aio.create_owned(manifest, resource.uid)
     vs.update(state="Running", run=run, job=manifest["metadata"]["name"], startedAt=rfc3339(resource.now()))
     vs.pop("finishedAt", None)
     vs.pop("message", None)
@@ -90,7 +90,7 @@ async def _poll(resource: Resource) -> bool:
     rt = resource.rt
     vs = _verification(resource)
     name = vs["job"]
-    state, reason = job_state(await rt.kube.run(rt.kube.get_job, resource.namespace, name))
+    state, reason = job_state(await rt.kube.aio.get_job(resource.namespace, name))
     if state == "missing":
         vs["state"] = "Waiting"  # deleted by someone: the next follow runs the check again
         return False
@@ -102,7 +102,7 @@ async def _poll(resource: Resource) -> bool:
         resource.condition("Verified", "True", "VerifyPassed", f"Job {name} succeeded")
         resource.event("VerifyPassed", f"Job {name} succeeded")
         return True
-    pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, f"job-name={name}")
+    pods = await rt.kube.aio.list_pods(resource.namespace, f"job-name={name}")
     message = failure_message(name, reason.split(":")[0], termination_message(pods))
     vs.update(state="Failed", message=message[:4096])
     resource.condition("Verified", "False", "VerifyFailed", message)
@@ -130,7 +130,7 @@ async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool
 
 def keeps_children(status: dict) -> bool:
     """A replay that failed its check kept what it made for inspection: its deletion must still remove it."""
-    failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+    failed: dict = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
     return status.get("phase") == "Failed" and failed.get("reason") == "VerifyFailed"
 
 
@@ -139,7 +139,7 @@ async def remove_jobs(resource: Resource) -> None:
     rt = resource.rt
     runs = int((resource.status.get("verification") or {}).get("run") or 0)
     for run in range(1, runs + 1):
-        await rt.kube.run(rt.kube.delete_job, resource.namespace, verify_job_name(resource.name, run))
+        await rt.kube.aio.delete_job(resource.namespace, verify_job_name(resource.name, run))
 
 
 #: The label selector of a replay's pods other than its checks (teardown waits for these to be gone).

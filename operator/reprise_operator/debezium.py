@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from replay_worker.setting_scopes import ClientType, settings_for
+from . import kafka_admin
 
 #: Debezium's notification types of an incremental snapshot, in the order they arrive.
 NOTIFICATION_TYPES = ("STARTED", "PAUSED", "RESUMED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED", "ABORTED")
@@ -224,95 +223,23 @@ def follow_all(progress: SnapshotProgress, notifications: Iterable[Notification]
 
 # ------------------------------------------------------------------------------------------ I/O
 
-#: Seconds any one read or write of the signal or notification topic may take.
-IO_TIMEOUT_S = 15.0
-
-
-def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, client: ClientType) -> dict[str, Any]:
-    return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
+# Debezium's signal and notification topics are read and written through the Kafka door (kafka_admin):
+# this module decides what to send and what a notification means, and opens no client itself.
+Read = kafka_admin.TopicRead
 
 
 def send(bootstrap: str, config: Mapping[str, str], topic: str, record: SignalRecord) -> int:
     """Produce `record` to partition 0 of the signal topic (the only one Debezium reads); its offset."""
-    from confluent_kafka import Producer
-
-    producer = Producer({**_client_config(bootstrap, config, "reprise-operator-signal", "producer"), "enable.idempotence": True})
-    delivered: dict[str, Any] = {}
-
-    def on_delivery(error: Any, message: Any) -> None:
-        delivered["error"], delivered["offset"] = error, (message.offset() if message is not None else None)
-
-    try:
-        producer.produce(topic, key=record.key, value=record.value, headers=list(record.headers), partition=0,
-                         on_delivery=on_delivery)
-        if producer.flush(IO_TIMEOUT_S) or "offset" not in delivered:
-            raise TimeoutError(f"the signal to {topic} was not acknowledged within {IO_TIMEOUT_S:.0f}s")
-        if delivered["error"] is not None:
-            raise RuntimeError(f"sending the signal to {topic} failed: {delivered['error'].str()}")
-        return int(delivered["offset"])
-    finally:
-        producer.flush(1)
-
-
-@dataclass(frozen=True)
-class Read:
-    """Records read from a topic and where to continue next time."""
-
-    records: tuple[tuple[int, int, bytes | None, bytes | None], ...]
-    next_offsets: Mapping[int, int]
+    return kafka_admin.produce_one(bootstrap, config, topic, key=record.key, value=record.value,
+                                   headers=list(record.headers), partition=0, client_id="reprise-operator-signal")
 
 
 def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int | None = None,
                from_offsets: Mapping[int, int] | None = None) -> Read:
     """Every record of `topic` from `from_offsets` (else from the first record at or after `since_ms`, else
-    from the beginning) up to the end offsets as of the call: (partition, offset, key, value) each.
-
-    A bounded read with `assign()` and no consumer group: nothing is committed anywhere."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({**_client_config(bootstrap, config, "reprise-operator-debezium", "consumer"),
-                         "group.id": "reprise-operator-debezium", "enable.auto.commit": False,
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-    try:
-        metadata = consumer.list_topics(topic, timeout=IO_TIMEOUT_S)
-        found = metadata.topics.get(topic)
-        if found is None or found.error is not None:
-            return Read((), dict(from_offsets or {}))
-        partitions = sorted(found.partitions)
-        ends: dict[int, int] = {}
-        starts: dict[int, int] = {}
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=IO_TIMEOUT_S, cached=False)
-            ends[p] = high
-            starts[p] = low
-        if from_offsets:
-            starts.update({p: max(starts[p], o) for p, o in from_offsets.items() if p in starts})
-        elif since_ms is not None:
-            at = consumer.offsets_for_times([TopicPartition(topic, p, since_ms) for p in partitions], timeout=IO_TIMEOUT_S)
-            for tp in at:
-                starts[tp.partition] = tp.offset if tp.offset >= 0 else ends[tp.partition]
-        todo = {p for p in partitions if starts[p] < ends[p]}
-        records: list[tuple[int, int, bytes | None, bytes | None]] = []
-        if todo:
-            consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(todo)])
-            deadline = time.monotonic() + IO_TIMEOUT_S
-            while todo and time.monotonic() < deadline:
-                for message in consumer.consume(500, 0.2):
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            todo.discard(message.partition())
-                        continue
-                    p = message.partition()
-                    if message.offset() < ends[p]:
-                        records.append((p, message.offset(), message.key(), message.value()))
-                    if message.offset() + 1 >= ends[p]:
-                        todo.discard(p)
-            if todo:
-                raise TimeoutError(f"reading {topic} did not reach its end within {IO_TIMEOUT_S:.0f}s")
-        return Read(tuple(records), {p: ends[p] for p in partitions})
-    finally:
-        consumer.close()
+    from the beginning) up to the end offsets as of the call (see `kafka_admin.read_topic`)."""
+    return kafka_admin.read_topic(bootstrap, config, topic, since_ms=since_ms, from_offsets=from_offsets,
+                                  client_id="reprise-operator-debezium")
 
 
 def signal_sent(bootstrap: str, config: Mapping[str, str], topic: str, id_: str, since_ms: int) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from replay_worker.handover import PartitionHandover
+from replay_worker.contract import PartitionHandover
 
 CONDITION = "GuardProblem"
 #: At most this many partitions are named in the condition's message; the rest are counted.

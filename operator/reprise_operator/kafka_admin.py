@@ -11,17 +11,19 @@ values are credentials and are never logged, put in status, or used in a cache k
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
+                             TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from replay_worker.setting_scopes import settings_for
+from replay_worker.contract import ClientType, settings_for
 
 from .metrics import KAFKA_ADMIN_REQUESTS
 
@@ -64,7 +66,7 @@ def _result(future, what: str):
     try:
         return future.result(timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
-        error: KafkaError = exc.args[0] if exc.args else None
+        error: KafkaError | None = exc.args[0] if exc.args else None
         if error is not None and not error.retriable() and error.code() not in (
             KafkaError._TIMED_OUT,
             KafkaError._TRANSPORT,
@@ -94,6 +96,8 @@ class KafkaCluster:
         #: How many requests this client has sent; the benchmark reads it per poll cycle.
         self.requests_sent = 0
         self._lock = threading.Lock()
+        #: The async face of this door: `await cluster.aio.end_offsets(keys)` (see `AsyncKafkaCluster`).
+        self.aio = AsyncKafkaCluster(self)
 
     def _count(self, n: int = 1) -> None:
         with self._lock:
@@ -295,6 +299,53 @@ def _state_name(state: str) -> str:
     return mapping.get(state.upper(), state)
 
 
+class AsyncKafkaCluster:
+    """The Kafka door for reconcile code: the same calls as `KafkaCluster`, awaitable.
+
+    confluent-kafka's admin futures block, so each call runs on a worker thread; that hop lives here, once,
+    instead of in every reconcile step (`await cluster.aio.partitions(topics)`)."""
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self._cluster = cluster
+
+    async def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        return await asyncio.to_thread(self._cluster.partitions, list(topics))
+
+    async def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None,
+                           replication_factor: int | None = None) -> bool:
+        return await asyncio.to_thread(self._cluster.ensure_topic, name, partitions, config, replication_factor)
+
+    async def delete_topic(self, name: str) -> None:
+        await asyncio.to_thread(self._cluster.delete_topic, name)
+
+    async def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        return await asyncio.to_thread(self._cluster.end_offsets, list(partitions))
+
+    async def start_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        return await asyncio.to_thread(self._cluster.start_offsets, list(partitions))
+
+    async def offsets_for_time(self, partitions: Iterable[TopicPartitionKey],
+                               timestamp_ms: int) -> dict[TopicPartitionKey, OffsetAtTime | None]:
+        return await asyncio.to_thread(self._cluster.offsets_for_time, list(partitions), timestamp_ms)
+
+    async def shared_end_offsets(self, partitions: Iterable[TopicPartitionKey],
+                                 max_age: float) -> dict[TopicPartitionKey, int]:
+        return await asyncio.to_thread(self._cluster.shared_end_offsets, list(partitions), max_age)
+
+    async def committed_offsets(self, group: str,
+                                partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        return await asyncio.to_thread(self._cluster.committed_offsets, group, list(partitions))
+
+    async def describe_group(self, group: str) -> GroupDescription:
+        return await asyncio.to_thread(self._cluster.describe_group, group)
+
+    async def alter_offsets(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        await asyncio.to_thread(self._cluster.alter_offsets, group, offsets)
+
+    async def delete_group(self, group: str) -> None:
+        await asyncio.to_thread(self._cluster.delete_group, group)
+
+
 class KafkaClusters:
     """The registry of admin clients: one per cluster connection, created on first use."""
 
@@ -314,3 +365,96 @@ class KafkaClusters:
     def all(self) -> list[KafkaCluster]:
         with self._lock:
             return list(self._clusters.values())
+
+
+# ------------------------------------------------------------------------------------------ topic records
+
+#: Seconds any one bounded read or single write of a topic may take (Debezium's signal and notification topics).
+IO_TIMEOUT_S = 15.0
+
+
+def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, client: ClientType) -> dict[str, Any]:
+    return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
+
+
+def produce_one(bootstrap: str, config: Mapping[str, str], topic: str, *, key: bytes | str | None,
+                value: bytes | str | None, headers: Sequence[tuple[str, str | bytes | None]], partition: int,
+                client_id: str) -> int:
+    """Produce one record and wait for its acknowledgement; its offset (Debezium's signals)."""
+    producer = Producer({**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True})
+    delivered: dict[str, Any] = {}
+
+    def on_delivery(error: Any, message: Any) -> None:
+        delivered["error"], delivered["offset"] = error, (message.offset() if message is not None else None)
+
+    try:
+        producer.produce(topic, key=key, value=value, headers=list(headers), partition=partition,
+                         on_delivery=on_delivery)
+        if producer.flush(IO_TIMEOUT_S) or "offset" not in delivered:
+            raise TimeoutError(f"the signal to {topic} was not acknowledged within {IO_TIMEOUT_S:.0f}s")
+        if delivered["error"] is not None:
+            raise RuntimeError(f"sending the signal to {topic} failed: {delivered['error'].str()}")
+        return int(delivered["offset"])
+    finally:
+        producer.flush(1)
+
+
+@dataclass(frozen=True)
+class TopicRead:
+    """Records read from a topic and where to continue next time."""
+
+    records: tuple[tuple[int, int, bytes | None, bytes | None], ...]
+    next_offsets: Mapping[int, int]
+
+
+def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int | None = None,
+               from_offsets: Mapping[int, int] | None = None, *, client_id: str) -> TopicRead:
+    """Every record of `topic` from `from_offsets` (else from the first record at or after `since_ms`, else
+    from the beginning) up to the end offsets as of the call: (partition, offset, key, value) each.
+
+    A bounded read with `assign()` and no consumer group: nothing is committed anywhere."""
+    consumer = Consumer({**_client_config(bootstrap, config, client_id, "consumer"),
+                         "group.id": client_id, "enable.auto.commit": False,
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=IO_TIMEOUT_S)
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            return TopicRead((), dict(from_offsets or {}))
+        partitions = sorted(found.partitions)
+        ends: dict[int, int] = {}
+        starts: dict[int, int] = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=IO_TIMEOUT_S, cached=False)
+            ends[p] = high
+            starts[p] = low
+        if from_offsets:
+            starts.update({p: max(starts[p], o) for p, o in from_offsets.items() if p in starts})
+        elif since_ms is not None:
+            at = consumer.offsets_for_times([TopicPartition(topic, p, since_ms) for p in partitions], timeout=IO_TIMEOUT_S)
+            for tp in at:
+                starts[tp.partition] = tp.offset if tp.offset >= 0 else ends[tp.partition]
+        todo = {p for p in partitions if starts[p] < ends[p]}
+        records: list[tuple[int, int, bytes | None, bytes | None]] = []
+        if todo:
+            consumer.assign([TopicPartition(topic, p, starts[p]) for p in sorted(todo)])
+            deadline = time.monotonic() + IO_TIMEOUT_S
+            while todo and time.monotonic() < deadline:
+                for message in consumer.consume(500, 0.2):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            todo.discard(message.partition())
+                        continue
+                    # A consumed record always has its partition and offset (only errors lack them).
+                    p, offset = message.partition(), message.offset()
+                    assert p is not None and offset is not None
+                    if offset < ends[p]:
+                        records.append((p, offset, message.key(), message.value()))
+                    if offset + 1 >= ends[p]:
+                        todo.discard(p)
+            if todo:
+                raise TimeoutError(f"reading {topic} did not reach its end within {IO_TIMEOUT_S:.0f}s")
+        return TopicRead(tuple(records), {p: ends[p] for p in partitions})
+    finally:
+        consumer.close()

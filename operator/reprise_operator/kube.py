@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
+import time
 from functools import partial
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -22,6 +24,15 @@ from kubernetes.client.exceptions import ApiException
 from .constants import GROUP, VERSION
 
 T = TypeVar("T")
+
+#: The client's error, named here so that code behind this door never imports the client itself.
+ApiError = ApiException
+
+#: How long a Secret's values are served from the cache before its resourceVersion is checked again:
+#: a rotated Secret is picked up within this many seconds.
+SECRET_RECHECK_S = 30.0
+#: Ask the API server for an object's metadata only (no Secret values cross the wire for a check).
+_METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"}
 
 
 class KubeUnavailable(RuntimeError):
@@ -56,14 +67,23 @@ class Kube:
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+        #: (namespace, name) -> (resourceVersion, decoded data, monotonic time of the last check).
+        self._secrets: dict[tuple[str, str], tuple[str, dict[str, str], float]] = {}
+        self._secrets_lock = threading.Lock()
+        #: The async face of this door: `await kube.aio.get_job(ns, name)` (see `AsyncKube`).
+        self.aio = AsyncKube(self)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Being retired: reconcile code awaits `self.aio` instead. Kept only until the kind modules move."""
         return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
     # -- reads ----------------------------------------------------------------------------
 
-    def _read(self, fn: Callable[..., Any], *args: Any) -> dict | None:
+    def _read(self, fn: Callable[..., Any], *args: Any, headers: dict[str, str] | None = None) -> dict | None:
         try:
+            if headers:
+                return _json(fn(*args, _preload_content=False, _headers=headers))
             return _json(fn(*args, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
@@ -85,13 +105,68 @@ class Kube:
         return self._read(self.custom.get_namespaced_custom_object, group, version, namespace, plural, name)
 
     def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
-        """A Secret's values, decoded. The caller must never log, store or emit them."""
+        """A Secret's values, decoded. The caller must never log, store or emit them.
+
+        Cached by resourceVersion: every replay polls `Resource.kafka()` every few seconds, and the values
+        only change when the Secret does. Within `SECRET_RECHECK_S` the cached values are returned with no
+        request; after it, only the Secret's metadata is read (no values cross the wire) and the values are
+        read again only when its resourceVersion moved. A deleted Secret is noticed at the next check."""
+        key = (namespace, name)
+        now = time.monotonic()
+        with self._secrets_lock:
+            cached = self._secrets.get(key)
+        if cached is not None and now - cached[2] < SECRET_RECHECK_S:
+            return dict(cached[1])
+        if cached is not None:
+            meta = self._read(self.core.read_namespaced_secret, name, namespace, headers=_METADATA_ONLY)
+            if meta is None:
+                with self._secrets_lock:
+                    self._secrets.pop(key, None)
+                return None
+            if (meta.get("metadata") or {}).get("resourceVersion") == cached[0]:
+                with self._secrets_lock:
+                    self._secrets[key] = (cached[0], cached[1], now)
+                return dict(cached[1])
         secret = self._read(self.core.read_namespaced_secret, name, namespace)
         if secret is None:
+            with self._secrets_lock:
+                self._secrets.pop(key, None)
             return None
         data = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
         data.update(secret.get("stringData") or {})
-        return data
+        with self._secrets_lock:
+            self._secrets[key] = ((secret.get("metadata") or {}).get("resourceVersion") or "", data, now)
+        return dict(data)
+
+    # -- the leader Lease (leadership.py decides; this only reads and writes it) -------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict | None:
+        return self._read(self.coordination.read_namespaced_lease, name, namespace)
+
+    def create_lease(self, namespace: str, body: dict) -> bool:
+        """False when another replica created it first (409)."""
+        try:
+            # The client sends a plain dict as it is (its V1Lease type is only the documented shape).
+            self.coordination.create_namespaced_lease(namespace, cast(Any, body))
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            if _temporary(exc):
+                raise KubeUnavailable(f"creating Lease: {exc.status} {exc.reason}") from None
+            raise
+
+    def replace_lease(self, namespace: str, name: str, body: dict) -> bool:
+        """False when someone else wrote it between our read and this write (409: resourceVersion moved)."""
+        try:
+            self.coordination.replace_namespaced_lease(name, namespace, cast(Any, body))
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            if _temporary(exc):
+                raise KubeUnavailable(f"replacing Lease: {exc.status} {exc.reason}") from None
+            raise
 
     def list_pods(self, namespace: str, selector: str) -> list[dict]:
         try:
@@ -198,12 +273,72 @@ class Kube:
     def patch_status(self, plural: str, namespace: str, name: str, status: dict) -> dict:
         """Merge-patch `status` of one of Reprise's resources through the status subresource."""
         try:
-            return self.custom.patch_namespaced_custom_object_status(
+            patched = self.custom.patch_namespaced_custom_object_status(
                 GROUP, VERSION, namespace, plural, name, {"status": status}
             )
+            return patched if isinstance(patched, dict) else {}
         except ApiException as exc:
             if exc.status == 404:
                 return {}
             if _temporary(exc):
                 raise KubeUnavailable(f"patching status of {plural}/{name}: {exc.status} {exc.reason}") from None
             raise
+
+
+class AsyncKube:
+    """The Kubernetes door for reconcile code: the same calls as `Kube`, awaitable.
+
+    The client library blocks, so each call runs on a worker thread; that hop lives here, once, instead of
+    in every reconcile step (`await rt.kube.aio.get_job(ns, name)`, not `rt.kube.run(rt.kube.get_job, ...)`)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._kube = kube
+
+    async def get_deployment(self, namespace: str, name: str) -> dict | None:
+        return await asyncio.to_thread(self._kube.get_deployment, namespace, name)
+
+    async def get_job(self, namespace: str, name: str) -> dict | None:
+        return await asyncio.to_thread(self._kube.get_job, namespace, name)
+
+    async def get_configmap(self, namespace: str, name: str) -> dict | None:
+        return await asyncio.to_thread(self._kube.get_configmap, namespace, name)
+
+    async def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict | None:
+        return await asyncio.to_thread(self._kube.get_custom, group, version, plural, namespace, name)
+
+    async def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        return await asyncio.to_thread(self._kube.secret_data, namespace, name)
+
+    async def list_pods(self, namespace: str, selector: str) -> list[dict]:
+        return await asyncio.to_thread(self._kube.list_pods, namespace, selector)
+
+    async def create_owned(self, obj: dict, owner_uid: str | None = None) -> dict:
+        return await asyncio.to_thread(self._kube.create_owned, obj, owner_uid)
+
+    async def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+        await asyncio.to_thread(self._kube.scale_deployment, namespace, name, replicas)
+
+    async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
+        return await asyncio.to_thread(self._kube.suspend_job, namespace, name, suspend)
+
+    async def patch_custom(self, group: str, version: str, plural: str, namespace: str, name: str,
+                           patch: dict) -> bool:
+        return await asyncio.to_thread(self._kube.patch_custom, group, version, plural, namespace, name, patch)
+
+    async def delete_deployment(self, namespace: str, name: str) -> bool:
+        return await asyncio.to_thread(self._kube.delete_deployment, namespace, name)
+
+    async def delete_job(self, namespace: str, name: str) -> bool:
+        return await asyncio.to_thread(self._kube.delete_job, namespace, name)
+
+    async def delete_configmap(self, namespace: str, name: str) -> bool:
+        return await asyncio.to_thread(self._kube.delete_configmap, namespace, name)
+
+    async def delete_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> bool:
+        return await asyncio.to_thread(self._kube.delete_custom, group, version, plural, namespace, name)
+
+    async def delete_replay(self, plural: str, namespace: str, name: str) -> bool:
+        return await asyncio.to_thread(self._kube.delete_replay, plural, namespace, name)
+
+    async def patch_status(self, plural: str, namespace: str, name: str, status: dict) -> dict:
+        return await asyncio.to_thread(self._kube.patch_status, plural, namespace, name, status)

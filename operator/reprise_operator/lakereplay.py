@@ -54,8 +54,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from replay_worker.settings import WorkerSettings
-from replay_worker.start_position import EndSpec, StartSpec
+from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
 from .api import API_VERSION, Entrypoint, LakeReplaySpec, ReconsumeSpec, format_duration
 from .api.reconsume import ReconsumeMode
@@ -63,7 +62,7 @@ from .conditions import is_true, rfc3339
 from .constants import GROUP, VERSION, bounded_name, child_labels
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
+from .planning import Plan, PlanError, log_start, make_plan, refuse_future
 from . import cutover
 from .progress import PartitionView
 from .reconsume import plan_partitions_status
@@ -244,7 +243,7 @@ def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation
     return text
 
 
-def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> dict[TopicPartitionKey, PartitionFacts]:
+def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> list[PartitionFacts]:
     """What the continuation's plan needs from Kafka, at the exact millisecond of the seam."""
     found = cluster.partitions(topics)
     missing = [t for t in topics if t not in found]
@@ -255,8 +254,13 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
     log_starts = cluster.start_offsets(keys)
     ends = cluster.end_offsets(keys)
     at_seam = cluster.offsets_for_time(keys, to_ms)
-    return {key: PartitionFacts(log_start=log_starts[key], end=ends[key], at_start_time=at_seam.get(key))
-            for key in keys}
+    facts = []
+    for key in keys:
+        hit = at_seam.get(key)
+        facts.append(PartitionFacts(key[0], key[1], log_starts[key], ends[key],
+                                    time_lookup=hit.offset if hit else -1,
+                                    time_lookup_timestamp_ms=hit.timestamp_ms if hit else None))
+    return facts
 
 
 def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
@@ -349,7 +353,7 @@ async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: 
     assert spec.then is not None
     facts = await asyncio.to_thread(continuation_facts, cluster, list(spec.then.reconsume.topics),
                                     seam_ms(spec.source.to))
-    plan = make_plan(StartRequest("timestamp", timestamp=spec.source.to), facts, resource.now())
+    plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
         message = continuation_retention_message(spec, plan)

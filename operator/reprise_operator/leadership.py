@@ -12,44 +12,38 @@ import os
 import socket
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Callable
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from replay_worker.contract import parse_rfc3339, rfc3339_micros, utc_now
+
+from .kube import ApiError, Kube, KubeUnavailable
 
 log = logging.getLogger("reprise.leadership")
 
 LEASE_NAME = "reprise-operator"
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _fmt(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def lease_expired(renew_time: str | None, duration_seconds: int, now: datetime) -> bool:
     """Pure: whether a Lease last renewed at `renew_time` has lapsed at `now`."""
     if not renew_time:
         return True
-    renewed = datetime.fromisoformat(renew_time.replace("Z", "+00:00"))
-    return now - renewed > timedelta(seconds=duration_seconds)
+    return now - parse_rfc3339(renew_time) > timedelta(seconds=duration_seconds)
 
 
 class Leadership:
+    """Decides who leads; every read and write of the Lease goes through `kube.Kube`."""
+
     def __init__(
         self,
-        api_client: client.ApiClient,
+        kube: Kube,
         namespace: str,
         identity: str | None = None,
         duration_seconds: int = 15,
         renew_every: float = 5.0,
         on_lost: Callable[[], None] | None = None,
     ) -> None:
-        self.api = client.CoordinationV1Api(api_client)
+        self.kube = kube
         self.namespace = namespace
         self.identity = identity or f"{socket.gethostname()}-{os.getpid()}"
         self.duration = duration_seconds
@@ -58,40 +52,27 @@ class Leadership:
         self._stop = threading.Event()
 
     def _try_acquire(self) -> bool:
-        now = _now()
-        spec = {
+        now = utc_now()
+        spec: dict[str, object] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.duration,
-            "renewTime": _fmt(now),
+            "renewTime": rfc3339_micros(now),
         }
-        try:
-            lease = self.api.read_namespaced_lease(LEASE_NAME, self.namespace)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            body = {"metadata": {"name": LEASE_NAME}, "spec": {**spec, "acquireTime": _fmt(now), "leaseTransitions": 0}}
-            try:
-                self.api.create_namespaced_lease(self.namespace, body)
-                return True
-            except ApiException as create_exc:
-                if create_exc.status == 409:
-                    return False
-                raise
-        holder = lease.spec.holder_identity
-        renew = lease.spec.renew_time.isoformat() if lease.spec.renew_time else None
-        if holder != self.identity and not lease_expired(renew, lease.spec.lease_duration_seconds or self.duration, now):
+        lease = self.kube.get_lease(self.namespace, LEASE_NAME)
+        if lease is None:
+            spec.update(acquireTime=rfc3339_micros(now), leaseTransitions=0)
+            return self.kube.create_lease(self.namespace, {"metadata": {"name": LEASE_NAME}, "spec": spec})
+        held = lease.get("spec") or {}
+        holder = held.get("holderIdentity")
+        if holder != self.identity and not lease_expired(held.get("renewTime"),
+                                                         held.get("leaseDurationSeconds") or self.duration, now):
             return False
         if holder != self.identity:
-            spec["acquireTime"] = _fmt(now)
-            spec["leaseTransitions"] = (lease.spec.lease_transitions or 0) + 1
-        body = {"metadata": {"name": LEASE_NAME, "resourceVersion": lease.metadata.resource_version}, "spec": spec}
-        try:
-            self.api.replace_namespaced_lease(LEASE_NAME, self.namespace, body)
-            return True
-        except ApiException as exc:
-            if exc.status == 409:  # someone else renewed or took it between our read and write
-                return False
-            raise
+            spec["acquireTime"] = rfc3339_micros(now)
+            spec["leaseTransitions"] = (held.get("leaseTransitions") or 0) + 1
+        # The resourceVersion makes the write fail (409) when someone else renewed or took it since our read.
+        meta = {"name": LEASE_NAME, "resourceVersion": (lease.get("metadata") or {}).get("resourceVersion")}
+        return self.kube.replace_lease(self.namespace, LEASE_NAME, {"metadata": meta, "spec": spec})
 
     def acquire(self) -> None:
         """Block until this process holds the Lease, then keep renewing it in a thread."""
@@ -100,8 +81,8 @@ class Leadership:
             try:
                 if self._try_acquire():
                     break
-            except ApiException as exc:
-                log.warning("leader election: %s %s", exc.status, exc.reason)
+            except (KubeUnavailable, ApiError) as exc:
+                log.warning("leader election: %s", exc)
             if not announced:
                 log.info("waiting to become leader (Lease %s/%s)", self.namespace, LEASE_NAME)
                 announced = True

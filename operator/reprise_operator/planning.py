@@ -1,20 +1,33 @@
 """The replay plan: per partition, where a replay starts and ends, how much it reads, and what it risks.
 
-Pure: it takes what Kafka said about each partition (`PartitionFacts`) and the user's start request,
-and returns the plan that goes into `status.plan`. Kafka's own reset tool silently clamps a start that
-retention already deleted; a replay product must say so loudly instead (REFERENCE.md section 1), so
-`retention_risk` is computed for every partition and `PlanError` names the partition and the fix.
+Pure: it takes what Kafka said about each partition (the contract's `PartitionFacts`) and the user's start
+as the contract's `StartSpec`, and returns the plan that goes into `status.plan`. The start of each
+partition is decided by the same rule the replay worker bootstraps with (`replay_worker.contract`,
+`decide_start`), so the plan and the published start S cannot disagree. Kafka's own reset tool silently
+clamps a start that retention already deleted; a replay product must say so loudly instead (REFERENCE.md
+section 1), so the decision's `retention_risk` is kept for every partition and `PlanError` names the
+partition and the fix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Iterable, Literal, Mapping
+from datetime import datetime
+from typing import Iterable, Mapping
 
-from .kafka_admin import OffsetAtTime, TopicPartitionKey
+from replay_worker.contract import (
+    PartitionFacts,
+    SpecError,
+    StartDecision,
+    StartSpec,
+    TopicPartitionKey,
+    decide_start,
+    epoch_ms,
+    rfc3339,
+    rfc3339_ms,
+)
 
-StartKind = Literal["timestamp", "duration", "earliest", "offsets"]
+from .api import Start
 
 
 class PlanError(ValueError):
@@ -35,48 +48,27 @@ def refuse_future(field: str, moment: datetime | None, now: datetime, reason: st
     if moment is None or moment <= now:
         return
     raise PlanError(
-        f"{field} {_rfc3339(moment)} is in the future (the operator's clock says {_rfc3339(now)}): a replay reads "
+        f"{field} {rfc3339(moment)} is in the future (the operator's clock says {rfc3339(now)}): a replay reads "
         f"records that already exist, so nothing would be replayed. Set a time in the past",
         reason,
     )
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True)
-class StartRequest:
-    """The user's `spec.start`, with a duration already turned into the instant it means."""
-
-    kind: StartKind
-    timestamp: datetime | None = None
-    offsets: Mapping[TopicPartitionKey, int] | None = None
-    allow_clamp: bool = False
-
-    @classmethod
-    def from_duration(cls, back: timedelta, now: datetime, allow_clamp: bool = False) -> "StartRequest":
-        # A duration is resolved once, at planning time; the plan then pins offsets, so a restart
-        # of the operator or the workers never moves the start.
-        return cls("duration", timestamp=now - back, allow_clamp=allow_clamp)
-
-    @property
-    def timestamp_ms(self) -> int | None:
-        if self.timestamp is None:
-            return None
-        return int(self.timestamp.timestamp() * 1000)
-
-
-@dataclass(frozen=True)
-class PartitionFacts:
-    """What Kafka reported for one partition when the plan was made."""
-
-    log_start: int
-    end: int
-    #: For time-based starts: the first offset at or after the start time, None when no record is that new.
-    at_start_time: OffsetAtTime | None = None
-    #: The timestamp of the record at `log_start`, when known (for the plan's oldest timestamp).
-    first_timestamp_ms: int | None = None
+def start_spec(start: Start, now: datetime) -> StartSpec:
+    """The API's `spec.start` in the contract's terms (what the worker would be given), or PlanError."""
+    refuse_future("spec.start.timestamp", start.timestamp, now)
+    if start.timestamp is not None:
+        return StartSpec("timestamp", timestamp_ms=epoch_ms(start.timestamp))
+    if start.duration is not None:
+        # A duration is resolved once, at planning time (`lookup_timestamp(now)`); the plan then pins
+        # offsets, so a restart of the operator or the workers never moves the start.
+        return StartSpec("duration", duration_s=start.duration.total_seconds())
+    if start.offsets is not None:
+        offsets: dict[str, dict[int, int]] = {}
+        for o in start.offsets:
+            offsets.setdefault(o.topic, {})[o.partition] = o.offset
+        return StartSpec("offsets", offsets=offsets)
+    return StartSpec("earliest")
 
 
 @dataclass(frozen=True)
@@ -100,44 +92,15 @@ class PartitionPlan:
         return (self.topic, self.partition)
 
 
-def plan_partition(topic: str, partition: int, start: StartRequest, facts: PartitionFacts) -> PartitionPlan:
-    """The plan of one partition, or PlanError when the request cannot be met."""
-    oldest: int | None = None
-    if start.kind == "earliest":
-        offset, risk = facts.log_start, False
-        oldest = facts.first_timestamp_ms if facts.end > facts.log_start else None
-    elif start.kind in ("timestamp", "duration"):
-        found = facts.at_start_time
-        if found is None:
-            # No record is that new: the partition's replay starts (and ends) at its end offset.
-            offset = facts.end
-            # When retention deleted everything, nothing proves the deleted records were older.
-            risk = facts.log_start > 0 and facts.log_start == facts.end
-        else:
-            offset = found.offset
-            oldest = found.timestamp_ms
-            # Kafka answers the log start when every retained record is newer than the start time;
-            # records deleted below it may have been in range.
-            risk = found.offset == facts.log_start and facts.log_start > 0
-    elif start.kind == "offsets":
-        wanted = (start.offsets or {}).get((topic, partition))
-        if wanted is None:
-            raise PlanError(
-                f"spec.start.offsets has no offset for {topic}/{partition}: list every partition of the topics "
-                f"(the topic has partitions up to {partition} at least)"
-            )
-        if wanted > facts.end:
-            raise PlanError(
-                f"spec.start.offsets for {topic}/{partition} is {wanted}, beyond the partition's end offset {facts.end}"
-            )
-        offset, risk = wanted, wanted < facts.log_start
-    else:  # pragma: no cover - the CRD schema admits only the kinds above
-        raise PlanError(f"spec.start: unknown start kind {start.kind!r}")
-
-    clamped = False
-    if risk and start.allow_clamp:
-        offset, clamped = max(offset, facts.log_start), True
-    return PartitionPlan(topic, partition, offset, facts.end, oldest, risk, clamped, facts.log_start)
+def plan_partition(start: StartSpec, facts: PartitionFacts, *, allow_clamp: bool = False) -> PartitionPlan:
+    """The plan of one partition (the contract's start decision, up to the end offset now), or PlanError
+    when the spec cannot be applied to this partition."""
+    try:
+        decision: StartDecision = decide_start(start, facts, allow_clamp)
+    except SpecError as exc:
+        raise PlanError(f"spec.{exc}") from None
+    return PartitionPlan(facts.topic, facts.partition, decision.offset, facts.end, decision.oldest_timestamp_ms,
+                         decision.retention_risk, decision.clamped, facts.log_start)
 
 
 @dataclass(frozen=True)
@@ -162,12 +125,14 @@ class Plan:
 
 
 def make_plan(
-    start: StartRequest,
-    facts: Mapping[TopicPartitionKey, PartitionFacts],
+    start: StartSpec,
+    facts: Iterable[PartitionFacts],
     computed_at: datetime,
+    *,
+    allow_clamp: bool = False,
 ) -> Plan:
-    parts = tuple(plan_partition(t, p, start, facts[(t, p)]) for (t, p) in sorted(facts))
-    return Plan(parts, computed_at)
+    ordered = sorted(facts, key=lambda f: (f.topic, f.partition))
+    return Plan(tuple(plan_partition(start, f, allow_clamp=allow_clamp) for f in ordered), computed_at)
 
 
 def retention_message(plan: Plan, lake_hint: str = "LakeReplay") -> str:
@@ -197,18 +162,14 @@ def plan_status(plan: Plan) -> dict:
                 "startOffset": p.start_offset,
                 "endOffset": p.end_offset,
                 "records": p.records,
-                **({"oldestTimestamp": _iso(p.oldest_timestamp_ms)} if p.oldest_timestamp_ms is not None else {}),
+                **({"oldestTimestamp": rfc3339_ms(p.oldest_timestamp_ms)} if p.oldest_timestamp_ms is not None else {}),
                 "retentionRisk": p.retention_risk,
             }
             for p in plan.partitions
         ],
         "totalRecords": plan.total_records,
-        "computedAt": plan.computed_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "computedAt": rfc3339(plan.computed_at),
     }
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def partitions_of(topics: Mapping[str, Iterable[int]]) -> list[TopicPartitionKey]:

@@ -18,14 +18,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 
-from replay_worker.filters import FilterSpec
-from replay_worker.handover import PartitionHandover, ReplayHandover
-from replay_worker.settings import WorkerSettings
-from replay_worker.start_position import StartSpec
+from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, ReplayHandover, StartSpec, WorkerSettings, epoch_ms, rfc3339_ms
 
 from . import cutover, guard_report, metrics
 from .api import ReconsumeSpec, format_duration
@@ -40,7 +37,7 @@ from .constants import (
 from .guard_report import guard_problem
 from .kafka_admin import KafkaCluster, TopicPartitionKey
 from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
+from .planning import Plan, PlanError, make_plan, plan_status, retention_message, start_spec
 from .progress import PartitionView
 from .verify import LiveHistory, shadow_caught_up, verify_env
 from .standby import (
@@ -62,17 +59,9 @@ PLURAL = "reconsumes"
 # ------------------------------------------------------------------------------------------ pure parts
 
 
-def start_request(spec: ReconsumeSpec, now: datetime) -> StartRequest:
-    start = spec.start
-    refuse_future("spec.start.timestamp", start.timestamp, now)
-    if start.timestamp is not None:
-        return StartRequest("timestamp", timestamp=start.timestamp, allow_clamp=start.allow_clamp)
-    if start.duration is not None:
-        return StartRequest.from_duration(start.duration, now, allow_clamp=start.allow_clamp)
-    if start.offsets is not None:
-        offsets = {(o.topic, o.partition): o.offset for o in start.offsets}
-        return StartRequest("offsets", offsets=offsets, allow_clamp=start.allow_clamp)
-    return StartRequest("earliest", allow_clamp=start.allow_clamp)
+def start_request(spec: ReconsumeSpec, now: datetime) -> StartSpec:
+    """`spec.start` as the replay contract's StartSpec (the rule the workers bootstrap with), or PlanError."""
+    return start_spec(spec.start, now)
 
 
 def worker_filter(api_filter: Filter | None) -> FilterSpec:
@@ -137,7 +126,7 @@ def plan_partitions_status(plan: Plan) -> dict:
     status["retentionRisk"] = worst
     stamps = [p.oldest_timestamp_ms for p in plan.partitions if p.oldest_timestamp_ms is not None]
     if stamps:
-        status["oldestTimestamp"] = datetime.fromtimestamp(min(stamps) / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        status["oldestTimestamp"] = rfc3339_ms(min(stamps))
     return status
 
 
@@ -178,7 +167,7 @@ def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[Topi
 # ------------------------------------------------------------------------------------------ Kafka facts
 
 
-def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) -> dict[TopicPartitionKey, PartitionFacts]:
+def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartSpec, now: datetime) -> list[PartitionFacts]:
     """Everything the plan needs from Kafka, in a handful of batched admin requests."""
     found = cluster.partitions(topics)
     missing = [t for t in topics if t not in found]
@@ -187,19 +176,19 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) 
     keys = [(t, p) for t in topics for p in found[t]]
     log_starts = cluster.start_offsets(keys)
     ends = cluster.end_offsets(keys)
-    at_time: dict[TopicPartitionKey, Any] = {}
-    if start.timestamp_ms is not None:
-        at_time = cluster.offsets_for_time(keys, start.timestamp_ms)
+    lookup_ms = start.lookup_timestamp(epoch_ms(now))
+    at_time = cluster.offsets_for_time(keys, lookup_ms) if lookup_ms is not None else {}
     first = cluster.offsets_for_time(keys, 0) if start.kind == "earliest" else {}
-    return {
-        key: PartitionFacts(
-            log_start=log_starts[key],
-            end=ends[key],
-            at_start_time=at_time.get(key),
-            first_timestamp_ms=(first.get(key).timestamp_ms if first.get(key) else None),
-        )
-        for key in keys
-    }
+    facts = []
+    for key in keys:
+        hit, oldest = at_time.get(key), first.get(key)
+        facts.append(PartitionFacts(
+            key[0], key[1], log_starts[key], ends[key],
+            time_lookup=(hit.offset if hit else -1) if lookup_ms is not None else None,
+            time_lookup_timestamp_ms=hit.timestamp_ms if hit else None,
+            log_start_timestamp_ms=oldest.timestamp_ms if oldest else None,
+        ))
+    return facts
 
 
 # ------------------------------------------------------------------------------------------ the steps
@@ -234,9 +223,9 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
         start = start_request(spec, now)
     except PlanError as exc:
         raise Failure(exc.reason, str(exc)) from None
-    facts = gather_facts(cluster, list(spec.topics), start)
+    facts = gather_facts(cluster, list(spec.topics), start, now)
     try:
-        return make_plan(start, facts, now)
+        return make_plan(start, facts, now, allow_clamp=spec.start.allow_clamp)
     except PlanError as exc:
         raise Failure(exc.reason, str(exc)) from None
 

@@ -29,6 +29,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from replay_worker.contract import rfc3339_exact
+
 from .api import LakeReplaySpec
 from .constants import bounded_name
 from .workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
@@ -106,12 +108,6 @@ def progress_uri(source_uri: str, namespace: str, cr_name: str, uid: str, base: 
     parts = urlsplit(source_uri.rstrip("/"))
     parent = parts.path.rsplit("/", 1)[0]
     return f"{parts.scheme}://{parts.netloc}{parent}/_reprise/progress/{leaf}"
-
-
-def rfc3339_exact(moment: datetime) -> str:
-    """An instant with its full precision: the lake/Kafka seam is decided at this exact time."""
-    text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return text.replace(".000000Z", "Z")
 
 
 def seam_ms(to: datetime) -> int:

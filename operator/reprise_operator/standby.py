@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from replay_worker.settings import WorkerSettings
+from replay_worker.contract import WorkerSettings
 
 from . import metrics
 from .api import Consumer, Entrypoint, KafkaConnection, format_duration
@@ -60,7 +60,7 @@ async def live_template(resource: Resource, consumer: Consumer, field: str = "sp
     if consumer.template is not None:
         return consumer.template
     name = consumer.deployment_ref.name  # type: ignore[union-attr]
-    live = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
+    live = await resource.rt.kube.aio.get_deployment(resource.namespace, name)
     if live is None:
         raise Waiting("DeploymentNotFound",
                       f"{field}.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
@@ -175,7 +175,7 @@ async def require_replay_role(resource: Resource, memory: ObjectMemory, consumer
     if waited < timeout:
         return
     name = (resource.status.get("children") or {}).get("deployment") or "?"
-    deployment = await resource.rt.kube.run(resource.rt.kube.get_deployment, resource.namespace, name)
+    deployment = await resource.rt.kube.aio.get_deployment(resource.namespace, name)
     status = (deployment or {}).get("status") or {}
     raise Waiting("ReplayRoleNotStarted", replay_role_message(
         name, int(status.get("readyReplicas") or 0), consumer.replicas, rid, handover_topic, waited))

@@ -24,7 +24,7 @@ def test_drain_under_random_faults(kafka, topic_name, procs, worker_env, out_dir
     env = worker_env(REPRISE_BATCH_SIZE=str(batch), REPRISE_MAX_RECORDS_PER_SECOND="3000")
     workers = [procs.worker(f"r{i}", env) for i in range(2)]
     allowance = 0
-    for step in range(rng.randint(3, 6)):
+    for _step in range(rng.randint(3, 6)):
         done = sum(read_log_lines(out_dir, "replay").values())
         wait_for(lambda: sum(read_log_lines(out_dir, "replay").values()) > done + 2000 or
                  _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"]), 120, "progress")

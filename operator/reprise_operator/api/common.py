@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
@@ -32,6 +31,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from replay_worker.contract import GO_DURATION, format_duration, parse_go_duration
 
 GROUP = "reprise.io"
 VERSION = "v1alpha1"
@@ -164,7 +165,7 @@ KAFKA_TOPIC = r"^[a-zA-Z0-9._-]+$"
 #: tool can quote and every log line can show.
 KAFKA_GROUP = r"^[!-~]+$"
 #: Go's `time.ParseDuration` units, without signs (a negative wait means nothing here).
-DURATION = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)$"
+DURATION = GO_DURATION
 CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_VAR_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 NO_WHITESPACE = r"^\S+$"
@@ -202,62 +203,8 @@ FreeformObject = Annotated[
 # ---------------------------------------------------------------------------------------------------
 # Durations: Go-style strings on the wire (`720h`, `1h30m`, `30s`), `timedelta` in Python
 
-_UNIT_SECONDS = {
-    "ns": Decimal("1e-9"),
-    "us": Decimal("1e-6"),
-    "ms": Decimal("1e-3"),
-    "s": Decimal(1),
-    "m": Decimal(60),
-    "h": Decimal(3600),
-}
-_DURATION_RE = re.compile(DURATION)
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s|m|h)")
-
-
-def parse_duration(value: str | timedelta) -> timedelta:
-    """A Go-style duration (`720h`, `1h30m`, `1.5s`, `250ms`, `0`) as a timedelta.
-
-    >>> parse_duration("1h30m")
-    datetime.timedelta(seconds=5400)
-    """
-    if isinstance(value, timedelta):
-        if value < timedelta(0):
-            raise ValueError("a duration must not be negative")
-        return value
-    if not isinstance(value, str) or not _DURATION_RE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a duration: use a number with a unit, such as 30s, 15m, 720h or 1h30m "
-            "(units ns, us, ms, s, m, h)"
-        )
-    seconds = sum(
-        (Decimal(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(value)),
-        Decimal(0),
-    )
-    return timedelta(microseconds=int((seconds * 1_000_000).to_integral_value()))
-
-
-def format_duration(value: timedelta) -> str:
-    """The shortest Go-style text of a duration: `1h30m`, `720h`, `45s`, `1.5s`, `250ms`, `0s`."""
-    micros = round(value.total_seconds() * 1_000_000)
-    if micros < 0:
-        raise ValueError("a duration must not be negative")
-    if micros == 0:
-        return "0s"
-    if micros < 1_000_000:
-        if micros % 1000 == 0:
-            return f"{micros // 1000}ms"
-        return f"{micros}us"
-    hours, rest = divmod(micros, 3_600_000_000)
-    minutes, rest = divmod(rest, 60_000_000)
-    seconds, fraction = divmod(rest, 1_000_000)
-    text = ""
-    if hours:
-        text += f"{hours}h"
-    if minutes:
-        text += f"{minutes}m"
-    if seconds or fraction:
-        text += f"{seconds}" + (f".{fraction:06d}".rstrip("0") if fraction else "") + "s"
-    return text
+# One grammar with the worker (`replay_worker.durations`); the API reads Go's form of it.
+parse_duration = parse_go_duration
 
 
 Duration = Annotated[
@@ -388,8 +335,9 @@ class Start(ApiModel):
         min_length=1,
         max_length=1000,
         description=(
-            "Explicit start offsets per topic and partition; partitions not listed start at their end. "
-            "Each topic must be one the resource replays."
+            "Explicit start offsets per topic and partition. List every partition of the topics the "
+            "resource replays: a partition not listed fails the plan with reason InvalidStart (it is never "
+            "silently skipped). Each topic must be one the resource replays."
         ),
         json_schema_extra={
             "x-kubernetes-list-type": "map",
@@ -1033,7 +981,7 @@ class ResourceObject(ApiModel):
         # The Python mirror of `name_rules`.
         name = self.metadata.get("name")
         if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
-            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")
+            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")  # noqa: B009 - kind is each subclass's
         return self
 
 

@@ -10,7 +10,6 @@ import json
 import re
 import secrets
 import urllib.request
-from pathlib import Path
 
 import pytest
 import yaml
@@ -26,7 +25,7 @@ from tests.integration.operator.scenario import (
     wait_phase,
 )
 
-from .conftest import CHART, Installed, helm_install, restricted_namespace
+from .conftest import Installed, helm_install, restricted_namespace
 
 pytestmark = pytest.mark.integration
 

@@ -240,7 +240,7 @@ def in_key_order(rows: list[Processed]) -> bool:
     by_key: dict[str, list[Processed]] = {}
     for row in sorted(rows, key=lambda r: (r.partition, r.offset)):
         by_key.setdefault(row.key or "", []).append(row)
-    for key, records in by_key.items():
+    for records in by_key.values():
         if len({r.partition for r in records}) != 1:
             return False
         order = [(r.headers["reprise-origin"], r.value["ts"], int(r.headers["reprise-seq"])) for r in records]

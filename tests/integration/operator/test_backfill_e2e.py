@@ -98,7 +98,7 @@ def test_topic_source_re_emits_the_latest_value_of_1000_keys_on_the_right_partit
     status = done["status"]
     written = read_topic(kafka.bootstrap, target, 4, before)
     by_key = {}
-    for partition, offset, key, value in written:
+    for partition, _offset, key, value in written:
         assert key.decode() not in by_key, f"{key!r} re-emitted twice"
         by_key[key.decode()] = (partition, json.loads(value))
     assert set(by_key) == set(present)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.fixtures.kube import wait_for
 
-from .scenario import PARTITIONS, Ledger, apply, wait_phase
+from .scenario import Ledger, apply, wait_phase
 
 pytestmark = pytest.mark.integration
 

@@ -271,7 +271,7 @@ def test_transaction_markers_do_not_keep_lag_above_zero(kafka, topic_name, procs
     kafka.create_topic(topic_name, 2)
     producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"{topic_name}-tx"})
     producer.init_transactions(30)
-    for txn in range(5):
+    for _txn in range(5):
         producer.begin_transaction()
         for n in range(50):
             producer.produce(topic_name, value=b"{}", partition=n % 2)

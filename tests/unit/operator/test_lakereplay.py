@@ -12,7 +12,6 @@ import yaml
 from replay_worker.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
-from reprise_operator.kafka_admin import OffsetAtTime
 from reprise_operator.lakereplay import (
     DEFAULT_BACKFILL_PARTITIONS,
     DRAIN_UNTIL_STOPPED_MS,
@@ -28,9 +27,10 @@ from reprise_operator.lakereplay import (
     spark_defaults,
     topic_config,
 )
-from reprise_operator.planning import PartitionFacts, PlanError, StartRequest, make_plan
+from replay_worker.contract import PartitionFacts, StartSpec
+from reprise_operator.planning import PlanError, make_plan
 from reprise_operator.settings import OperatorSettings
-from reprise_operator.spark_application import SparkDefaults
+from reprise_operator.spark_application import SparkDefaults, seam_ms
 from reprise_operator.workloads import Owner
 
 REPO = Path(__file__).resolve().parents[3]
@@ -158,14 +158,15 @@ def test_continuation_in_rewind_moves_the_live_group_and_runs_no_consumer():
     ReconsumeSpec.model_validate(child["spec"])
 
 
-def facts(log_start: int, end: int, at: int | None) -> PartitionFacts:
-    return PartitionFacts(log_start=log_start, end=end, at_start_time=OffsetAtTime(at, 0) if at is not None else None)
+def facts(partition: int, log_start: int, end: int, at: int | None) -> PartitionFacts:
+    return PartitionFacts("users", partition, log_start, end, time_lookup=at if at is not None else -1,
+                          time_lookup_timestamp_ms=0 if at is not None else None)
 
 
 def test_plan_summary_describes_the_lake_range_the_topic_and_the_continuation():
     spec = spec_of(raw())
-    plan = make_plan(StartRequest("timestamp", timestamp=spec.source.to),
-                     {("users", 0): facts(0, 500, 120), ("users", 1): facts(0, 9, None)}, T0)
+    plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)),
+                     [facts(0, 0, 500, 120), facts(1, 0, 9, None)], T0)
     text = plan_summary(spec, "accounts.journey.reprise-backfill", 3, plan)
     assert text == (
         "lake s3a://lake/events/users/ (parquet) from the oldest record to 2026-06-01T00:00:00Z, into backfill "
@@ -179,8 +180,8 @@ def test_plan_summary_describes_the_lake_range_the_topic_and_the_continuation():
 def test_a_seam_older_than_retention_is_refused_with_the_fix():
     spec = spec_of(raw())
     # Partition 0: every retained record is newer than `to` and some were deleted: they may have been in range.
-    plan = make_plan(StartRequest("timestamp", timestamp=spec.source.to),
-                     {("users", 0): facts(40, 500, 40), ("users", 1): facts(0, 9, 3)}, T0)
+    plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)),
+                     [facts(0, 40, 500, 40), facts(1, 0, 9, 3)], T0)
     assert [(p.topic, p.partition) for p in plan.at_risk] == [("users", 0)]
     message = continuation_retention_message(spec, plan)
     assert "users/0 (log starts at 40)" in message and "users/1" not in message

@@ -25,7 +25,9 @@ def test_handed_over_partition_is_done_whatever_the_lag():
 
 def test_eta_from_recent_rate():
     window = EtaWindow()
-    views = lambda pos: [PartitionView("t", 0, 0, 1000, pos)]
+    def views(pos):
+        return [PartitionView("t", 0, 0, 1000, pos)]
+
     summarize(views(0), window, T0)
     progress = summarize(views(100), window, T0 + timedelta(seconds=10))
     # 100 records in 10 s, 900 to go: 90 s.

@@ -12,6 +12,7 @@ from replay_worker.handover import HandoverView
 from replay_worker.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.planning import PlanError
+from replay_worker.contract import epoch_ms
 from reprise_operator.reconsume import replay_views, start_request
 
 REPO = Path(__file__).resolve().parents[3]
@@ -63,4 +64,4 @@ def test_a_start_in_the_future_is_refused_with_the_field_named():
         start_request(ahead, NOW)
     assert raised.value.reason == "StartInFuture"
     past = spec(start={"timestamp": "2026-11-01T00:00:00Z"})
-    assert start_request(past, NOW).timestamp == datetime(2026, 11, 1, tzinfo=timezone.utc)
+    assert start_request(past, NOW).timestamp_ms == epoch_ms(datetime(2026, 11, 1, tzinfo=timezone.utc))

@@ -196,12 +196,12 @@ def test_the_replay_role_clock_runs_while_followed_and_restarts_after_a_pause():
     from reprise_operator.lifecycle import ObjectMemory, Waiting
     from reprise_operator.standby import require_replay_role
 
-    class Kube:
-        def get_deployment(self, namespace, name):
+    class AsyncKube:
+        async def get_deployment(self, namespace, name):
             return {"status": {"readyReplicas": 2}}
 
-        async def run(self, fn, *args):
-            return fn(*args)
+    class Kube:
+        aio = AsyncKube()
 
     class Rt:
         kube = Kube()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from replay_worker.start_position import (EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec,
-                                          decide_end, decide_partition, decide_start, parse_duration)
+                                          decide_end, decide_partition, decide_start, parse_duration,
+                                          refuse_lost_start)
 
 
 def facts(log_start: int = 0, end: int = 100, time_lookup: int | None = None, end_time_lookup: int | None = None) -> PartitionFacts:
@@ -66,14 +67,17 @@ def test_no_record_that_new_starts_at_the_end() -> None:
     assert decision.offset == 100 and not decision.clamped
 
 
-def test_timestamp_before_retention_is_an_error_unless_clamping() -> None:
+def test_timestamp_before_retention_is_a_risk_the_worker_refuses_unless_clamping() -> None:
     spec = StartSpec("duration", duration_s=3600)
+    risky = decide_start(spec, facts(log_start=40, time_lookup=40), allow_clamp=False)
+    assert (risky.offset, risky.retention_risk, risky.clamped, risky.lost) == (40, True, False, True)
     with pytest.raises(StartOlderThanRetention) as error:
-        decide_start(spec, facts(log_start=40, time_lookup=40), allow_clamp=False)
+        refuse_lost_start(risky, facts(log_start=40, time_lookup=40))
     message = str(error.value)
     assert "orders[3]" in message and "40" in message and "LakeReplay" in message and "REPRISE_ALLOW_CLAMP" in message
     clamped = decide_start(spec, facts(log_start=40, time_lookup=40), allow_clamp=True)
-    assert (clamped.offset, clamped.clamped) == (40, True)
+    assert (clamped.offset, clamped.clamped, clamped.retention_risk, clamped.lost) == (40, True, True, False)
+    assert refuse_lost_start(clamped, facts(log_start=40, time_lookup=40)) == clamped
 
 
 def test_timestamp_at_log_start_zero_is_not_an_error() -> None:
@@ -83,8 +87,10 @@ def test_timestamp_at_log_start_zero_is_not_an_error() -> None:
 def test_explicit_offsets() -> None:
     spec = StartSpec.parse('{"offsets":{"orders":{"3":70}}}')
     assert decide_start(spec, facts(), False).offset == 70
-    with pytest.raises(StartOlderThanRetention):
-        decide_start(spec, facts(log_start=80, end=120), False)
+    below = decide_start(spec, facts(log_start=80, end=120), False)
+    assert (below.offset, below.requested, below.lost) == (70, 70, True)
+    with pytest.raises(StartOlderThanRetention, match="offset 70"):
+        refuse_lost_start(below, facts(log_start=80, end=120))
     assert decide_start(spec, facts(log_start=80, end=120), True).offset == 80
     with pytest.raises(SpecError, match="beyond"):
         decide_start(spec, facts(end=50), False)

@@ -1,7 +1,7 @@
 """Schema evolution on tiny DataFrames: defaults, renames, widening, and refusals that name the field."""
 
 import json
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from decimal import Decimal
 
 import pytest

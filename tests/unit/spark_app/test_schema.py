@@ -7,7 +7,6 @@ from pyspark.sql.types import (
     ArrayType,
     DateType,
     DecimalType,
-    DoubleType,
     IntegerType,
     LongType,
     MapType,

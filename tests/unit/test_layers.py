@@ -1,0 +1,88 @@
+"""`make lint`'s layer contracts bite: an import across a forbidden layer fails import-linter.
+
+import-linter runs on a copy of the two packages (the checkout is never touched): once as they are, which
+must pass, then with one forbidden import planted, which must fail and name the contract it breaks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _copy(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "replay_worker", tree / "replay_worker", ignore=ignore)
+    shutil.copytree(ROOT / "operator" / "reprise_operator", tree / "operator" / "reprise_operator", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    return tree
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{tree / 'operator'}"}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _plant(path: Path, line: str) -> None:
+    text = path.read_text()
+    # After the module docstring and `from __future__`, where an import belongs.
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    assert sep, f"{path} has no `from __future__ import annotations` to plant after"
+    path.write_text(head + sep + line + "\n" + rest)
+
+
+def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
+    clean = _lint_imports(_copy(tmp_path))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "0 broken" in clean.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        # A pure rule reaching for a door.
+        ("operator/reprise_operator/planning.py", "from . import kafka_admin", "Pure rules do no I/O"),
+        # The replay contract opening a Kafka client.
+        ("replay_worker/start_position.py", "import confluent_kafka", "The replay contract opens no Kafka client"),
+        # The operator reaching past the contract into the worker's I/O.
+        (
+            "operator/reprise_operator/progress.py",
+            "from replay_worker import consumer",
+            "The operator imports the worker only through replay_worker.contract",
+        ),
+        # A lower layer importing a higher one.
+        (
+            "operator/reprise_operator/workloads.py",
+            "from . import lifecycle",
+            "The operator's layers import only downward",
+        ),
+        # One kind importing another.
+        ("operator/reprise_operator/backfill.py", "from . import reconsume", "The kinds are independent of each other"),
+    ],
+)
+def test_an_import_across_a_forbidden_layer_fails_lint(
+    tmp_path: Path, module: str, planted: str, contract: str
+) -> None:
+    tree = _copy(tmp_path)
+    _plant(tree / module, planted)
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0, broken.stdout
+    # The report wraps long names over lines: compare with the whitespace normalised.
+    report = " ".join(broken.stdout.split())
+    assert f"{contract}" in report and "BROKEN" in report, broken.stdout
