@@ -58,7 +58,7 @@ from . import barrier, debezium, metrics
 from .api import BackfillSpec, format_duration
 from .conditions import rfc3339
 from .constants import bounded_name, child_labels
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
+from .lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from .progress import PartitionView, progress_status, summarize
 from .workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
 
@@ -363,24 +363,38 @@ def _source(spec: BackfillSpec) -> SourceKind:
     return spec.source.kind  # type: ignore[return-value]
 
 
-async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = resource.spec_as(BackfillSpec)
-    if resource.phase in FINISHED:
-        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
-        return
-    if resource.phase in ("Pending", "Planning"):
+class BackfillLifecycle:
+    """Backfill's hooks for the lifecycle driver (`driver.transition` decides which one runs). Starting only
+    records the target's end offsets: they are stored before the producing (the follow hook) begins."""
+
+    kind, plural, spec_model = KIND, PLURAL, BackfillSpec
+
+    async def plan(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
-    if resource.phase == "PlanReady":
-        if not may_start(resource, spec.suspend):
-            return
+
+    async def start(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _begin(resource, spec)
-        return  # the end offsets before producing are persisted before anything is produced
-    if resource.phase in ("Running", "Suspended"):
+
+    async def hold(self, resource: Resource, spec: BackfillSpec) -> None:
         await _apply_suspend(resource, spec)
-    if resource.phase == "Running":
+
+    async def follow(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _produce(resource, spec, memory)
-    if resource.phase == "Draining":
+
+    async def teardown(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _follow_barrier(resource, spec, memory)
+
+    async def revive(self, resource: Resource, spec: BackfillSpec) -> bool:
+        return False
+
+    def ttl_seconds(self, spec: BackfillSpec) -> int | None:
+        return spec.cleanup.ttl_seconds_after_finished
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        await cleanup(resource, memory)
+
+
+LIFECYCLE = BackfillLifecycle()
 
 
 async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:

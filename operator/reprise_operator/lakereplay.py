@@ -62,7 +62,7 @@ from .api.reconsume import ReconsumeMode
 from .conditions import is_true, rfc3339
 from .constants import GROUP, VERSION, bounded_name, child_labels
 from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
+from .lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
 from . import cutover
 from .progress import PartitionView
@@ -288,27 +288,40 @@ def _lake_drained(resource: Resource) -> bool:
     return is_true(resource.status.get("conditions"), "Drained")
 
 
-async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = resource.spec_as(LakeReplaySpec)
-    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None
-                                           and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))):
-        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
-        return
-    if resource.phase in ("Pending", "Planning"):
-        # Planning ends the call: the plan is in the API server before anything is created, so a
-        # backfill topic found while planning is never one Reprise made.
+class LakeReplayLifecycle:
+    """LakeReplay's hooks for the lifecycle driver (`driver.transition` decides which one runs). The plan is
+    in the API server before anything is created, so a backfill topic found while planning is never one
+    Reprise made."""
+
+    kind, plural, spec_model = KIND, PLURAL, LakeReplaySpec
+
+    async def plan(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
-        return
-    if resource.phase == "PlanReady":
-        if not may_start(resource, spec.suspend):
-            return
+
+    async def start(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _start(resource, spec)
-    if resource.phase in ("Running", "Suspended"):
+
+    async def hold(self, resource: Resource, spec: LakeReplaySpec) -> None:
         await _apply_suspend(resource, spec)
-    if resource.phase == "Running":
+
+    async def follow(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _follow(resource, spec, memory)
-    if resource.phase == "Draining":
+
+    async def teardown(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
+
+    async def revive(self, resource: Resource, spec: LakeReplaySpec) -> bool:
+        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec.verify, _verify_env(resource, spec))
+
+    def ttl_seconds(self, spec: LakeReplaySpec) -> int | None:
+        return spec.cleanup.ttl_seconds_after_finished
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        await cleanup(resource, memory)
+
+
+LIFECYCLE = LakeReplayLifecycle()
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:

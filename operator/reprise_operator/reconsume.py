@@ -37,7 +37,7 @@ from .constants import (
     rollback_configmap_name,
 )
 from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
+from .lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
 from .progress import PartitionView
 from .verify import LiveHistory, shadow_caught_up, verify_env
@@ -200,25 +200,38 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartRequest) 
 # ------------------------------------------------------------------------------------------ the steps
 
 
-async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = resource.spec_as(ReconsumeSpec)
+class ReconsumeLifecycle:
+    """Reconsume's hooks for the lifecycle driver (`driver.transition` decides which one runs)."""
 
-    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
-            resource, spec.verify, _verify_env(resource, spec))):
-        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
-        return
-    if resource.phase in ("Pending", "Planning"):
+    kind, plural, spec_model = KIND, PLURAL, ReconsumeSpec
+
+    async def plan(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
-    if resource.phase == "PlanReady":
-        if not may_start(resource, spec.suspend):
-            return
+
+    async def start(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (_start_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _start_replay(resource, spec))
-    if resource.phase in ("Running", "Suspended"):
+
+    async def hold(self, resource: Resource, spec: ReconsumeSpec) -> None:
         await _apply_suspend(resource, spec)
-    if resource.phase == "Running":
+
+    async def follow(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (_follow_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _follow_replay(resource, spec, memory))
-    if resource.phase == "Draining":
+
+    async def teardown(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
+
+    async def revive(self, resource: Resource, spec: ReconsumeSpec) -> bool:
+        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec.verify, _verify_env(resource, spec))
+
+    def ttl_seconds(self, spec: ReconsumeSpec) -> int | None:
+        return spec.cleanup.ttl_seconds_after_finished
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        await cleanup(resource, memory)
+
+
+LIFECYCLE = ReconsumeLifecycle()
 
 
 def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) -> Plan:
