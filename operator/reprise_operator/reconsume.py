@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 
 from replay_worker.filters import FilterSpec
@@ -168,6 +168,20 @@ def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[Topi
             )
         )
     return views
+
+
+def replay_drained(state: ReplayHandover, views: Sequence[PartitionView],
+                   live: Mapping[TopicPartitionKey, int] | None = None, held: bool = False) -> bool:
+    """The drained rule of a Parallel or Handover replay, before `completion.drainedFor` holds it: the replay
+    has announced itself in the handover topic, and every planned partition is finished (a handover offset H
+    recorded, and processed up to it). A held replay (`completion.hold`, a shadow) never finishes a partition:
+    it is drained when it processed up to the live group's committed offsets as of now (`live`, None while
+    not yet known)."""
+    if not state.bootstrapped:
+        return False
+    if held:
+        return live is not None and shadow_caught_up(views, live)
+    return state.complete and all(view.done for view in views)
 
 
 # ------------------------------------------------------------------------------------------ Kafka facts
@@ -349,13 +363,12 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
-    finished = state.complete if state.bootstrapped else False
-    drained = finished and progress.all_done
+    live = None
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
         history = memory.extra.setdefault("live_history", LiveHistory())
         history.add(resource.now(), await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan)))
         live = history.as_of(resource.now())
-        drained = state.bootstrapped and live is not None and shadow_caught_up(views, live)
+    drained = replay_drained(state, progress.partitions, live, held=spec.completion.hold is not None)
     hold = spec.completion.drained_for
     caught_up = memory.drain.observe(drained, resource.now(), hold)
     if spec.verify is not None or spec.completion.hold is not None:
