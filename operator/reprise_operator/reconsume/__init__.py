@@ -17,31 +17,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 
 from replay_worker.filters import FilterSpec
-from replay_worker.handover import ReplayHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
-from . import cutover, metrics
-from .api import ReconsumeSpec, format_duration
-from .api.common import Filter
-from .conditions import rfc3339
-from .constants import (
-    child_labels,
+from .. import cutover, metrics
+from ..api import ReconsumeSpec, format_duration
+from ..api.common import Filter
+from ..conditions import rfc3339
+from ..constants import (
     replay_deployment_name,
     replay_group_name,
     rollback_configmap_name,
 )
-from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, plan_status, refuse_future, retention_message
-from .progress import PartitionView
-from .verify import LiveHistory, shadow_caught_up, verify_env
-from .standby import (
+from ..kafka_admin import KafkaCluster, TopicPartitionKey
+from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ..planning import PartitionFacts, Plan, PlanError, StartRequest, make_plan, refuse_future, retention_message
+from ..progress import PartitionView
+from ..verify import LiveHistory, verify_env
+from ..standby import (
     consumer_delivery,
     live_template,
     record_progress,
@@ -49,7 +47,10 @@ from .standby import (
     require_replay_role,
     standby_deployment,
 )
-from .workloads import KAFKA_CONFIG_DIR
+from ..workloads import KAFKA_CONFIG_DIR
+from ..offset_plan_status import plan_from_status, plan_partitions_status
+from .drained import replay_drained, replay_views
+from .rewind import rollback_configmap
 
 KIND = "Reconsume"
 PLURAL = "reconsumes"
@@ -118,70 +119,6 @@ def replay_settings(
         kafka_config_dir=KAFKA_CONFIG_DIR if has_secret else None,
         follow=follow,
     )
-
-
-def plan_partitions_status(plan: Plan) -> dict:
-    """`status.plan` in the API's shape (retention risk as Safe / Clamped / Lost)."""
-    status = plan_status(plan)
-    worst = "Safe"
-    for part, raw in zip(plan.partitions, status["partitions"]):
-        risk = "Clamped" if part.clamped else ("Lost" if part.retention_risk else "Safe")
-        raw["retentionRisk"] = risk
-        if risk == "Lost" or (risk == "Clamped" and worst == "Safe"):
-            worst = risk
-    status["partitionCount"] = len(plan.partitions)
-    status["retentionRisk"] = worst
-    stamps = [p.oldest_timestamp_ms for p in plan.partitions if p.oldest_timestamp_ms is not None]
-    if stamps:
-        status["oldestTimestamp"] = datetime.fromtimestamp(min(stamps) / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return status
-
-
-def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
-    """(start, end) per partition from `status.plan`."""
-    return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
-
-
-def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int],
-                 state: ReplayHandover, mode: str) -> list[PartitionView]:
-    """Each planned partition as the handover topic and the end offsets show it now."""
-    views = []
-    for key, (start, _) in sorted(plan.items()):
-        part = state.partitions.get(key)
-        h = part.handover_offset if part else None
-        acked = bool(part and part.acknowledged)
-        reason = part.handover.reason if part and part.handover else ""
-        views.append(
-            PartitionView(
-                topic=key[0],
-                partition=key[1],
-                start=start,
-                end=ends[key],
-                position=part.progress.position if part and part.progress else None,
-                target=h,
-                # Only the live side's acknowledgement hands a partition over; a Parallel replay that
-                # reached the live group is CaughtUp (the state names the CRD documents).
-                handed_over=acked and mode == "Handover",
-                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
-                handover_offset=h,
-                finished=h is not None,
-            )
-        )
-    return views
-
-
-def replay_drained(state: ReplayHandover, views: Sequence[PartitionView],
-                   live: Mapping[TopicPartitionKey, int] | None = None, held: bool = False) -> bool:
-    """The drained rule of a Parallel or Handover replay, before `completion.drainedFor` holds it: the replay
-    has announced itself in the handover topic, and every planned partition is finished (a handover offset H
-    recorded, and processed up to it). A held replay (`completion.hold`, a shadow) never finishes a partition:
-    it is drained when it processed up to the live group's committed offsets as of now (`live`, None while
-    not yet known)."""
-    if not state.bootstrapped:
-        return False
-    if held:
-        return live is not None and shadow_caught_up(views, live)
-    return state.complete and all(view.done for view in views)
 
 
 # ------------------------------------------------------------------------------------------ Kafka facts
@@ -490,7 +427,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
             rollback["takenAt"] = rfc3339(resource.now())
             cm_name = rollback_configmap_name(resource.name)
-            await rt.kube.run(rt.kube.create_owned, _rollback_configmap(resource, spec, cm_name, before), None)
+            await rt.kube.run(rt.kube.create_owned, rollback_configmap(resource, spec, cm_name, before), None)
             rollback["configMap"] = cm_name
             # The rewind replays up to where the log ends now; later records are live traffic.
             for part in resource.status["plan"]["partitions"]:
@@ -507,30 +444,6 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     resource.condition("ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}")
     resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
-
-
-def _rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, before: dict[TopicPartitionKey, int]) -> dict:
-    """The snapshot as kafka-consumer-groups --reset-offsets --from-file CSV. Not owned by the resource:
-    it must survive the resource's deletion, since rolling back is what it is for."""
-    csv = "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(before.items()))
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": resource.namespace,
-            "labels": child_labels(KIND, resource.name, "rollback"),
-            "annotations": {"reprise.io/consumer-group": spec.consumer_group},
-        },
-        "data": {
-            "offsets.csv": csv,
-            "offsets.json": json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]),
-            "restore.sh": (
-                f"kafka-consumer-groups.sh --bootstrap-server {spec.kafka.bootstrap_servers} --group {spec.consumer_group} "
-                "--reset-offsets --from-file offsets.csv --execute --all-topics\n"
-            ),
-        },
-    }
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:

@@ -57,19 +57,18 @@ from pydantic import ValidationError
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import EndSpec, StartSpec
 
-from .api import API_VERSION, Entrypoint, LakeReplaySpec, ReconsumeSpec, format_duration
-from .api.reconsume import ReconsumeMode
-from .conditions import is_true, rfc3339
-from .constants import GROUP, VERSION, bounded_name, child_labels
-from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from .planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
-from . import cutover
-from .progress import PartitionView
-from .reconsume import plan_partitions_status
-from .settings import OperatorSettings
-from .verify import verify_env
-from .spark_application import (
+from ..api import Entrypoint, LakeReplaySpec, format_duration
+from ..conditions import is_true, rfc3339
+from ..constants import GROUP, VERSION, bounded_name, child_labels
+from ..kafka_admin import KafkaCluster, TopicPartitionKey
+from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ..planning import PartitionFacts, Plan, PlanError, StartRequest, log_start, make_plan, refuse_future
+from .. import cutover
+from ..progress import PartitionView
+from ..offset_plan_status import plan_partitions_status
+from ..settings import OperatorSettings
+from ..verify import verify_env
+from ..spark_application import (
     GROUP as SPARK_GROUP,
     PLURAL as SPARK_PLURAL,
     VERSION as SPARK_VERSION,
@@ -83,8 +82,9 @@ from .spark_application import (
     spark_application_manifest,
     spark_outcome,
 )
-from .standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
-from .workloads import KAFKA_CONFIG_DIR, Owner
+from ..standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
+from ..workloads import KAFKA_CONFIG_DIR, Owner
+from .continuation import continuation_manifest, continuation_name, continuation_retention_message
 
 KIND = "LakeReplay"
 PLURAL = "lakereplays"
@@ -138,10 +138,6 @@ def drain_deployment_name(cr_name: str) -> str:
     return bounded_name(cr_name, "drain")
 
 
-def continuation_name(cr_name: str) -> str:
-    return bounded_name(cr_name, "then")
-
-
 def backfill_partitions(spec: LakeReplaySpec, live_partitions: dict[str, list[int]]) -> int:
     """spec.backfillTopic.partitions, else the first live topic's count (keys then land on the same partition
     numbers as in the live topic), else DEFAULT_BACKFILL_PARTITIONS."""
@@ -185,51 +181,6 @@ def drain_settings(
     )
 
 
-def continuation_manifest(
-    *,
-    owner: Owner,
-    name: str,
-    namespace: str,
-    spec: LakeReplaySpec,
-    starts: dict[TopicPartitionKey, int],
-) -> dict:
-    """The Reconsume of then.reconsume: its start is the offsets at spec.source.to, every partition listed."""
-    assert spec.then is not None
-    then = spec.then.reconsume
-    body: dict[str, Any] = {
-        "kafka": spec.kafka.dump(),
-        "topics": list(then.topics),
-        "consumerGroup": then.consumer_group,
-        "mode": then.mode.value,
-        "start": {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())]},
-        "completion": then.completion.dump(),
-        # The LakeReplay's plan was approved: its continuation is part of it.
-        "approval": "Automatic",
-        "suspend": spec.suspend,
-        "cleanup": {"deleteReplayGroup": spec.cleanup.delete_replay_group},
-    }
-    if then.filter is not None:
-        body["filter"] = then.filter.dump()
-    if then.mode is ReconsumeMode.REWIND:
-        body["liveDeployment"] = then.live_deployment.dump()  # type: ignore[union-attr]
-    else:
-        body["consumer"] = (then.consumer or spec.consumer).dump()
-    if then.replay_group is not None:
-        body["replayGroup"] = then.replay_group
-    ReconsumeSpec.model_validate(body)  # what the API server would refuse, refused here with a clear error
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Reconsume",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": child_labels(KIND, owner.name, "continuation"),
-            "ownerReferences": [owner.reference()],
-        },
-        "spec": body,
-    }
-
-
 def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation: Plan | None) -> str:
     """What the plan says, in one line: the lake range, the backfill topic, and the continuation."""
     source = spec.source
@@ -266,15 +217,6 @@ def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
     live topics would continue from offsets of a time not reached yet, so records written between the lake's
     last record and `to` would be replayed by neither side."""
     refuse_future("spec.source.to", spec.source.to, now, reason="EndInFuture")
-
-
-def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
-    risky = plan.at_risk
-    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {log_start(p)})" for p in risky[:5])
-    more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
-    return (f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
-            f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
-            f"spec.source.to later, to at most the time of the oldest record Kafka still holds")
 
 
 # ------------------------------------------------------------------------------------------ the steps
