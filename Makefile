@@ -44,7 +44,7 @@ run: platform ## run the operator: on the local platform, or on the cluster in $
 	@$(PY) -m local_platform run-operator
 
 test: platform ## install everything the suite needs, then run it
-	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 test-unit: venv ## only the fast unit tests (no platform)
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)

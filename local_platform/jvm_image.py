@@ -12,20 +12,16 @@ Maven's own downloads go to `~/.m2` as usual.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import cache_root
-from .local_images import publish, source_hash
+from .local_images import build_command, build_once, run_build
 from .prerequisites import missing
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = REPO / "java"
-IMAGE_APP = "/app"
 
 
 class JvmBuildError(RuntimeError):
@@ -65,21 +61,13 @@ def build_jvm_image(project: Path, reference: str, library: Path = LIBRARY, log:
     problems = [p for p in (missing("java"), missing("mvn")) if p]
     if problems:
         raise JvmBuildError("; ".join(problems))
-    images = cache_root() / "images"
-    images.mkdir(parents=True, exist_ok=True)
-    folder = images / f"{project.name}-{source_hash(library, project)}"
-    with open(images / f"{project.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / ".built").exists():
-            _maven(project, library, folder, log or images / f"{project.name}-build.log")
-    publish(reference, {IMAGE_APP: folder})
-    return JvmImage(reference, folder)
+    return JvmImage(reference, build_once(reference, project.name, (library, project),
+                                          lambda folder, log: _maven(project, library, folder, log), log))
 
 
 def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
     work = folder.with_name(folder.name + ".build")
     shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
     work.mkdir(parents=True)
     (work / "pom.xml").write_text(reactor_pom([library, project], work))
     command = [
@@ -89,26 +77,9 @@ def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
         f"-Dservice.build.dir={work / 'service'}",
         f"-Dservice.image.dir={folder}",
     ]
-    with open(log, "w") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=900)
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise JvmBuildError(f"building {project.name} failed ({' '.join(command)}); log {log}:\n{tail}")
-    (folder / ".built").write_text(" ".join(command) + "\n")
+    run_build(command, log, JvmBuildError, project.name, 900)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def main() -> int:
-    """`python -m local_platform.jvm_image <project folder> <image reference>`: build and publish."""
-    import sys
-
-    if len(sys.argv) != 3:
-        print("usage: python -m local_platform.jvm_image <project folder> <image reference>", file=sys.stderr)
-        return 2
-    image = build_jvm_image(Path(sys.argv[1]), sys.argv[2])
-    print(f"{image.reference}: /app -> {image.folder}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(build_command("jvm_image", build_jvm_image))

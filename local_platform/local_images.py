@@ -18,12 +18,16 @@ does.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 from .cache import cache_root
 
@@ -77,3 +81,48 @@ def source_hash(*roots: Path) -> str:
             digest.update(path.read_bytes())
             digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+#: Where the image's files are in its container: what a pod's command names.
+IMAGE_APP = "/app"
+
+
+def build_once(reference: str, name: str, sources: Sequence[Path], build: Callable[[Path, Path], None],
+               log: Path | None = None) -> Path:
+    """The folder holding image `name` built from `sources`, published as `reference` with `/app` mapped to it.
+
+    `build(folder, log)` runs only when this exact source has no finished build (its `.built` stamp, written
+    here after `build` returns); concurrent callers (pytest workers) wait on a file lock instead of building
+    twice."""
+    images = cache_root() / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    folder = images / f"{name}-{source_hash(*sources)}"
+    with open(images / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder, log or images / f"{name}-build.log")
+            (folder / ".built").write_text(f"{reference}\n")
+    publish(reference, {IMAGE_APP: folder})
+    return folder
+
+
+def run_build(command: list[str], log: Path, error: type[Exception], what: str, timeout: float,
+              cwd: Path | None = None, env: Mapping[str, str] | None = None) -> None:
+    """Run one build command with its output in `log`; `error` with the log's last lines when it fails."""
+    with open(log, "w") as out:
+        done = subprocess.run(command, cwd=cwd, env=dict(env) if env is not None else None, stdout=out,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise error(f"building {what} failed ({' '.join(command)}{' in ' + str(cwd) if cwd else ''}); log {log}:\n{tail}")
+
+
+def build_command(module: str, build: Callable[[Path, str], object]) -> int:
+    """`python -m local_platform.<module> <project folder> <image reference>`: build and publish one image."""
+    if len(sys.argv) != 3:
+        print(f"usage: python -m local_platform.{module} <project folder> <image reference>", file=sys.stderr)
+        return 2
+    image = build(Path(sys.argv[1]), sys.argv[2])
+    print(f"{sys.argv[2]}: {IMAGE_APP} -> {getattr(image, 'folder')}")
+    return 0

@@ -39,6 +39,8 @@ class PartitionView:
     #: The replay published where it stopped this partition (H): it reached the live group, whether or not
     #: its latest position record has come in yet. Parallel ends here (CaughtUp); Handover waits for the ack.
     finished: bool = False
+    #: The live side's guard cannot follow the replay here (its reason code): at-least-once, not exact.
+    guard_problem: str | None = None
 
     @property
     def goal(self) -> int:
@@ -150,6 +152,7 @@ def progress_status(progress: Progress, updated_at: str) -> dict:
                 **({"handoverOffset": p.handover_offset} if p.handover_offset is not None else {}),
                 "lag": p.lag,
                 "state": p.state,
+                **({"guardProblem": p.guard_problem} if p.guard_problem is not None else {}),
             }
             for p in progress.partitions
         ],

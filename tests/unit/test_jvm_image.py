@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from local_platform.jvm_image import reactor_pom, source_hash
+from local_platform.jvm_image import reactor_pom
+from local_platform.local_images import source_hash
 
 
 def test_reactor_pom_names_each_module_relative_to_itself(tmp_path):

@@ -761,6 +761,9 @@ class ConditionType(str, Enum):
     CONSUMERS_STARTED = "ConsumersStarted"
     #: spec.verify: the check passed (True), failed (False, reason VerifyFailed) or runs (Unknown).
     VERIFIED = "Verified"
+    #: Handover mode: a live-side guard cannot follow the replay on some partitions (True, naming each
+    #: partition and reason); it skips nothing there, so those partitions are at-least-once, not exact.
+    GUARD_PROBLEM = "GuardProblem"
 
 
 class ConditionStatus(str, Enum):
@@ -891,6 +894,15 @@ class PartitionProgress(StatusModel):
             "Pending (not started), Replaying, CaughtUp (Parallel: the replay group reached the live "
             "group), HandedOver (Handover: the boundary is recorded and the live group took over), "
             "Drained (nothing left to consume)."
+        ),
+    )
+    guard_problem: Optional[str] = Field(
+        default=None,
+        max_length=256,
+        description=(
+            "Handover mode: why the live side's guard cannot follow the replay on this partition (a reason "
+            "code such as unreadable-handover-record:newer-version or unevaluable-filter:bad-operator). It "
+            "skips nothing here, so the live group processes these records again: at-least-once, nothing lost."
         ),
     )
 

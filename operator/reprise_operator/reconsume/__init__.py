@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
 
 from replay_worker.filters import FilterSpec
+from replay_worker.handover import PartitionHandover
 from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 
-from .. import cutover, metrics
+from .. import cutover, guard_report, metrics
 from ..api import ReconsumeSpec, format_duration
 from ..api.common import Filter
 from ..conditions import rfc3339
@@ -51,6 +53,8 @@ from ..workloads import KAFKA_CONFIG_DIR
 from ..offset_plan_status import plan_from_status, plan_partitions_status
 from .drained import replay_drained, replay_views
 from .rewind import rollback_configmap
+
+log = logging.getLogger("reprise.reconsume")
 
 KIND = "Reconsume"
 PLURAL = "reconsumes"
@@ -300,6 +304,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
+        report_guard_problems(resource, [state.partitions[k] for k in sorted(plan) if k in state.partitions])
     live = None
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
         history = memory.extra.setdefault("live_history", LiveHistory())
@@ -320,6 +325,23 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.set_phase("Draining", "Drained", message)
     elif not drained and resource.condition_true("Drained"):
         resource.condition("Drained", "False", "NotDrained", "lag is back")
+
+
+def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
+    """The GuardProblem condition: True, naming partitions and reasons, while a guard cannot follow the replay
+    (with a Warning Event and log line when it appears); False once every such partition is followed again."""
+    problems = guard_report.guard_problems(partitions)
+    if problems:
+        message = guard_report.condition_message(problems)
+        flipped = not resource.condition_true(guard_report.CONDITION)
+        resource.condition(guard_report.CONDITION, "True", "GuardCannotFollow", message)
+        if flipped:
+            log.warning("%s/%s: %s", resource.namespace, resource.name, message)
+            resource.event("GuardCannotFollow", message, warning=True)
+    elif resource.condition_true(guard_report.CONDITION):
+        resource.condition(guard_report.CONDITION, "False", "GuardFollowing",
+                           "the live side's guards follow the replay on every partition")
+        resource.event("GuardFollowing", "the live side's guards follow the replay again")
 
 
 def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:

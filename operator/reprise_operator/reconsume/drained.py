@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 from replay_worker.handover import ReplayHandover
 
+from ..guard_report import guard_problem
 from ..kafka_admin import TopicPartitionKey
 from ..progress import PartitionView
 from ..verify import shadow_caught_up
@@ -37,6 +38,7 @@ def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[Topi
                 at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
                 handover_offset=h,
                 finished=h is not None,
+                guard_problem=guard_problem(part) if mode == "Handover" else None,
             )
         )
     return views

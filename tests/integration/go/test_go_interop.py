@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from replay_worker.handover_topic import HandoverTopic
-from tests.integration.replay_worker.harness import (Processes, ProducerThread, check_split, committed, end_offsets,
-                                                     produce, read_log_lines, wait_for)
+from tests.integration.replay_worker.harness import (Processes, ProducerThread, committed, end_offsets, produce,
+                                                     read_log_lines, settle_and_check, wait_for)
 
 pytestmark = pytest.mark.integration
 
@@ -102,18 +102,8 @@ def test_go_guard_with_the_python_replay_role(kafka, topic_name, handover_topic,
     finally:
         producer.stop()
     assert producer.error is None
-    ends = end_offsets(bootstrap, topic_name, PARTITIONS)
-    wait_for(lambda: all(committed(bootstrap, live_group, topic_name, PARTITIONS)[p][0] >= ends[p]
-                         for p in range(PARTITIONS)), 120, "the Go service at the end", processes_to_watch=lives)
-    for process in lives + workers:
-        process.stop()
-    handover = HandoverTopic(bootstrap, handover_topic).read_replay(replay_id)
-    starts = {p: handover.partitions[(topic_name, p)].start_offset for p in range(PARTITIONS)}
-    handovers = {p: handover.partitions[(topic_name, p)].handover_offset for p in range(PARTITIONS)}
-    live = read_log_lines(out_dir, "live")
-    report = check_split(topic_name, PARTITIONS, starts, live_from, handovers, ends, live,
-                         read_log_lines(out_dir, "replay"))
-    print(report.summary())
+    report, _ = settle_and_check(bootstrap, handover_topic, replay_id, topic_name, PARTITIONS, live_group, live_from,
+                                 out_dir, lives, workers)
     assert report.lost == [], report.summary()
     assert any(f is not None for f in report.first_skipped.values()), "the Go guard never skipped: nothing was tested"
     if not killed:

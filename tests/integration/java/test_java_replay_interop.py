@@ -18,8 +18,8 @@ import pytest
 
 from replay_worker.handover_topic import HandoverTopic
 
-from ..replay_worker.harness import (Processes, ProducerThread, check_split, committed, end_offsets, produce,
-                                     read_log_lines, wait_for)
+from ..replay_worker.harness import (Processes, ProducerThread, committed, end_offsets, produce, settle_and_check,
+                                     wait_for)
 from .jvm_classpath import java_classpath
 
 pytestmark = pytest.mark.integration
@@ -111,22 +111,13 @@ def test_java_replay_role_against_the_python_guard_processes_every_record_once(
     finally:
         producer.stop()
     assert producer.error is None
-    ends = end_offsets(bootstrap, topic_name, PARTITIONS)
-    wait_for(lambda: all(committed(bootstrap, live_group, topic_name, PARTITIONS)[p][0] >= ends[p]
-                         for p in range(PARTITIONS)), 120, "the live service at the end", processes_to_watch=lives)
-    for process in lives + workers:
-        process.stop()
-    final = HandoverTopic(bootstrap, handover_topic).read_replay(replay_id)
-    starts = {p: final.partitions[(topic_name, p)].start_offset for p in range(PARTITIONS)}
-    handovers = {p: final.partitions[(topic_name, p)].handover_offset for p in range(PARTITIONS)}
+    report, handovers = settle_and_check(bootstrap, handover_topic, replay_id, topic_name, PARTITIONS, live_group,
+                                         live_from, out_dir, lives, workers)
     # The Java role committed H with its finished mark before publishing it.
     marks = committed(bootstrap, f"{topic_name}-replay", topic_name, PARTITIONS)
     for p in range(PARTITIONS):
         offset, metadata = marks[p]
         assert offset == handovers[p] and metadata is not None and '"finished"' in metadata, (p, offset, metadata)
-    report = check_split(topic_name, PARTITIONS, starts, live_from, handovers, ends,
-                         read_log_lines(out_dir, "live"), read_log_lines(out_dir, "replay"))
-    print(report.summary())
     assert report.lost == [], report.summary()
     assert report.replay_count > 0, "the Java role processed nothing: nothing was tested"
     assert any(f is not None for f in report.first_skipped.values()), "the guard never skipped: nothing was tested"

@@ -24,19 +24,18 @@ import json
 import os
 import re
 import signal
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Producer
 
 from tests.fixtures.kube import wait_for
 
 from reprise_operator.constants import replay_group_name
 
-from .scenario import PARTITIONS, apply, assert_children_gone, live_deployment, wait_caught_up, wait_phase
+from .scenario import (PARTITIONS, KeepProducing, apply, assert_children_gone, live_deployment, produce, wait_caught_up,
+                       wait_phase)
 
 JVM_IMAGE = "reprise-examples/accounts-jvm:dev"
 #: What the image's ENTRYPOINT is (examples/accounts-jvm/Dockerfile); the node agent runs only what the pod says.
@@ -59,46 +58,12 @@ def event_type(n: int) -> bytes:
 
 
 def produce_events(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
-    for n in range(first, first + count):
-        producer.produce(topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
-                         headers=[("event-type", event_type(n))])
-        if n % 1000 == 0:
-            producer.poll(0)
-    producer.flush(30)
+    produce(bootstrap, topic, count, first, event_type=event_type)
 
 
-@dataclass
-class KeepProducingEvents:
-    """Live traffic while the replay runs: `rate` records per second of both event types, until stopped."""
-
-    bootstrap: str
-    topic: str
-    rate: int = 40
-    first: int = 1_000_000
-    written: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def __enter__(self) -> "KeepProducingEvents":
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
-        while not self._stop.wait(1.0 / self.rate):
-            n = self.first + self.written
-            producer.produce(self.topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
-                             headers=[("event-type", event_type(n))])
-            producer.poll(0)
-            self.written += 1
-        producer.flush(30)
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
+def keep_producing_events(bootstrap: str, topic: str) -> KeepProducing:
+    """Live traffic while the replay runs, of both event types, until stopped."""
+    return KeepProducing(bootstrap, topic, event_type=event_type)
 
 
 # ------------------------------------------------------------------------------------------ workloads
@@ -440,7 +405,7 @@ def run_handover(kube, kafka, operator, namespace: str, topic: str, ledger: Path
         consumer = service_replay_consumer(replay, kafka.bootstrap, LIVE_GROUP, topic, ledger,
                                            clone="accounts" if live == replay else None)
     killed: set[int] = set()
-    with KeepProducingEvents(kafka.bootstrap, topic) as producer:
+    with keep_producing_events(kafka.bootstrap, topic) as producer:
         apply(kube, namespace, handover_reconsume("handover", kafka.bootstrap, topic, LIVE_GROUP, consumer, RATE))
         wait_phase(kube, namespace, "reconsume", "handover", "Running", 60, operator)
         done = inject(kube, namespace, "handover", "accounts", ledger, topic, faults, killed, LIVE_GROUP)

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -28,11 +29,17 @@ PARTITIONS = 3
 HISTORY = 3000
 
 
-def produce(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
+def event_type_of(_n: int) -> bytes:
+    """The `event-type` header of record n: one type here (handover_scenario mixes two)."""
+    return b"UserUpdated"
+
+
+def produce(bootstrap: str, topic: str, count: int, first: int = 0,
+            event_type: Callable[[int], bytes] = event_type_of) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     for i in range(first, first + count):
         producer.produce(topic, key=f"user-{i % 97}".encode(), value=json.dumps({"n": i}).encode(),
-                         headers=[("event-type", b"UserUpdated")])
+                         headers=[("event-type", event_type(i))])
         if i % 1000 == 0:
             producer.poll(0)
     producer.flush(30)
@@ -46,6 +53,7 @@ class KeepProducing:
     topic: str
     rate: int = 40
     first: int = 1_000_000
+    event_type: Callable[[int], bytes] = event_type_of
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     written: int = 0
@@ -60,7 +68,7 @@ class KeepProducing:
         while not self._stop.wait(1.0 / self.rate):
             n = self.first + self.written
             producer.produce(self.topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
-                             headers=[("event-type", b"UserUpdated")])
+                             headers=[("event-type", self.event_type(n))])
             producer.poll(0)
             self.written += 1
         producer.flush(30)
@@ -183,6 +191,15 @@ def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: 
         time.sleep(0.5)
 
 
+
+
+def get(kube, namespace: str, kind: str, name: str) -> dict | None:
+    out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def conditions(body: dict) -> dict[str, dict]:
+    return {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
 
 
 def apply(kube, namespace: str, obj: dict) -> None:

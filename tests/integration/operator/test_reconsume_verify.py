@@ -22,7 +22,9 @@ from .scenario import (
     apply,
     assert_children_gone,
     committed,
+    conditions,
     end_offsets,
+    get,
     reconsume,
     wait_phase,
 )
@@ -44,15 +46,6 @@ def verify_spec(sink: str) -> dict:
         }]}},
         "timeout": "3m",
     }
-
-
-def get(kube, namespace: str, kind: str, name: str) -> dict | None:
-    out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-    return json.loads(out.stdout) if out.returncode == 0 else None
-
-
-def conditions(body: dict) -> dict[str, dict]:
-    return {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
 
 
 def verification(kube, namespace: str, name: str) -> dict:

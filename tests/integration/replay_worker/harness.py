@@ -211,3 +211,28 @@ def check_split(topic: str, partitions: int, starts: Mapping[int, int], live_fro
                 if live[key] and replay[key]:
                     both.append(key)
     return SplitReport(lost, duplicates, both, first, dict(handover), sum(replay.values()), sum(live.values()))
+
+
+def settle_and_check(bootstrap: str, handover_topic: str, replay_id: str, topic: str, partitions: int,
+                     live_group: str, live_from: Mapping[int, int], out_dir: Path, lives: list,
+                     workers: list) -> tuple[SplitReport, dict[int, int]]:
+    """After a replay handed every partition over: wait for the live group to reach the end, stop every process,
+    and check the split of the ledgers at the S and H the handover topic holds. (the report, H per partition)"""
+    from replay_worker.handover_topic import HandoverTopic
+
+    ends = end_offsets(bootstrap, topic, partitions)
+    wait_for(lambda: all(committed(bootstrap, live_group, topic, partitions)[p][0] >= ends[p]
+                         for p in range(partitions)), 120, "the live service at the end", processes_to_watch=lives)
+    for process in lives + workers:
+        process.stop()
+    reader = HandoverTopic(bootstrap, handover_topic)
+    try:
+        final = reader.read_replay(replay_id)
+    finally:
+        reader.close()
+    starts = {p: final.partitions[(topic, p)].start_offset for p in range(partitions)}
+    handovers = {p: final.partitions[(topic, p)].handover_offset for p in range(partitions)}
+    report = check_split(topic, partitions, starts, live_from, handovers, ends, read_log_lines(out_dir, "live"),
+                         read_log_lines(out_dir, "replay"))
+    print(report.summary())
+    return report, handovers
