@@ -320,15 +320,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     consumer = spec.consumer
     template = await live_template(resource, consumer)
     delivery = consumer_delivery(consumer, template)
-    if spec.source.schema_ is not None:
-        ref = spec.source.schema_.config_map_ref
-        config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)
-        if config_map is None:
-            raise Waiting("ConfigMapNotFound",
-                          f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
-        if ref.key not in (config_map.get("data") or {}):
-            raise Waiting("ConfigMapKeyNotFound",
-                          f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+    await _require_schema(resource, spec)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
     found = await asyncio.to_thread(cluster.partitions, live_topics) if live_topics else {}
@@ -358,22 +350,40 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
     await rt.kube.run(rt.kube.create_owned, app, resource.uid)
     await rt.kube.run(rt.kube.create_owned, deployment, resource.uid)
+    _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name)
+
+
+async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
+    """Waiting until the ConfigMap of spec.source.schema (when set) exists and has its key."""
+    if spec.source.schema_ is None:
+        return
+    ref = spec.source.schema_.config_map_ref
+    config_map = await resource.rt.kube.run(resource.rt.kube.get_configmap, resource.namespace, ref.name)
+    if config_map is None:
+        raise Waiting("ConfigMapNotFound",
+                      f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+    if ref.key not in (config_map.get("data") or {}):
+        raise Waiting("ConfigMapKeyNotFound",
+                      f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+
+
+def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
+    """Status once the backfill topic, the SparkApplication and the drain exist: the children, then Running."""
     resource.status["children"] = {
         **(resource.status.get("children") or {}),
         "backfillTopic": topic,
-        "sparkApplication": app["metadata"]["name"],
+        "sparkApplication": app_name,
         "deployment": deployment_name,
         "replayGroup": spec.consumer_group,
     }
-    resource.status["spark"] = {"applicationName": app["metadata"]["name"], "state": "", "updatedAt": rfc3339(resource.now())}
+    resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
-    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app['metadata']['name']} is created")
+    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition("Running", "True", "SparkApplicationCreated",
-                       f"SparkApplication {app['metadata']['name']} writes the lake range to {topic}; "
-                       f"{consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
+                       f"SparkApplication {app_name} writes the lake range to {topic}; "
+                       f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
     resource.set_phase("Running", "Started",
-                       f"created backfill topic {topic}, SparkApplication {app['metadata']['name']} and "
-                       f"drain Deployment {deployment_name}")
+                       f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}")
 
 
 # ------------------------------------------------------------------------------------------ suspend
