@@ -16,8 +16,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GROUP = "reprise.io"
-KINDS = ("Reconsume", "Backfill", "LakeReplay")
+sys.path.insert(0, str(HERE.parents[1] / "operator"))
+
+from reprise_operator.api import GROUP, KINDS as KIND_DEFINITIONS  # noqa: E402  (the one list of kinds)
+
+KINDS = tuple(kind.kind for kind in KIND_DEFINITIONS)
 
 SNIPPET_HEAD = """\
 # Argo CD health checks for Reprise's resources. Merge `data` into the argocd-cm ConfigMap of your Argo CD

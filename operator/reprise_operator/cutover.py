@@ -1,6 +1,6 @@
 """The steps between a replay catching up and its teardown: run the go/no-go Job, hold for the cutover.
 
-Hooks of the Reconsume steps (`reconsume.py`); the rules are in `verify.py`. `gate` is called on every
+Hooks of the Reconsume steps (`reconsume/`); the rules are in `verify.py`. `gate` is called on every
 follow of a replay with `spec.verify` or `completion.hold` and says whether it may tear down now; `rerun`
 restarts a failed check from the finished state when `reprise.io/reverify` asks for it; `remove_jobs`
 deletes the checks' Jobs at the teardown of a replay that completed (a failed one keeps them).

@@ -1,4 +1,4 @@
-"""The Kopf handlers: thin functions that hand each trigger to the kind's reconcile step.
+"""The Kopf handlers: thin functions that hand each trigger of every kind in `KINDS` to the lifecycle driver.
 
 Triggers, for every kind:
 - create and resume: reconcile at once (a new replay gets its plan and its consumers without waiting);
@@ -15,22 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import kopf
 
-from . import backfill, lakereplay, metrics, reconsume
+from . import metrics
 from .api import GROUP, VERSION
 from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
 from .constants import APPROVE_ANNOTATION, FINALIZER
 from .cutover import keeps_children
+from .driver import KindLifecycle, transition
+from .kinds import KINDS
 from .lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
 from .runtime import Runtime
 
 log = logging.getLogger("reprise.handlers")
-
-Step = Callable[..., Awaitable[None]]
-Cleanup = Callable[[Resource, Any], Awaitable[None]]
 
 #: Seconds between two attempts of a cleanup that waits (pods stopping, the live side acknowledging).
 CLEANUP_WAIT = 2.0
@@ -43,7 +42,12 @@ def _controls(body: Any) -> tuple:
             annotations.get(CUTOVER_ANNOTATION), annotations.get(REVERIFY_ANNOTATION))
 
 
-def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plural: str, step: Step, cleanup: Cleanup) -> None:
+def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindLifecycle) -> None:
+    kind, plural = lifecycle.kind, lifecycle.plural
+
+    async def step(resource: Resource, memory: Any) -> None:
+        await transition(lifecycle, resource, memory)
+
     async def reconcile(body: Any, memo: Any, **_: Any) -> None:
         memory_of(memo).extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step)
@@ -74,7 +78,7 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
                 if resource.phase in FINISHED and not keeps_children(resource.status):
                     break
                 try:
-                    await cleanup(resource, memory)
+                    await lifecycle.cleanup(resource, memory)
                     break
                 except WAITS as exc:
                     failures, delay = 0, CLEANUP_WAIT
@@ -99,9 +103,8 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, kind: str, plura
 
 
 def register(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
-    register_kind(registry, rt, reconsume.KIND, reconsume.PLURAL, reconsume.step, reconsume.cleanup)
-    register_kind(registry, rt, backfill.KIND, backfill.PLURAL, backfill.step, backfill.cleanup)
-    register_kind(registry, rt, lakereplay.KIND, lakereplay.PLURAL, lakereplay.step, lakereplay.cleanup)
+    for lifecycle in KINDS:
+        register_kind(registry, rt, lifecycle)
 
 
 def configure(settings: kopf.OperatorSettings) -> None:

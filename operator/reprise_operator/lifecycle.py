@@ -254,6 +254,10 @@ async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
         await resource.rt.kube.run(resource.rt.kube.delete_replay, resource.plural, resource.namespace, resource.name)
 
 
+#: The most transitions one trigger runs in a row (Pending to Draining is four); the rest wait for the poll.
+MAX_TRANSITIONS = 6
+
+
 async def run_reconcile(
     kind: str,
     plural: str,
@@ -263,7 +267,9 @@ async def run_reconcile(
     step: Callable[[Resource, ObjectMemory], Any],
     backoff: bool = False,
 ) -> None:
-    """Run one reconcile step of a resource under its lock, and write its status if it changed.
+    """Run a resource's transitions under its lock: one `step` (one transition, `driver.transition`), its
+    status written if it changed, and, while the phase moved on to one not finished, the next step. So the
+    status a step leaves (the plan, the children it made) is in the API server before the next step acts.
 
     Every failure reaches the status: what a person must fix (Waiting, NotOwned) as the Waiting condition,
     retried every poll so the fix is picked up at once; a transient failure (Kafka or the API unreachable)
@@ -275,49 +281,60 @@ async def run_reconcile(
         if backoff and memory.retry_at is not None and utc_now() < memory.retry_at:
             return
         rt.heartbeat.beat()
-        old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
-        old.pop("kopf", None)
-        resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
-        failed: tuple[str, str] | None = None
-        try:
-            await step(resource, memory)
-            if _has(resource, "Waiting"):
-                resource.condition("Waiting", "False", "Resolved", "nothing is missing any more")
-        except (Waiting, NotOwned) as exc:
-            waiting = exc if isinstance(exc, Waiting) else Waiting("NameTaken", str(exc))
-            resource.condition("Waiting", "True", waiting.reason, waiting.message)
-            if _changed_condition(old, resource.status, "Waiting"):
-                resource.event(waiting.reason, waiting.message, warning=True)
-        except Failure as failure:
-            resource.fail(failure.reason, failure.message)
-        except WAITS as exc:
-            log.info("%s %s/%s: waiting: %s", kind, resource.namespace, resource.name, exc)
-        except (KafkaUnavailable, KubeUnavailable) as exc:
-            metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-            failed = (type(exc).__name__, str(exc))
-            log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
-        except kopf.PermanentError:
-            raise
-        except Exception as exc:  # a bug or an unexpected API answer: count it, show it, retry with backoff
-            metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-            failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
-            log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
-        if failed is None:
-            memory.failures, memory.retry_at = 0, None
-        else:
-            memory.failures += 1
-            delay = retry_delay(memory.failures, rt.settings.poll_interval)
-            memory.retry_at = utc_now() + timedelta(seconds=delay)
-            reason, message = failed
-            resource.condition("Waiting", "True", reason,
-                               f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)")
-            if _changed_condition(old, resource.status, "Waiting"):
-                resource.event(reason, message[:1000], warning=True)
-        resource.status["observedGeneration"] = resource.generation
-        metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
-        if resource.status != old:
-            await rt.kube.run(rt.kube.patch_status, plural, resource.namespace, resource.name, _patch_of(old, resource.status))
-            memory.status = resource.status
+        for _ in range(MAX_TRANSITIONS):
+            before, after = await _reconcile_once(kind, plural, rt, body, memory, step)
+            if after == before or after in FINISHED or memory.failures:
+                break
+
+
+async def _reconcile_once(kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory,
+                          step: Callable[[Resource, ObjectMemory], Any]) -> tuple[str, str]:
+    """One step and its status write; the phase before and after."""
+    old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
+    old.pop("kopf", None)
+    resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
+    before = resource.phase
+    failed: tuple[str, str] | None = None
+    try:
+        await step(resource, memory)
+        if _has(resource, "Waiting"):
+            resource.condition("Waiting", "False", "Resolved", "nothing is missing any more")
+    except (Waiting, NotOwned) as exc:
+        waiting = exc if isinstance(exc, Waiting) else Waiting("NameTaken", str(exc))
+        resource.condition("Waiting", "True", waiting.reason, waiting.message)
+        if _changed_condition(old, resource.status, "Waiting"):
+            resource.event(waiting.reason, waiting.message, warning=True)
+    except Failure as failure:
+        resource.fail(failure.reason, failure.message)
+    except WAITS as exc:
+        log.info("%s %s/%s: waiting: %s", kind, resource.namespace, resource.name, exc)
+    except (KafkaUnavailable, KubeUnavailable) as exc:
+        metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+        failed = (type(exc).__name__, str(exc))
+        log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
+    except kopf.PermanentError:
+        raise
+    except Exception as exc:  # a bug or an unexpected API answer: count it, show it, retry with backoff
+        metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+        failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
+        log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+    if failed is None:
+        memory.failures, memory.retry_at = 0, None
+    else:
+        memory.failures += 1
+        delay = retry_delay(memory.failures, rt.settings.poll_interval)
+        memory.retry_at = utc_now() + timedelta(seconds=delay)
+        reason, message = failed
+        resource.condition("Waiting", "True", reason,
+                           f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)")
+        if _changed_condition(old, resource.status, "Waiting"):
+            resource.event(reason, message[:1000], warning=True)
+    resource.status["observedGeneration"] = resource.generation
+    metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
+    if resource.status != old:
+        await rt.kube.run(rt.kube.patch_status, plural, resource.namespace, resource.name, _patch_of(old, resource.status))
+        memory.status = resource.status
+    return before, resource.phase
 
 
 def _has(resource: Resource, type_: str) -> bool:

@@ -9,7 +9,7 @@ the team's check as a Job (`verify_job`); the Job's pod learns the replay from i
                                 \\-> with completion.hold: await-cutover until approved -> cutover
                                 \\-> failed: Failed/VerifyFailed, children kept; reprise.io/reverify re-runs
 
-The Reconsume steps (`reconsume.py`) do the I/O around these rules; nothing here talks to an API.
+The Reconsume steps (`reconsume/`) do the I/O around these rules; nothing here talks to an API.
 """
 
 from __future__ import annotations

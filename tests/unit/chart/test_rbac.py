@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from reprise_operator.api import KINDS
+
 from .conftest import NAMESPACE, RELEASE, find, one
 
 FULLNAME = f"{RELEASE}-reprise"
-OWN = ["reconsumes", "backfills", "lakereplays"]
+OWN = [kind.plural for kind in KINDS]  # the one list of kinds
 
 
 def grants(rules: list[dict]) -> set[tuple[str, str, str, str]]:

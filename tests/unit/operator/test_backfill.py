@@ -6,8 +6,8 @@ import pytest
 
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import BackfillSpec
+from reprise_operator.backfill.keys_file import KEYS_ENV_LIMIT, murmur2
 from reprise_operator.backfill import (
-    KEYS_ENV_LIMIT,
     KEYS_PATH,
     QuietClock,
     check_file_keys,
@@ -15,7 +15,6 @@ from reprise_operator.backfill import (
     keys_configmap,
     keys_env,
     keys_from_text,
-    murmur2,
     partition_for,
     plan_status,
     plan_summary,

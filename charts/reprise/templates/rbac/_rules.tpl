@@ -4,7 +4,7 @@ Each rule names the code that needs it; nothing is granted "just in case". */}}
 # Its own resources: Kopf lists and watches them, patches finalizers and its bookkeeping annotations,
 # and the finished-resource TTL deletes them (lifecycle.expire_finished).
 - apiGroups: ["reprise.io"]
-  resources: ["reconsumes", "backfills", "lakereplays"]
+  resources: {{ include "reprise.kinds.plurals" . }}
   verbs: ["get", "list", "watch", "patch", "delete"]
 # A LakeReplay with `then.reconsume` continues on the live topic with a Reconsume it creates and owns.
 - apiGroups: ["reprise.io"]
@@ -12,7 +12,7 @@ Each rule names the code that needs it; nothing is granted "just in case". */}}
   verbs: ["create"]
 # Status is written only through the status subresource (kube.Kube.patch_status).
 - apiGroups: ["reprise.io"]
-  resources: ["reconsumes/status", "backfills/status", "lakereplays/status"]
+  resources: {{ include "reprise.kinds.statusPlurals" . }}
   verbs: ["get", "patch"]
 # Standby replay consumers and drains: created, read back (idempotent create, the live template), deleted.
 # No update/patch of Deployments: Reprise never edits a Deployment, it only scales (below).

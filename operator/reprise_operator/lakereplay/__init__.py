@@ -56,19 +56,18 @@ from pydantic import ValidationError
 
 from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
-from .api import API_VERSION, Entrypoint, LakeReplaySpec, ReconsumeSpec, format_duration
-from .api.reconsume import ReconsumeMode
-from .conditions import is_true, rfc3339
-from .constants import GROUP, VERSION, bounded_name, child_labels
-from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import Plan, PlanError, log_start, make_plan, refuse_future
-from . import cutover
-from .progress import PartitionView
-from .reconsume import plan_partitions_status
-from .settings import OperatorSettings
-from .verify import verify_env
-from .spark_application import (
+from ..api import Entrypoint, LakeReplaySpec, format_duration
+from ..conditions import is_true, rfc3339
+from ..constants import GROUP, VERSION, bounded_name, child_labels
+from ..kafka_admin import KafkaCluster, TopicPartitionKey
+from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ..planning import Plan, PlanError, make_plan, refuse_future
+from .. import cutover
+from ..progress import PartitionView
+from ..offset_plan_status import plan_partitions_status
+from ..settings import OperatorSettings
+from ..verify import verify_env
+from ..spark_application import (
     GROUP as SPARK_GROUP,
     PLURAL as SPARK_PLURAL,
     VERSION as SPARK_VERSION,
@@ -82,8 +81,9 @@ from .spark_application import (
     spark_application_manifest,
     spark_outcome,
 )
-from .standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
-from .workloads import KAFKA_CONFIG_DIR, Owner
+from ..standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
+from ..workloads import KAFKA_CONFIG_DIR, Owner
+from .continuation import continuation_manifest, continuation_name, continuation_retention_message
 
 KIND = "LakeReplay"
 PLURAL = "lakereplays"
@@ -137,10 +137,6 @@ def drain_deployment_name(cr_name: str) -> str:
     return bounded_name(cr_name, "drain")
 
 
-def continuation_name(cr_name: str) -> str:
-    return bounded_name(cr_name, "then")
-
-
 def backfill_partitions(spec: LakeReplaySpec, live_partitions: dict[str, list[int]]) -> int:
     """spec.backfillTopic.partitions, else the first live topic's count (keys then land on the same partition
     numbers as in the live topic), else DEFAULT_BACKFILL_PARTITIONS."""
@@ -182,51 +178,6 @@ def drain_settings(
         handover_topic=handover_topic,
         kafka_config_dir=KAFKA_CONFIG_DIR if spec.kafka.config_from is not None else None,
     )
-
-
-def continuation_manifest(
-    *,
-    owner: Owner,
-    name: str,
-    namespace: str,
-    spec: LakeReplaySpec,
-    starts: dict[TopicPartitionKey, int],
-) -> dict:
-    """The Reconsume of then.reconsume: its start is the offsets at spec.source.to, every partition listed."""
-    assert spec.then is not None
-    then = spec.then.reconsume
-    body: dict[str, Any] = {
-        "kafka": spec.kafka.dump(),
-        "topics": list(then.topics),
-        "consumerGroup": then.consumer_group,
-        "mode": then.mode.value,
-        "start": {"offsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())]},
-        "completion": then.completion.dump(),
-        # The LakeReplay's plan was approved: its continuation is part of it.
-        "approval": "Automatic",
-        "suspend": spec.suspend,
-        "cleanup": {"deleteReplayGroup": spec.cleanup.delete_replay_group},
-    }
-    if then.filter is not None:
-        body["filter"] = then.filter.dump()
-    if then.mode is ReconsumeMode.REWIND:
-        body["liveDeployment"] = then.live_deployment.dump()  # type: ignore[union-attr]
-    else:
-        body["consumer"] = (then.consumer or spec.consumer).dump()
-    if then.replay_group is not None:
-        body["replayGroup"] = then.replay_group
-    ReconsumeSpec.model_validate(body)  # what the API server would refuse, refused here with a clear error
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Reconsume",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": child_labels(KIND, owner.name, "continuation"),
-            "ownerReferences": [owner.reference()],
-        },
-        "spec": body,
-    }
 
 
 def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation: Plan | None) -> str:
@@ -272,15 +223,6 @@ def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
     refuse_future("spec.source.to", spec.source.to, now, reason="EndInFuture")
 
 
-def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
-    risky = plan.at_risk
-    names = ", ".join(f"{p.topic}/{p.partition} (log starts at {log_start(p)})" for p in risky[:5])
-    more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
-    return (f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
-            f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
-            f"spec.source.to later, to at most the time of the oldest record Kafka still holds")
-
-
 # ------------------------------------------------------------------------------------------ the steps
 
 
@@ -292,27 +234,40 @@ def _lake_drained(resource: Resource) -> bool:
     return is_true(resource.status.get("conditions"), "Drained")
 
 
-async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = resource.spec_as(LakeReplaySpec)
-    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None
-                                           and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))):
-        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
-        return
-    if resource.phase in ("Pending", "Planning"):
-        # Planning ends the call: the plan is in the API server before anything is created, so a
-        # backfill topic found while planning is never one Reprise made.
+class LakeReplayLifecycle:
+    """LakeReplay's hooks for the lifecycle driver (`driver.transition` decides which one runs). The plan is
+    in the API server before anything is created, so a backfill topic found while planning is never one
+    Reprise made."""
+
+    kind, plural, spec_model = KIND, PLURAL, LakeReplaySpec
+
+    async def plan(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
-        return
-    if resource.phase == "PlanReady":
-        if not may_start(resource, spec.suspend):
-            return
+
+    async def start(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _start(resource, spec)
-    if resource.phase in ("Running", "Suspended"):
+
+    async def hold(self, resource: Resource, spec: LakeReplaySpec) -> None:
         await _apply_suspend(resource, spec)
-    if resource.phase == "Running":
+
+    async def follow(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _follow(resource, spec, memory)
-    if resource.phase == "Draining":
+
+    async def teardown(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
+
+    async def revive(self, resource: Resource, spec: LakeReplaySpec) -> bool:
+        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec.verify, _verify_env(resource, spec))
+
+    def ttl_seconds(self, spec: LakeReplaySpec) -> int | None:
+        return spec.cleanup.ttl_seconds_after_finished
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        await cleanup(resource, memory)
+
+
+LIFECYCLE = LakeReplayLifecycle()
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
@@ -369,15 +324,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     consumer = spec.consumer
     template = await live_template(resource, consumer)
     delivery = consumer_delivery(consumer, template)
-    if spec.source.schema_ is not None:
-        ref = spec.source.schema_.config_map_ref
-        config_map = await rt.kube.run(rt.kube.get_configmap, resource.namespace, ref.name)
-        if config_map is None:
-            raise Waiting("ConfigMapNotFound",
-                          f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
-        if ref.key not in (config_map.get("data") or {}):
-            raise Waiting("ConfigMapKeyNotFound",
-                          f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+    await _require_schema(resource, spec)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
     found = await asyncio.to_thread(cluster.partitions, live_topics) if live_topics else {}
@@ -407,22 +354,40 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
     await rt.kube.run(rt.kube.create_owned, app, resource.uid)
     await rt.kube.run(rt.kube.create_owned, deployment, resource.uid)
+    _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name)
+
+
+async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
+    """Waiting until the ConfigMap of spec.source.schema (when set) exists and has its key."""
+    if spec.source.schema_ is None:
+        return
+    ref = spec.source.schema_.config_map_ref
+    config_map = await resource.rt.kube.run(resource.rt.kube.get_configmap, resource.namespace, ref.name)
+    if config_map is None:
+        raise Waiting("ConfigMapNotFound",
+                      f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+    if ref.key not in (config_map.get("data") or {}):
+        raise Waiting("ConfigMapKeyNotFound",
+                      f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+
+
+def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
+    """Status once the backfill topic, the SparkApplication and the drain exist: the children, then Running."""
     resource.status["children"] = {
         **(resource.status.get("children") or {}),
         "backfillTopic": topic,
-        "sparkApplication": app["metadata"]["name"],
+        "sparkApplication": app_name,
         "deployment": deployment_name,
         "replayGroup": spec.consumer_group,
     }
-    resource.status["spark"] = {"applicationName": app["metadata"]["name"], "state": "", "updatedAt": rfc3339(resource.now())}
+    resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
-    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app['metadata']['name']} is created")
+    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition("Running", "True", "SparkApplicationCreated",
-                       f"SparkApplication {app['metadata']['name']} writes the lake range to {topic}; "
-                       f"{consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
+                       f"SparkApplication {app_name} writes the lake range to {topic}; "
+                       f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
     resource.set_phase("Running", "Started",
-                       f"created backfill topic {topic}, SparkApplication {app['metadata']['name']} and "
-                       f"drain Deployment {deployment_name}")
+                       f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}")
 
 
 # ------------------------------------------------------------------------------------------ suspend

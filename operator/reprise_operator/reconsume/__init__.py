@@ -16,31 +16,28 @@ rollback), move them to the start, scale back, and follow the group until it rea
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from datetime import datetime
 from typing import Any
 
 
-from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, ReplayHandover, StartSpec, WorkerSettings, epoch_ms, rfc3339_ms
+from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
-from . import cutover, guard_report, metrics
-from .api import ReconsumeSpec, format_duration
-from .api.common import Filter
-from .conditions import rfc3339
-from .constants import (
-    child_labels,
+from .. import cutover, guard_report, metrics
+from ..api import ReconsumeSpec, format_duration
+from ..api.common import Filter
+from ..conditions import rfc3339
+from ..constants import (
     replay_deployment_name,
     replay_group_name,
     rollback_configmap_name,
 )
-from .guard_report import guard_problem
-from .kafka_admin import KafkaCluster, TopicPartitionKey
-from .lifecycle import FINISHED, Failure, ObjectMemory, Resource, Retry, Waiting, expire_finished, may_start
-from .planning import Plan, PlanError, make_plan, plan_status, retention_message, start_spec
-from .progress import PartitionView
-from .verify import LiveHistory, shadow_caught_up, verify_env
-from .standby import (
+from ..kafka_admin import KafkaCluster, TopicPartitionKey
+from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ..planning import Plan, PlanError, make_plan, retention_message, start_spec
+from ..progress import PartitionView
+from ..verify import LiveHistory, verify_env
+from ..standby import (
     consumer_delivery,
     live_template,
     record_progress,
@@ -48,7 +45,10 @@ from .standby import (
     require_replay_role,
     standby_deployment,
 )
-from .workloads import KAFKA_CONFIG_DIR
+from ..workloads import KAFKA_CONFIG_DIR
+from ..offset_plan_status import plan_from_status, plan_partitions_status
+from .drained import replay_drained, replay_views
+from .rewind import rollback_configmap
 
 log = logging.getLogger("reprise.reconsume")
 
@@ -113,57 +113,6 @@ def replay_settings(
     )
 
 
-def plan_partitions_status(plan: Plan) -> dict:
-    """`status.plan` in the API's shape (retention risk as Safe / Clamped / Lost)."""
-    status = plan_status(plan)
-    worst = "Safe"
-    for part, raw in zip(plan.partitions, status["partitions"]):
-        risk = "Clamped" if part.clamped else ("Lost" if part.retention_risk else "Safe")
-        raw["retentionRisk"] = risk
-        if risk == "Lost" or (risk == "Clamped" and worst == "Safe"):
-            worst = risk
-    status["partitionCount"] = len(plan.partitions)
-    status["retentionRisk"] = worst
-    stamps = [p.oldest_timestamp_ms for p in plan.partitions if p.oldest_timestamp_ms is not None]
-    if stamps:
-        status["oldestTimestamp"] = rfc3339_ms(min(stamps))
-    return status
-
-
-def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
-    """(start, end) per partition from `status.plan`."""
-    return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
-
-
-def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int],
-                 state: ReplayHandover, mode: str) -> list[PartitionView]:
-    """Each planned partition as the handover topic and the end offsets show it now."""
-    views = []
-    for key, (start, _) in sorted(plan.items()):
-        part = state.partitions.get(key)
-        h = part.handover_offset if part else None
-        acked = bool(part and part.acknowledged)
-        reason = part.handover.reason if part and part.handover else ""
-        views.append(
-            PartitionView(
-                topic=key[0],
-                partition=key[1],
-                start=start,
-                end=ends[key],
-                position=part.progress.position if part and part.progress else None,
-                target=h,
-                # Only the live side's acknowledgement hands a partition over; a Parallel replay that
-                # reached the live group is CaughtUp (the state names the CRD documents).
-                handed_over=acked and mode == "Handover",
-                at_end=reason == "end-of-partition" or bool(part and part.progress and part.progress.at_end),
-                handover_offset=h,
-                finished=h is not None,
-                guard_problem=guard_problem(part) if mode == "Handover" else None,
-            )
-        )
-    return views
-
-
 # ------------------------------------------------------------------------------------------ Kafka facts
 
 
@@ -194,25 +143,38 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartSpec, now
 # ------------------------------------------------------------------------------------------ the steps
 
 
-async def step(resource: Resource, memory: ObjectMemory) -> None:
-    spec = resource.spec_as(ReconsumeSpec)
+class ReconsumeLifecycle:
+    """Reconsume's hooks for the lifecycle driver (`driver.transition` decides which one runs)."""
 
-    if resource.phase in FINISHED and not (resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
-            resource, spec.verify, _verify_env(resource, spec))):
-        await expire_finished(resource, spec.cleanup.ttl_seconds_after_finished)
-        return
-    if resource.phase in ("Pending", "Planning"):
+    kind, plural, spec_model = KIND, PLURAL, ReconsumeSpec
+
+    async def plan(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await _plan(resource, spec)
-    if resource.phase == "PlanReady":
-        if not may_start(resource, spec.suspend):
-            return
+
+    async def start(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (_start_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _start_replay(resource, spec))
-    if resource.phase in ("Running", "Suspended"):
+
+    async def hold(self, resource: Resource, spec: ReconsumeSpec) -> None:
         await _apply_suspend(resource, spec)
-    if resource.phase == "Running":
+
+    async def follow(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (_follow_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _follow_replay(resource, spec, memory))
-    if resource.phase == "Draining":
+
+    async def teardown(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
+
+    async def revive(self, resource: Resource, spec: ReconsumeSpec) -> bool:
+        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
+            resource, spec.verify, _verify_env(resource, spec))
+
+    def ttl_seconds(self, spec: ReconsumeSpec) -> int | None:
+        return spec.cleanup.ttl_seconds_after_finished
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        await cleanup(resource, memory)
+
+
+LIFECYCLE = ReconsumeLifecycle()
 
 
 def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) -> Plan:
@@ -331,13 +293,12 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         pending = sum(1 for v in views if not v.handed_over)
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)
         report_guard_problems(resource, [state.partitions[k] for k in sorted(plan) if k in state.partitions])
-    finished = state.complete if state.bootstrapped else False
-    drained = finished and progress.all_done
+    live = None
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
         history = memory.extra.setdefault("live_history", LiveHistory())
         history.add(resource.now(), await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan)))
         live = history.as_of(resource.now())
-        drained = state.bootstrapped and live is not None and shadow_caught_up(views, live)
+    drained = replay_drained(state, progress.partitions, live, held=spec.completion.hold is not None)
     hold = spec.completion.drained_for
     caught_up = memory.drain.observe(drained, resource.now(), hold)
     if spec.verify is not None or spec.completion.hold is not None:
@@ -476,7 +437,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
             rollback["takenAt"] = rfc3339(resource.now())
             cm_name = rollback_configmap_name(resource.name)
-            await rt.kube.run(rt.kube.create_owned, _rollback_configmap(resource, spec, cm_name, before), None)
+            await rt.kube.run(rt.kube.create_owned, rollback_configmap(resource, spec, cm_name, before), None)
             rollback["configMap"] = cm_name
             # The rewind replays up to where the log ends now; later records are live traffic.
             for part in resource.status["plan"]["partitions"]:
@@ -493,30 +454,6 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     resource.condition("ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}")
     resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
-
-
-def _rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, before: dict[TopicPartitionKey, int]) -> dict:
-    """The snapshot as kafka-consumer-groups --reset-offsets --from-file CSV. Not owned by the resource:
-    it must survive the resource's deletion, since rolling back is what it is for."""
-    csv = "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(before.items()))
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": resource.namespace,
-            "labels": child_labels(KIND, resource.name, "rollback"),
-            "annotations": {"reprise.io/consumer-group": spec.consumer_group},
-        },
-        "data": {
-            "offsets.csv": csv,
-            "offsets.json": json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]),
-            "restore.sh": (
-                f"kafka-consumer-groups.sh --bootstrap-server {spec.kafka.bootstrap_servers} --group {spec.consumer_group} "
-                "--reset-offsets --from-file offsets.csv --execute --all-topics\n"
-            ),
-        },
-    }
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:

@@ -1,0 +1,145 @@
+"""The lifecycle driver's phase table, with a kind that records which hook ran (no Kubernetes, no Kafka)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from reprise_operator import backfill, lakereplay, reconsume
+from reprise_operator.api import KINDS as API_KINDS
+from reprise_operator.driver import transition
+from reprise_operator.kinds import KINDS
+from reprise_operator.lifecycle import ObjectMemory, Resource
+
+
+class Spec(BaseModel):
+    suspend: bool = False
+    approval: str = "Automatic"
+
+
+class Recorder:
+    """A kind whose hooks record their calls and move the phase on as a real kind would."""
+
+    kind, plural, spec_model = "Reconsume", "reconsumes", Spec
+
+    def __init__(self, revive: bool = False) -> None:
+        self.calls: list[str] = []
+        self._revive = revive
+
+    async def plan(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        self.calls.append("plan")
+        resource.status["plan"] = {"totalRecords": 1}
+        resource.set_phase("PlanReady", "PlanReady", "planned", event=False)
+
+    async def start(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        self.calls.append("start")
+        resource.set_phase("Running", "Started", "started", event=False)
+
+    async def hold(self, resource: Resource, spec: Any) -> None:
+        self.calls.append("hold")
+        if spec.suspend and resource.phase == "Running":
+            resource.set_phase("Suspended", "Suspended", "suspended", event=False)
+        elif not spec.suspend and resource.phase == "Suspended":
+            resource.set_phase("Running", "Resumed", "resumed", event=False)
+
+    async def follow(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        self.calls.append("follow")
+        resource.set_phase("Draining", "Drained", "drained", event=False)
+
+    async def teardown(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        self.calls.append("teardown")
+        resource.complete("Completed", "done")
+
+    async def revive(self, resource: Resource, spec: Any) -> bool:
+        self.calls.append("revive")
+        if self._revive:
+            resource.set_phase("Running", "Reverifying", "again", event=False)
+        return self._revive
+
+    def ttl_seconds(self, spec: Any) -> int | None:
+        return None
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        self.calls.append("cleanup")
+
+
+def resource(phase: str | None, **spec: Any) -> Resource:
+    body = {"metadata": {"namespace": "ns", "name": "r", "uid": "u-1", "generation": 1}, "spec": spec}
+    rt = SimpleNamespace(settings=SimpleNamespace(kafka_bootstrap_aliases=()))
+    status = {"phase": phase} if phase else {}
+    return Resource("Reconsume", "reconsumes", body, status, rt)  # type: ignore[arg-type]
+
+
+def run(kind: Recorder, res: Resource) -> None:
+    asyncio.run(transition(kind, res, ObjectMemory()))
+
+
+@pytest.mark.parametrize(
+    ("phase", "spec", "hook", "after"),
+    [
+        (None, {}, "plan", "PlanReady"),
+        ("Planning", {}, "plan", "PlanReady"),
+        ("PlanReady", {}, "start", "Running"),
+        ("Running", {}, "follow", "Draining"),
+        ("Suspended", {"suspend": False}, "hold", "Running"),
+        ("Running", {"suspend": True}, "hold", "Suspended"),
+        ("Draining", {}, "teardown", "Complete"),
+        ("Complete", {}, "revive", "Complete"),
+    ],
+)
+def test_each_phase_runs_its_one_hook_and_makes_at_most_one_transition(phase, spec, hook, after) -> None:
+    kind, res = Recorder(), resource(phase, **spec)
+    run(kind, res)
+    assert kind.calls[-1] == hook or (hook == "hold" and kind.calls == ["hold"])
+    assert res.phase == after
+    # One transition: planning never starts, starting never follows, following never tears down.
+    assert len([c for c in kind.calls if c != "hold"]) <= 1
+
+
+def test_a_plan_is_never_followed_by_a_start_in_the_same_transition() -> None:
+    kind, res = Recorder(), resource(None)
+    run(kind, res)
+    assert kind.calls == ["plan"] and "plan" in res.status, "the plan must be stored before anything is created"
+
+
+def test_a_manual_approval_holds_at_plan_ready_without_starting() -> None:
+    kind, res = Recorder(), resource("PlanReady", approval="Manual")
+    run(kind, res)
+    assert kind.calls == [] and res.phase == "PlanReady"
+
+
+def test_a_suspended_plan_waits_before_starting() -> None:
+    kind, res = Recorder(), resource("PlanReady", suspend=True)
+    run(kind, res)
+    assert kind.calls == [] and res.phase == "PlanReady"
+    assert res.condition_true("Suspended")
+
+
+def test_a_suspended_replay_is_not_followed() -> None:
+    kind, res = Recorder(), resource("Suspended", suspend=True)
+    run(kind, res)
+    assert kind.calls == ["hold"] and res.phase == "Suspended"
+
+
+def test_a_revived_resource_runs_again() -> None:
+    kind, res = Recorder(revive=True), resource("Failed")
+    run(kind, res)
+    assert kind.calls == ["revive"] and res.phase == "Running"
+
+
+def test_the_operator_runs_exactly_the_kinds_of_the_api() -> None:
+    assert [k.kind for k in KINDS] == [k.kind for k in API_KINDS]
+    assert [k.plural for k in KINDS] == [k.plural for k in API_KINDS]
+    assert [k.spec_model for k in KINDS] == [k.spec for k in API_KINDS]
+    assert KINDS == (reconsume.LIFECYCLE, backfill.LIFECYCLE, lakereplay.LIFECYCLE)
+
+
+def test_every_kind_implements_every_hook() -> None:
+    hooks = ("plan", "start", "hold", "follow", "teardown", "revive", "ttl_seconds", "cleanup")
+    for kind in KINDS:
+        missing = [h for h in hooks if not callable(getattr(kind, h, None))]
+        assert not missing, f"{kind.kind} lacks {missing}"
