@@ -15,7 +15,6 @@ import base64
 import json
 import threading
 import time
-from functools import partial
 from typing import Any, Callable, TypeVar, cast
 
 from kubernetes import client, config
@@ -73,10 +72,6 @@ class Kube:
         self._secrets_lock = threading.Lock()
         #: The async face of this door: `await kube.aio.get_job(ns, name)` (see `AsyncKube`).
         self.aio = AsyncKube(self)
-
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Being retired: reconcile code awaits `self.aio` instead. Kept only until the kind modules move."""
-        return await asyncio.to_thread(partial(fn, *args, **kwargs))
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -289,7 +284,7 @@ class AsyncKube:
     """The Kubernetes door for reconcile code: the same calls as `Kube`, awaitable.
 
     The client library blocks, so each call runs on a worker thread; that hop lives here, once, instead of
-    in every reconcile step (`await rt.kube.aio.get_job(ns, name)`, not `rt.kube.run(rt.kube.get_job, ...)`)."""
+    in every reconcile step (`await rt.kube.aio.get_job(ns, name)`)."""
 
     def __init__(self, kube: Kube) -> None:
         self._kube = kube

@@ -207,7 +207,7 @@ class Resource:
         if kafka_spec.config_from is not None:
             secret = kafka_spec.config_from.secret_ref.name
             try:
-                data = await self.rt.kube.run(self.rt.kube.secret_data, self.namespace, secret)
+                data = await self.rt.kube.aio.secret_data(self.namespace, secret)
             except ApiException as exc:
                 if exc.status != 403:
                     raise
@@ -251,7 +251,7 @@ async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
     finished_at = datetime.fromisoformat(completed.replace("Z", "+00:00"))
     if resource.now() - finished_at >= timedelta(seconds=ttl_seconds):
         resource.event("Expired", f"deleting: finished more than ttlSecondsAfterFinished={ttl_seconds}s ago")
-        await resource.rt.kube.run(resource.rt.kube.delete_replay, resource.plural, resource.namespace, resource.name)
+        await resource.rt.kube.aio.delete_replay(resource.plural, resource.namespace, resource.name)
 
 
 #: The most transitions one trigger runs in a row (Pending to Draining is four); the rest wait for the poll.
@@ -332,7 +332,7 @@ async def _reconcile_once(kind: str, plural: str, rt: Runtime, body: Any, memory
     resource.status["observedGeneration"] = resource.generation
     metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
     if resource.status != old:
-        await rt.kube.run(rt.kube.patch_status, plural, resource.namespace, resource.name, _patch_of(old, resource.status))
+        await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
         memory.status = resource.status
     return before, resource.phase
 

@@ -314,7 +314,7 @@ async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
         return unique(spec.keys)
     assert spec.keys_from is not None
     ref = spec.keys_from.config_map_ref
-    found = await resource.rt.kube.run(resource.rt.kube.get_configmap, resource.namespace, ref.name)
+    found = await resource.rt.kube.aio.get_configmap(resource.namespace, ref.name)
     if found is None:
         raise Waiting("ConfigMapNotFound",
                       f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
@@ -337,7 +337,7 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         wanted.append((spec.source.topic.name, "spec.source.topic.name"))
     if spec.source.debezium is not None:
         wanted.append((spec.source.debezium.signal_topic, "spec.source.debezium.signalTopic"))
-    found = await asyncio.to_thread(cluster.partitions, [name for name, _ in wanted])
+    found = await cluster.aio.partitions([name for name, _ in wanted])
     for name, field in wanted:
         if name not in found:
             raise Waiting("TopicNotFound", f"{field}: topic {name} does not exist in the Kafka cluster")
@@ -372,9 +372,9 @@ async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
     """Create the keys ConfigMap; one left over from an earlier plan with other keys is replaced."""
     kube = resource.rt.kube
     manifest = keys_configmap(resource.owner(), resource.namespace, keys)
-    existing = await kube.run(kube.create_owned, manifest, resource.uid)
+    existing = await kube.aio.create_owned(manifest, resource.uid)
     if (existing.get("data") or {}) != manifest["data"]:
-        await kube.run(kube.delete_configmap, resource.namespace, manifest["metadata"]["name"])
+        await kube.aio.delete_configmap(resource.namespace, manifest["metadata"]["name"])
         raise Retry("the keys ConfigMap held other keys (an earlier plan); replacing it")
     children = resource.status.setdefault("children", {})
     children["configMaps"] = [manifest["metadata"]["name"]]
@@ -385,7 +385,7 @@ async def _planned_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
     if spec.keys is not None:
         return unique(spec.keys)
     kube = resource.rt.kube
-    found = await kube.run(kube.get_configmap, resource.namespace, keys_configmap_name(resource.name))
+    found = await kube.aio.get_configmap(resource.namespace, keys_configmap_name(resource.name))
     if found is None:
         raise Failure("KeysConfigMapDeleted",
                       f"ConfigMap {keys_configmap_name(resource.name)} with the planned keys was deleted")
@@ -394,10 +394,10 @@ async def _planned_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
 
 async def _end_offsets(resource: Resource, spec: BackfillSpec) -> dict[int, int]:
     cluster, _ = await resource.kafka(spec.kafka)
-    found = await asyncio.to_thread(cluster.partitions, [spec.topic])
+    found = await cluster.aio.partitions([spec.topic])
     if spec.topic not in found:
         raise Failure("TopicNotFound", f"spec.topic: topic {spec.topic} was deleted")
-    ends = await asyncio.to_thread(cluster.end_offsets, [(spec.topic, p) for p in found[spec.topic]])
+    ends = await cluster.aio.end_offsets([(spec.topic, p) for p in found[spec.topic]])
     return {p: o for (_, p), o in ends.items()}
 
 
@@ -428,7 +428,7 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
     """Create the Job unless it exists (a re-emission is idempotent, so a deleted Job is simply re-run)."""
     kube = resource.rt.kube
     name = job_name(resource.name)
-    job = await kube.run(kube.get_job, resource.namespace, name)
+    job = await kube.aio.get_job(resource.namespace, name)
     if job is not None:
         # Also after a restart between creating the Job and recording it: the name is deterministic.
         resource.status.setdefault("children", {})["jobs"] = [name]
@@ -441,7 +441,7 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
             manifest = upstream_job(resource.owner(), resource.namespace, spec, await _planned_keys(resource, spec))
         except ValueError as exc:
             raise Failure("InvalidTemplate", str(exc)) from None
-    job = await kube.run(kube.create_owned, manifest, resource.uid)
+    job = await kube.aio.create_owned(manifest, resource.uid)
     resource.status.setdefault("children", {})["jobs"] = [name]
     resource.condition("Running", "True", "JobCreated", f"Job {name} re-emits the keys")
     resource.event("JobCreated", f"created Job {name}")
@@ -620,10 +620,10 @@ async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
         await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
         return f"sent {suffix}-snapshot to {dbz.signal_topic}"
     name = job_name(resource.name)
-    state, _ = job_state(await kube.run(kube.get_job, resource.namespace, name))
+    state, _ = job_state(await kube.aio.get_job(resource.namespace, name))
     if state in ("missing", "succeeded", "failed"):
         return f"Job {name} is {state}; nothing to {'suspend' if suspend else 'resume'}"
-    await kube.run(kube.suspend_job, resource.namespace, name, suspend)
+    await kube.aio.suspend_job(resource.namespace, name, suspend)
     return f"Job {name} {'suspended (its pod is stopped)' if suspend else 'resumed'}"
 
 
@@ -641,7 +641,7 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
         return
     cluster, _ = await resource.kafka(spec.kafka)
     partitions = [(r.topic, r.partition) for r in ranges]
-    found = await asyncio.gather(*[asyncio.to_thread(cluster.committed_offsets, g, partitions) for g in groups])
+    found = await asyncio.gather(*[cluster.aio.committed_offsets(g, partitions) for g in groups])
     committed = dict(zip(groups, found))
     now = resource.now()
     previous = memory.extra.get("barrier") or barrier.previous_from_status(resource.status.get("barrier"))
@@ -732,8 +732,8 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     kube = resource.rt.kube
     name = job_name(resource.name)
     if _source(spec) in ("topic", "job"):
-        await kube.run(kube.delete_job, resource.namespace, name)
-        pods = await kube.run(kube.list_pods, resource.namespace, f"reprise.io/replay={resource.name},reprise.io/kind=backfill")
+        await kube.aio.delete_job(resource.namespace, name)
+        pods = await kube.aio.list_pods(resource.namespace, f"reprise.io/replay={resource.name},reprise.io/kind=backfill")
         if pods:
             raise Retry(f"{len(pods)} backfill pod(s) still terminating")
     signal = resource.status.get("signal") or {}
@@ -743,7 +743,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         record = debezium.stop_snapshot(f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection,
                                         f"{resource.namespace}/{resource.name}")
         await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
-    await kube.run(kube.delete_configmap, resource.namespace, keys_configmap_name(resource.name))
+    await kube.aio.delete_configmap(resource.namespace, keys_configmap_name(resource.name))
     if resource.status.get("startedAt"):
         await _forget_result(resource, spec)
     _forget_metrics(resource, spec)

@@ -279,7 +279,7 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
     cluster, _ = await resource.kafka(spec.kafka)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
-    found = await asyncio.to_thread(cluster.partitions, [topic, *live_topics])
+    found = await cluster.aio.partitions([topic, *live_topics])
     missing = [t for t in live_topics if t not in found]
     if missing:
         raise Failure("TopicNotFound",
@@ -327,7 +327,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     await _require_schema(resource, spec)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
-    found = await asyncio.to_thread(cluster.partitions, live_topics) if live_topics else {}
+    found = await cluster.aio.partitions(live_topics) if live_topics else {}
     partitions = backfill_partitions(spec, found)
     rid = resource.replay_id
     settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic)
@@ -348,12 +348,12 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
 
     handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     await asyncio.to_thread(handovers.ensure)
-    created = await asyncio.to_thread(cluster.ensure_topic, topic, partitions, topic_config(spec),
+    created = await cluster.aio.ensure_topic(topic, partitions, topic_config(spec),
                                       spec.backfill_topic.replication_factor)
     if created:
         resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
-    await rt.kube.run(rt.kube.create_owned, app, resource.uid)
-    await rt.kube.run(rt.kube.create_owned, deployment, resource.uid)
+    await rt.kube.aio.create_owned(app, resource.uid)
+    await rt.kube.aio.create_owned(deployment, resource.uid)
     _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name)
 
 
@@ -362,7 +362,7 @@ async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
     if spec.source.schema_ is None:
         return
     ref = spec.source.schema_.config_map_ref
-    config_map = await resource.rt.kube.run(resource.rt.kube.get_configmap, resource.namespace, ref.name)
+    config_map = await resource.rt.kube.aio.get_configmap(resource.namespace, ref.name)
     if config_map is None:
         raise Waiting("ConfigMapNotFound",
                       f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
@@ -409,7 +409,7 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.set_phase("Running", "Resumed", done)
     elif resource.phase == "Suspended" and not _lake_drained(resource) and children.get("sparkApplication"):
         # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
-        app = await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL,
+        app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL,
                                 resource.namespace, children["sparkApplication"])
         _record_spark(resource, spark_outcome(app) if app is not None else None, children["sparkApplication"])
 
@@ -421,18 +421,18 @@ async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspen
     if _lake_drained(resource):
         # The lake's children are done (and being removed): only the continuation runs from here on.
         if children.get("reconsume"):
-            await rt.kube.run(rt.kube.patch_custom, GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"],
+            await rt.kube.aio.patch_custom(GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"],
                               {"spec": {"suspend": suspend}})
             return f"Reconsume {children['reconsume']} {verb}"
         return "the continuation has not started"
     said = []
     if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), "Produced"):
-        await rt.kube.run(rt.kube.patch_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns,
+        await rt.kube.aio.patch_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns,
                           children["sparkApplication"], {"spec": {"suspend": suspend}})
         said.append(f"SparkApplication {children['sparkApplication']} {verb}")
     if children.get("deployment"):
         replicas = 0 if suspend else spec.consumer.replicas
-        await rt.kube.run(rt.kube.scale_deployment, ns, children["deployment"], replicas)
+        await rt.kube.aio.scale_deployment(ns, children["deployment"], replicas)
         said.append(f"Deployment {children['deployment']} scaled to {replicas}")
     return "; ".join(said) or "nothing runs"
 
@@ -506,7 +506,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, resource.replay_id,
                                   rt.settings.handover_topic, rt.settings.replay_role_timeout)
     produced = is_true(resource.status.get("conditions"), "Produced")
-    app = await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
+    app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:
         await _recreate_spark(resource, spec, name, topic)
         return
@@ -525,13 +525,13 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         resource.condition("Running", "True", outcome.reason, outcome.message)
 
     # Spark's state is read before the end offsets: once it said COMPLETED, these ends are final.
-    found = await asyncio.to_thread(cluster.partitions, [topic])
+    found = await cluster.aio.partitions([topic])
     if topic not in found:
         raise Retry(f"the backfill topic {topic} is not in the cluster's metadata yet")
     keys = [(topic, p) for p in found[topic]]
     ends, committed = await asyncio.gather(
-        asyncio.to_thread(cluster.shared_end_offsets, keys, rt.settings.poll_interval / 2),
-        asyncio.to_thread(cluster.committed_offsets, group, keys),
+        cluster.aio.shared_end_offsets(keys, rt.settings.poll_interval / 2),
+        cluster.aio.committed_offsets(group, keys),
     )
     views = [PartitionView(t, p, start=0, end=ends[(t, p)], position=committed.get((t, p))) for t, p in keys]
     progress = record_progress(resource, memory, views)
@@ -554,7 +554,7 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
         progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
         labels=child_labels(KIND, resource.name, "spark-application"), defaults=defaults,
     )
-    await rt.kube.run(rt.kube.create_owned, app, resource.uid)
+    await rt.kube.aio.create_owned(app, resource.uid)
     resource.event("SparkApplicationRecreated",
                    f"SparkApplication {name} was deleted before it completed: created it again (it resumes "
                    "from its progress markers)", warning=True)
@@ -584,7 +584,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         starts = plan.start_offsets()
         manifest = _continuation_of(resource, spec, starts)
         name = manifest["metadata"]["name"]
-        await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+        await rt.kube.aio.create_owned(manifest, resource.uid)
         resource.status["continuation"] = {
             "reconsume": name,
             "phase": "Pending",
@@ -596,7 +596,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.condition("Running", "True", "Continuing", message)
         resource.event("ContinuationStarted", message)
         return
-    child = await rt.kube.run(rt.kube.get_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
+    child = await rt.kube.aio.get_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
     if child is None:
         raise Failure("ContinuationDeleted",
                       f"the Reconsume {name} of then.reconsume was deleted before it completed; the records from "
@@ -635,8 +635,8 @@ async def _remove_continuation(resource: Resource) -> None:
     name = (resource.status.get("children") or {}).get("reconsume")
     if not name:
         return
-    await rt.kube.run(rt.kube.delete_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
-    if await rt.kube.run(rt.kube.get_custom, GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name) is not None:
+    await rt.kube.aio.delete_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
+    if await rt.kube.aio.get_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name) is not None:
         raise Retry(f"Reconsume {name} is still being deleted")
 
 
@@ -653,29 +653,29 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     cluster, config = await resource.kafka(spec.kafka)
     app = children.get("sparkApplication")
     if app and not keep_spark:
-        await rt.kube.run(rt.kube.delete_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app)
-        if await rt.kube.run(rt.kube.get_custom, SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app) is not None:
+        await rt.kube.aio.delete_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app)
+        if await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app) is not None:
             raise Retry(f"SparkApplication {app} is still being deleted")
         # Its driver pod goes after it (garbage collection of the owner reference the Spark operator's webhook
         # sets), and writes until then.
-        if await rt.kube.run(rt.kube.list_pods, ns, f"sparkoperator.k8s.io/app-name={app}"):
+        if await rt.kube.aio.list_pods(ns, f"sparkoperator.k8s.io/app-name={app}"):
             raise Retry(f"the driver of SparkApplication {app} is still stopping")
     if children.get("deployment"):
-        await rt.kube.run(rt.kube.delete_deployment, ns, children["deployment"])
+        await rt.kube.aio.delete_deployment(ns, children["deployment"])
     # The Spark operator copies the SparkApplication's labels to its driver pod, which a failed application keeps.
     drain = f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role"
-    pods = await rt.kube.run(rt.kube.list_pods, ns, drain)
+    pods = await rt.kube.aio.list_pods(ns, drain)
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
     group = children.get("replayGroup")
     if group and spec.cleanup.delete_replay_group:
-        description = await asyncio.to_thread(cluster.describe_group, group)
+        description = await cluster.aio.describe_group(group)
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"drain group {group} is {description.state}; waiting for its members to leave")
-        await asyncio.to_thread(cluster.delete_group, group)
+        await cluster.aio.delete_group(group)
     topic = children.get("backfillTopic")
     if topic and spec.cleanup.delete_backfill_topic:
-        await asyncio.to_thread(cluster.delete_topic, topic)
+        await cluster.aio.delete_topic(topic)
     handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     await asyncio.to_thread(handovers.tombstone, resource.replay_id)
 

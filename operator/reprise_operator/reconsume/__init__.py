@@ -237,7 +237,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     name = replay_deployment_name(resource.name)
     manifest = standby_deployment(resource, name=name, component="replay-consumer", template=template,
                                   consumer=consumer, settings=settings, kafka=spec.kafka)
-    await rt.kube.run(rt.kube.create_owned, manifest, resource.uid)
+    await rt.kube.aio.create_owned(manifest, resource.uid)
     resource.status["children"] = {"deployment": name, "replayGroup": group, "handoverTopic": rt.settings.handover_topic}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
     resource.condition("Running", "True", "ConsumersStarted",
@@ -257,7 +257,7 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
     if target_name is None:
         return
     if spec.suspend and resource.phase == "Running":
-        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, target_name, 0)
+        await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
         resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0")
         resource.condition("Running", "False", "Suspended", "suspended")
         resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
@@ -265,7 +265,7 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         # follow after the resume reports the partitions still pending again.
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
     elif not spec.suspend and resource.phase == "Suspended":
-        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, target_name, replicas)
+        await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
         resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
         resource.condition("Running", "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}")
         resource.set_phase("Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets")
@@ -281,7 +281,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     rid = resource.replay_id
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
-    ends = await asyncio.to_thread(cluster.shared_end_offsets, list(plan), rt.settings.poll_interval / 2)
+    ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
     state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, rid, rt.settings.handover_topic,
@@ -296,7 +296,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     live = None
     if spec.completion.hold is not None:  # the shadow never finishes a partition: caught up = at the live group
         history = memory.extra.setdefault("live_history", LiveHistory())
-        history.add(resource.now(), await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan)))
+        history.add(resource.now(), await cluster.aio.committed_offsets(spec.consumer_group, list(plan)))
         live = history.as_of(resource.now())
     drained = replay_drained(state, progress.partitions, live, held=spec.completion.hold is not None)
     hold = spec.completion.drained_for
@@ -361,24 +361,24 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     group = children.get("replayGroup") or spec.replay_group or replay_group_name(resource.namespace, resource.name)
     cluster, config = await resource.kafka(spec.kafka)
     if name:
-        await rt.kube.run(rt.kube.delete_deployment, resource.namespace, name)
+        await rt.kube.aio.delete_deployment(resource.namespace, name)
     selector = cutover.replay_pods_selector(resource.name, "reconsume")  # a check's pods stay for inspection
-    pods = await rt.kube.run(rt.kube.list_pods, resource.namespace, selector)
+    pods = await rt.kube.aio.list_pods(resource.namespace, selector)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
     topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     rid = resource.replay_id
     if cancel:
         plan = plan_from_status(resource.status.get("plan") or {})
-        committed = await asyncio.to_thread(cluster.committed_offsets, group, list(plan))
+        committed = await cluster.aio.committed_offsets(group, list(plan))
         await asyncio.to_thread(topic.force_handover, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
     if spec.cleanup.delete_replay_group:
-        description = await asyncio.to_thread(cluster.describe_group, group)
+        description = await cluster.aio.describe_group(group)
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
-        await asyncio.to_thread(cluster.delete_group, group)
+        await cluster.aio.delete_group(group)
     await asyncio.to_thread(topic.tombstone, rid)
     metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
 
@@ -407,7 +407,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     cluster, _ = await resource.kafka(spec.kafka)
     rollback = resource.status.setdefault("rollback", {})
     if "deploymentReplicas" not in rollback:
-        live = await rt.kube.run(rt.kube.get_deployment, resource.namespace, deployment)
+        live = await rt.kube.aio.get_deployment(resource.namespace, deployment)
         if live is None:
             raise Waiting("DeploymentNotFound", f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist")
         rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
@@ -415,12 +415,12 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
         return  # persist the replica count before touching the Deployment
     if not resource.condition_true("OffsetsReset"):
-        await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, 0)
-        description = await asyncio.to_thread(cluster.describe_group, spec.consumer_group)
+        await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
+        description = await cluster.aio.describe_group(spec.consumer_group)
         if description.state not in ("Empty", "Dead"):
             started = memory.extra.setdefault("empty_wait_since", resource.now())
             if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
-                await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, rollback["deploymentReplicas"])
+                await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
                 members = ", ".join(description.members[:5]) or "unknown members"
                 raise Failure(
                     "GroupHasOtherMembers",
@@ -432,12 +432,12 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         resource.condition("ConsumersStopped", "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
         plan = plan_from_status(resource.status.get("plan") or {})
         if "offsets" not in rollback:
-            before = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
-            ends = await asyncio.to_thread(cluster.end_offsets, list(plan))
+            before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
+            ends = await cluster.aio.end_offsets(list(plan))
             rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
             rollback["takenAt"] = rfc3339(resource.now())
             cm_name = rollback_configmap_name(resource.name)
-            await rt.kube.run(rt.kube.create_owned, rollback_configmap(resource, spec, cm_name, before), None)
+            await rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
             rollback["configMap"] = cm_name
             # The rewind replays up to where the log ends now; later records are live traffic.
             for part in resource.status["plan"]["partitions"]:
@@ -446,11 +446,11 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             resource.status["plan"]["totalRecords"] = sum(p["records"] for p in resource.status["plan"]["partitions"])
             return  # persist the snapshot before moving any offset
         starts = {k: s for k, (s, _) in plan.items()}
-        await asyncio.to_thread(cluster.alter_offsets, spec.consumer_group, starts)
+        await cluster.aio.alter_offsets(spec.consumer_group, starts)
         resource.condition("OffsetsReset", "True", "OffsetsReset",
                            f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions")
         resource.event("OffsetsReset", f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}")
-    await rt.kube.run(rt.kube.scale_deployment, resource.namespace, deployment, rollback["deploymentReplicas"])
+    await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
     resource.condition("ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}")
     resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
@@ -459,7 +459,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
     cluster, _ = await resource.kafka(spec.kafka)
     plan = plan_from_status(resource.status.get("plan") or {})
-    committed = await asyncio.to_thread(cluster.committed_offsets, spec.consumer_group, list(plan))
+    committed = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
     views = [
         PartitionView(t, p, start=start, end=end, position=committed.get((t, p)), target=end)
         for (t, p), (start, end) in sorted(plan.items())
@@ -488,7 +488,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     if spec.mode.value == "Rewind":
         replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")
         if replicas is not None and spec.live_deployment is not None and not resource.condition_true("ConsumersStarted"):
-            await resource.rt.kube.run(resource.rt.kube.scale_deployment, resource.namespace, spec.live_deployment.name, replicas)
+            await resource.rt.kube.aio.scale_deployment(resource.namespace, spec.live_deployment.name, replicas)
         return
     if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):
         await remove_children(resource, spec, memory, cancel=True)
