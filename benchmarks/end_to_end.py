@@ -25,6 +25,7 @@ line, its fixed part (target under 10 s) and how far the points lie from it; and
 with the CPU seconds per record of each (must not grow with the replicas; on 2 cores the speed-up is bounded).
 
     python -m benchmarks.end_to_end [--records N] [--rounds R] [--parts ratio,growth]
+    (REPRISE_BENCH_KEEP=1 keeps the work folder: the operator's, the pods' and the broker's logs)
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class EndToEnd:
             self._wait_caught_up(f"{LIVE_GROUP}-{topic}", topic)
 
     def _wait_caught_up(self, group: str, topic: str, timeout: float = 1800) -> None:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         probe = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group})
         try:
@@ -184,7 +185,10 @@ class EndToEnd:
             ends = [probe.get_watermark_offsets(tp, timeout=30)[1] for tp in partitions]
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
-                committed = [tp.offset for tp in probe.committed(partitions, timeout=30)]
+                try:
+                    committed = [tp.offset for tp in probe.committed(partitions, timeout=30)]
+                except KafkaException:  # the group's coordinator is still loading: ask again
+                    committed = []
                 if committed == ends:
                     return
                 time.sleep(1)
@@ -365,7 +369,10 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
         figures["meets_target"] = report(figures)
         return figures
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if os.environ.get("REPRISE_BENCH_KEEP"):
+            print(f"kept {workdir} (REPRISE_BENCH_KEEP)", flush=True)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def report(figures: dict[str, Any]) -> bool:
