@@ -22,8 +22,6 @@ import json
 import signal
 import sys
 import time
-from itertools import compress
-from operator import methodcaller
 from typing import Any
 
 from confluent_kafka import Consumer, Producer
@@ -39,8 +37,6 @@ FILTER = {"json": [{"path": "kind", "equals": "even"}]}
 #: default `fetch.queue.backoff.ms` of 1 s alone made a bare loop slower than the worker).
 FETCH = {key: FETCH_TUNING[key] for key in ("fetch.max.bytes", "queued.max.messages.kbytes",
                                            "fetch.queue.backoff.ms", "fetch.wait.max.ms")}
-
-_value = methodcaller("value")
 
 
 def _consumer(args: argparse.Namespace) -> Any:
@@ -92,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             seen += len(messages)
             if producer is not None:
                 produce = producer.produce
-                for message in compress(messages, map(predicate, map(_value, messages))):
+                for message in messages:
+                    if not predicate(message.value()):
+                        continue
                     while True:
                         try:
                             produce(args.target, message.value(), message.key(), message.partition(),
@@ -103,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                     matched += 1
                 producer.poll(0)
             elif handler is not None:
-                matching = list(compress(messages, map(predicate, map(_value, messages))))
+                matching = [message for message in messages if predicate(message.value())]
                 matched += len(matching)
                 handler(matching)
             else:

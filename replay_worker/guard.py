@@ -40,7 +40,6 @@ import threading
 import time
 from dataclasses import dataclass
 from itertools import compress, groupby
-from operator import methodcaller
 from typing import Any, Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
@@ -57,11 +56,12 @@ log = logging.getLogger("replay_worker.guard")
 
 TopicPartitionKey = tuple[str, int]
 
-_error = methodcaller("error")
-_topic = methodcaller("topic")
-_partition = methodcaller("partition")
-_offset = methodcaller("offset")
-_value = methodcaller("value")
+#: Message's own methods, unbound (a tenth of `methodcaller`'s cost per record; see consumer.py).
+_error = Message.error
+_topic = Message.topic
+_partition = Message.partition
+_offset = Message.offset
+_value = Message.value
 
 #: Settings of the service's consumer that the guard's own clients (reader, producer, admin) reuse.
 _CONNECTION_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.", "ssl_", "oauthbearer",
