@@ -21,7 +21,8 @@ process's own (getrusage: steady under load); the same ratio with the broker's C
 are printed beside it.
 
     python -m benchmarks.worker [--records N] [--rounds R] [--parts forward,handler,guard]
-    (or REPRISE_BENCH_RECORDS, REPRISE_BENCH_ROUNDS, REPRISE_BENCH_PARTS; REPRISE_BENCH_QUICK=1: 100,000)
+    (or REPRISE_BENCH_RECORDS, REPRISE_BENCH_ROUNDS, REPRISE_BENCH_PARTS; REPRISE_BENCH_QUICK=1: 100,000;
+    REPRISE_BENCH_KEEP=1 keeps the work folder with every process's log)
 """
 
 from __future__ import annotations
@@ -366,7 +367,10 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
         return figures
     finally:
         bench.broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if os.environ.get("REPRISE_BENCH_KEEP"):
+            print(f"kept {workdir} (REPRISE_BENCH_KEEP)", flush=True)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def report(figures: dict[str, Any]) -> bool:

@@ -57,11 +57,11 @@ log = logging.getLogger("replay_worker.guard")
 TopicPartitionKey = tuple[str, int]
 
 #: Message's own methods, unbound (a tenth of `methodcaller`'s cost per record; see consumer.py).
-_error = Message.error
-_topic = Message.topic
-_partition = Message.partition
-_offset = Message.offset
-_value = Message.value
+_error_of = Message.error
+_topic_of = Message.topic
+_partition_of = Message.partition
+_offset_of = Message.offset
+_value_of = Message.value
 
 #: Settings of the service's consumer that the guard's own clients (reader, producer, admin) reuse.
 _CONNECTION_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.", "ssl_", "oauthbearer",
@@ -234,7 +234,7 @@ class GuardedConsumer:
             return messages
         held: set[TopicPartitionKey] = set()
         touched: set[TopicPartitionKey] = set()
-        if any(map(_error, messages)):
+        if any(map(_error_of, messages)):
             result = self._judge_each(messages, held, touched)
         else:
             result = self._judge_runs(messages, held, touched)
@@ -250,7 +250,7 @@ class GuardedConsumer:
         iterated in C), else record by record."""
         book = self._book
         parts = book.parts
-        keys = list(zip(map(_topic, messages), map(_partition, messages)))
+        keys = list(zip(map(_topic_of, messages), map(_partition_of, messages)))
         result: list[Message] = []
         begin = 0
         for key, indexes in groupby(range(len(messages)), keys.__getitem__):
@@ -260,7 +260,7 @@ class GuardedConsumer:
             part = parts.get(key)
             handed = None
             if part is not None and part.ticket is None and key not in held:
-                handed = book.judge_run(key, list(map(_offset, run)), list(map(_value, run)))
+                handed = book.judge_run(key, list(map(_offset_of, run)), list(map(_value_of, run)))
             if handed is None:
                 result.extend(self._judge_each(run, held, touched))
                 continue
