@@ -16,6 +16,8 @@ topic, in the order turned each round. Target: the bare loop's wall time over th
 - handover: -> the last acknowledgement of the live service's guard;
 - drain: -> phase Draining (the operator saw every partition handed over; drainedFor is 0);
 - teardown: -> phase Complete (the Deployment, the replay group and the handover records removed).
+When one operator step goes from Running through Draining to Complete, the 0.1 s status poll never sees
+Draining: drain shows as None and teardown counts from the last acknowledgement.
 
 CPU: the replay pods' (getrusage of this process's reaped children: the node agent runs in this process),
 the operator's and the broker's (/proc), per record.
