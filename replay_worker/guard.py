@@ -250,13 +250,11 @@ class GuardedConsumer:
         iterated in C), else record by record."""
         book = self._book
         parts = book.parts
-        keys = list(zip(map(_topic_of, messages), map(_partition_of, messages)))
         result: list[Message] = []
-        begin = 0
-        for key, indexes in groupby(range(len(messages)), keys.__getitem__):
-            end = begin + len(list(indexes))
-            run = messages[begin:end]
-            begin = end
+        runs = ((topic, partition, list(run)) for partition, same_partition in groupby(messages, _partition_of)
+                for topic, run in groupby(same_partition, _topic_of))
+        for topic, partition, run in runs:
+            key = (topic, partition)
             part = parts.get(key)
             handed = None
             if part is not None and part.ticket is None and key not in held:
