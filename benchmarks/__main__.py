@@ -3,6 +3,8 @@
     python -m benchmarks                 # all of them, full size
     python -m benchmarks worker spark    # some of them
     python -m benchmarks --quick         # smaller sizes, for a quick check (REPRISE_BENCH_QUICK=1)
+    python -m benchmarks worker --records 200000 --rounds 5 --parts forward
+                                         # sizes by hand (REPRISE_BENCH_RECORDS, _ROUNDS, _PARTS)
 
 A benchmark is a module `benchmarks/<name>.py` with `run() -> dict`: the figures it measured, with baselines
 measured in the same run, and `meets_target` (bool) when it has targets. Each module starts what it needs
@@ -27,17 +29,32 @@ from typing import Any
 import benchmarks
 
 
+#: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers.
+SUPPORT = {"measure", "rounds", "baselines", "handlers"}
+
+
 def available() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__)
+                  if not m.name.startswith("_") and m.name not in SUPPORT)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default all: {', '.join(available())})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (sets REPRISE_BENCH_QUICK=1)")
+    parser.add_argument("--records", type=int, help="records per run, where a benchmark takes a size "
+                                                    "(sets REPRISE_BENCH_RECORDS)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (sets REPRISE_BENCH_ROUNDS; at least 5 "
+                                                   "for figures that count)")
+    parser.add_argument("--parts", help="comma-separated parts of a benchmark, e.g. worker: forward,handler,guard "
+                                        "(sets REPRISE_BENCH_PARTS)")
     args = parser.parse_args(argv)
     if args.quick:
         os.environ["REPRISE_BENCH_QUICK"] = "1"
+    for option, variable in (("records", "REPRISE_BENCH_RECORDS"), ("rounds", "REPRISE_BENCH_ROUNDS"),
+                             ("parts", "REPRISE_BENCH_PARTS")):
+        if getattr(args, option):
+            os.environ[variable] = str(getattr(args, option))
     names = args.names or available()
     unknown = [n for n in names if n not in available()]
     if unknown:

@@ -144,6 +144,18 @@ class GuardBook:
             return True
         return False
 
+    def judge_run(self, key: TopicPartitionKey, offsets: list[int], values: list[bytes | None]) -> list[bool] | None:
+        """`judge` for a run of one partition's records at once (True: to the service), when the rules allow
+        (`GuardPartition.skips_by_value`); None: judge each record."""
+        part = self.parts[key]
+        skips = part.rules.skips_by_value(offsets, values)
+        if skips is None:
+            return None
+        handed = [not skip for skip in skips]
+        if True in handed:
+            part.handed_until = offsets[len(handed) - 1 - handed[::-1].index(True)] + 1
+        return handed
+
     def handed_unguarded(self, positions: Mapping[TopicPartitionKey, int]) -> list[Store]:
         """No replay active: every record was handed. `positions` are the consumer's positions (the offset
         after the last record returned, per partition); with automatic storing, those that moved are stored."""

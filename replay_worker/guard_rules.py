@@ -78,6 +78,9 @@ class GuardPartition:
     reread_until: int | None = None
     reread_replay: str | None = None
     reread_matcher: Matcher | None = None
+    #: `matcher` as a function of the value alone, when the filter reads neither key nor headers (else None):
+    #: lets `skips_by_value` judge a run of records at once.
+    value_matcher: Callable[[bytes | None], bool] | None = None
     #: Set once the guard committed the handover offset itself (a quiet partition) or saw it committed.
     floor_committed: bool = False
     #: Records skipped since the assignment (for metrics).
@@ -146,6 +149,7 @@ class GuardPartition:
         self.replay_id = active.replay_id
         self.start = active.start
         self.matcher = active.filter.matches
+        self.value_matcher = active.filter.value_predicate()
         if active.handover is None:
             self.handover = None
         if self.unknown_skips:
@@ -160,6 +164,7 @@ class GuardPartition:
                 and self.seen_until > self.first_skipped:
             seek = self._reread(self.first_skipped, self.seen_until, self.replay_id, self.matcher)
         self.replay_id = self.start = self.handover = self.matcher = self.first_skipped = None
+        self.value_matcher = None
         self.floor_committed = False
         return seek
 
@@ -200,6 +205,34 @@ class GuardPartition:
         if offset < self.handover and _matches(self.matcher, key, headers, value):
             return self._skip()
         return Verdict.PROCESS
+
+    def skips_by_value(self, offsets: list[int], values: list[bytes | None]) -> list[bool] | None:
+        """`verdict` for a run of this partition's records at once (offsets ascending): per record True when
+        it is skipped, with the same state afterwards as `verdict` record by record. Only where the rules
+        hold alike for the whole run and need the values alone: no re-read window, and the run wholly
+        before S, from S with H unknown, between S and H, or from H on. Else (or when a value cannot be
+        decoded) None, having changed nothing: judge each record with `verdict`."""
+        if not offsets or self.reread_until is not None:
+            return None
+        first, last = offsets[0], offsets[-1]
+        start, handover = self.start, self.handover
+        if start is None or last < start or (handover is not None and first >= handover):
+            self.seen_until = last + 1
+            return [False] * len(offsets)
+        by_value = self.value_matcher
+        if by_value is None or first < start or (handover is not None and last >= handover):
+            return None
+        try:
+            covered = list(map(by_value, values))
+        except Undecodable:
+            return None  # the record-by-record rules count it as covered; `verdict` does that
+        self.seen_until = last + 1
+        count = covered.count(True)
+        if count:
+            self.skipped += count
+            if handover is None and self.first_skipped is None:
+                self.first_skipped = offsets[covered.index(True)]
+        return covered
 
     def _skip(self) -> Verdict:
         self.skipped += 1

@@ -73,7 +73,11 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "The operator's layers import only downward",
         ),
         # One kind importing another.
-        ("operator/reprise_operator/backfill/__init__.py", "from .. import reconsume", "The kinds are independent of each other"),
+        (
+            "operator/reprise_operator/backfill/__init__.py",
+            "from .. import reconsume",
+            "The kinds are independent of each other",
+        ),
     ],
 )
 def test_an_import_across_a_forbidden_layer_fails_lint(

@@ -363,7 +363,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     if name:
         await rt.kube.aio.delete_deployment(resource.namespace, name)
     selector = cutover.replay_pods_selector(resource.name, "reconsume")  # a check's pods stay for inspection
-    pods = await rt.kube.aio.list_pods(resource.namespace, selector)
+    pods = await _settled(lambda: rt.kube.aio.list_pods(resource.namespace, selector), lambda p: not p)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
     topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
@@ -375,12 +375,31 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
     if spec.cleanup.delete_replay_group:
-        description = await cluster.aio.describe_group(group)
+        description = await _settled(lambda: cluster.aio.describe_group(group),
+                                     lambda d: d.state in ("Empty", "Dead", "Unknown"))
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
     await asyncio.to_thread(topic.tombstone, rid)
     metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
+
+
+#: How long one teardown step waits for the replay pods to stop and the replay group to empty before leaving it
+#: to the next poll. Pods stop within a second or two of the Deployment's deletion (finish the batch, commit,
+#: leave the group), while a Retry costs a whole poll interval: that interval was most of an end-to-end
+#: replay's teardown (benchmarks/end_to_end).
+TEARDOWN_WAIT_S = 4.0
+
+
+async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
+    """`await look()` until `done(result)` or `wait` seconds passed; the last result."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    result = await look()
+    while not done(result) and loop.time() < deadline:
+        await asyncio.sleep(0.25)
+        result = await look()
+    return result
 
 
 async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:

@@ -1,0 +1,196 @@
+"""How the benchmarks measure: each loop in a process of its own, its CPU time from getrusage, the broker's
+CPU time from /proc, wall time; rounds interleaved; the median and the spread of the rounds. Not a benchmark.
+
+Why this way: on a shared two-core machine throughput moves with the neighbours, but the CPU a process spends
+per record barely does. So a loop runs as its own process and is reaped with `os.wait4`, whose rusage is
+that process's user + system time over all its threads (librdkafka's included); the broker's share is the
+difference of its `/proc/<pid>/stat` times across the run. A ratio is taken per round (the contenders of a
+round ran next to each other, under the same load) and the median of the per-round ratios is the figure; a
+target is met on the median. Rounds alternate the order of the contenders so neither always goes first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds of a running process (all its threads) from /proc; 0 when it is gone."""
+    if pid is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat(5))
+
+
+@dataclass
+class Sample:
+    """One run of one contender."""
+
+    records: int
+    #: Seconds from the process's start to its exit.
+    wall: float
+    #: User + system seconds of the measured process(es), from getrusage.
+    cpu: float
+    #: The broker's CPU seconds over the same span.
+    broker_cpu: float
+    #: What the process reported about itself (its own timings, counts).
+    reported: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cpu_per_record_us(self) -> float:
+        return self.cpu / self.records * 1e6
+
+    @property
+    def total_cpu_per_record_us(self) -> float:
+        """The process's and the broker's CPU per record: the machine's cost of the work."""
+        return (self.cpu + self.broker_cpu) / self.records * 1e6
+
+    def figures(self) -> dict[str, Any]:
+        return {"wall_s": round(self.wall, 3), "cpu_s": round(self.cpu, 3), "broker_cpu_s": round(self.broker_cpu, 3),
+                "cpu_us_per_record": round(self.cpu_per_record_us, 2),
+                "total_cpu_us_per_record": round(self.total_cpu_per_record_us, 2), **self.reported}
+
+
+class ProcessFailed(RuntimeError):
+    pass
+
+
+def run_processes(argvs: Sequence[Sequence[str]], records: int, *, env: Mapping[str, str] | None = None,
+                  broker_pid: int | None = None, timeout: float = 3600, log: Path | None = None,
+                  pipe: bool = False, cwd: Path | None = None,
+                  on_start: Callable[[list[subprocess.Popen]], None] | None = None) -> Sample:
+    """Run the processes (with `pipe`, each one's stdout into the next one's stdin) to their exit and measure
+    them. The last process's stdout is kept; its last JSON line, if any, becomes `reported`. The others'
+    output, and every stderr, go to `log`."""
+    sink = open(log, "ab") if log is not None else subprocess.DEVNULL
+    processes: list[subprocess.Popen] = []
+    out_path = (log.with_suffix(".out") if log is not None else Path(os.devnull))
+    out = open(out_path, "wb")
+    try:
+        broker_before = process_cpu(broker_pid)
+        began = time.monotonic()
+        previous = None
+        for index, argv in enumerate(argvs):
+            last = index == len(argvs) - 1
+            stdout = out if last else (subprocess.PIPE if pipe else sink)
+            process = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, stdin=previous,
+                                       stdout=stdout, stderr=sink, cwd=cwd, start_new_session=True)
+            if previous is not None:
+                previous.close()
+            previous = process.stdout if pipe and not last else None
+            processes.append(process)
+        if on_start is not None:
+            on_start(processes)
+        cpu = 0.0
+        codes = {}
+        deadline = began + timeout
+        while len(codes) < len(processes):
+            for process in processes:
+                if process.pid in codes:
+                    continue
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+                if pid:
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+                    process.returncode = codes[pid]
+                    cpu += usage.ru_utime + usage.ru_stime
+            if time.monotonic() > deadline:
+                raise ProcessFailed(f"{argvs[0][:4]} did not finish within {timeout:.0f} s")
+            time.sleep(0.02)
+        wall = time.monotonic() - began
+        broker_cpu = process_cpu(broker_pid) - broker_before
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait()
+        out.close()
+        if log is not None:
+            sink.close()  # type: ignore[union-attr]
+    failed = {p.args[0] if isinstance(p.args, list) else p.args: p.returncode for p in processes if p.returncode}
+    if failed:
+        raise ProcessFailed(f"exited with {failed}; see {log}")
+    reported: dict[str, Any] = {}
+    if log is not None:
+        for line in reversed(out_path.read_text(errors="replace").splitlines()):
+            if line.startswith("{"):
+                try:
+                    reported = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+    return Sample(records, wall, cpu, broker_cpu, reported)
+
+
+def interleaved(rounds: int, contenders: Mapping[str, Callable[[int], Sample]],
+                report: Callable[[int, dict[str, Sample]], None] | None = None) -> dict[str, list[Sample]]:
+    """Run every contender once per round, the order turned by one each round and reversed every other round
+    (so none is always first or always after the same one). `contender(round)` returns its Sample."""
+    names = list(contenders)
+    results: dict[str, list[Sample]] = {name: [] for name in names}
+    for index in range(rounds):
+        shift = index % len(names)
+        order = names[shift:] + names[:shift]
+        if index % 2:
+            order.reverse()
+        this_round = {}
+        for name in order:
+            this_round[name] = contenders[name](index)
+            results[name].append(this_round[name])
+        if report is not None:
+            report(index, this_round)
+    return results
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, lowest, highest, and the spread (highest - lowest) / median."""
+    median = statistics.median(values)
+    low, high = min(values), max(values)
+    return {"median": round(median, 4), "min": round(low, 4), "max": round(high, 4),
+            "spread": round((high - low) / median, 3) if median else 0.0, "rounds": len(values)}
+
+
+def speed_ratio(baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]) -> dict[str, float]:
+    """Per round, the baseline's cost over the measured one's (1.0: as fast; 0.9: the measured costs 11% more),
+    summarised by `spread`."""
+    return spread([cost(b) / cost(m) for b, m in zip(baseline, measured)])
+
+
+def overhead(baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]) -> dict[str, float]:
+    """Per round, how much more the measured costs than the baseline (0.05: 5% more), summarised by `spread`."""
+    return spread([cost(m) / cost(b) - 1 for b, m in zip(baseline, measured)])
+
+
+def per_record_cpu(sample: Sample) -> float:
+    """The measured process's own CPU per record: the steadiest figure (the broker's CPU moves with its
+    garbage collection and housekeeping, and is reported beside it)."""
+    return sample.cpu_per_record_us
+
+
+def per_record_cpu_with_broker(sample: Sample) -> float:
+    return sample.total_cpu_per_record_us
+
+
+def per_record_wall(sample: Sample) -> float:
+    return sample.wall / sample.records
+
+
+def verdict(value: float, target: float, at_least: bool) -> str:
+    met = value >= target if at_least else value <= target
+    return f"{'ok  ' if met else 'MISS'} {value:.3f} ({'>=' if at_least else '<='} {target:g})"
