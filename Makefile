@@ -43,16 +43,12 @@ platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kube
 run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG
 	@$(PY) -m local_platform run-operator
 
-# `ruff format --check` runs only on these paths for now: formatting the whole tree at once is one commit of
-# its own (the lead's), so that it does not collide with branches in flight. Add a path once it is formatted.
-FORMATTED := replay_worker/contract.py replay_worker/durations.py replay_worker/timestamps.py \
-	replay_worker/spec_error.py tests/unit/test_layers.py
 # mypy's cache per checkout (two worktrees writing one cache corrupt it), outside the repository.
 MYPY_CACHE := $(REPRISE_CACHE)/mypy/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)
 
 lint: venv ## ruff, the import-linter layer contracts and mypy (the first step of `make test`)
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff check --quiet .
-	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff format --check --quiet $(FORMATTED)
+	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff format --check --quiet .
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(PY) -m mypy --cache-dir $(MYPY_CACHE) -p reprise_operator -m replay_worker.contract
 

@@ -34,25 +34,35 @@ SUPPORT = {"measure", "rounds", "baselines", "handlers"}
 
 
 def available() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__)
-                  if not m.name.startswith("_") and m.name not in SUPPORT)
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(benchmarks.__path__)
+        if not m.name.startswith("_") and m.name not in SUPPORT
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default all: {', '.join(available())})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (sets REPRISE_BENCH_QUICK=1)")
-    parser.add_argument("--records", type=int, help="records per run, where a benchmark takes a size "
-                                                    "(sets REPRISE_BENCH_RECORDS)")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (sets REPRISE_BENCH_ROUNDS; at least 5 "
-                                                   "for figures that count)")
-    parser.add_argument("--parts", help="comma-separated parts of a benchmark, e.g. worker: forward,handler,guard "
-                                        "(sets REPRISE_BENCH_PARTS)")
+    parser.add_argument(
+        "--records", type=int, help="records per run, where a benchmark takes a size (sets REPRISE_BENCH_RECORDS)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, help="interleaved rounds (sets REPRISE_BENCH_ROUNDS; at least 5 for figures that count)"
+    )
+    parser.add_argument(
+        "--parts",
+        help="comma-separated parts of a benchmark, e.g. worker: forward,handler,guard (sets REPRISE_BENCH_PARTS)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         os.environ["REPRISE_BENCH_QUICK"] = "1"
-    for option, variable in (("records", "REPRISE_BENCH_RECORDS"), ("rounds", "REPRISE_BENCH_ROUNDS"),
-                             ("parts", "REPRISE_BENCH_PARTS")):
+    for option, variable in (
+        ("records", "REPRISE_BENCH_RECORDS"),
+        ("rounds", "REPRISE_BENCH_ROUNDS"),
+        ("parts", "REPRISE_BENCH_PARTS"),
+    ):
         if getattr(args, option):
             os.environ[variable] = str(getattr(args, option))
     names = args.names or available()
@@ -78,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
     print("\n== summary")
     for name, figures in results.items():
-        verdict = "ERROR" if "error" in figures else {True: "meets targets", False: "MISSES TARGETS", None: "figures only"}[
-            figures.get("meets_target")]
+        verdict = (
+            "ERROR"
+            if "error" in figures
+            else {True: "meets targets", False: "MISSES TARGETS", None: "figures only"}[figures.get("meets_target")]
+        )
         print(f"  {name:<10} {verdict}")
     cache = Path(os.environ.get("REPRISE_CACHE") or Path.home() / ".cache" / "reprise") / "bench"
     cache.mkdir(parents=True, exist_ok=True)

@@ -35,12 +35,19 @@ def process_cpu_seconds(pid: int | None) -> float:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0.0
-    fields = stat[stat.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime: fields 14 and 15 of proc(5)
 
 
-def measured_run(argv: Sequence[str], *, broker_pid: int | None, log: Path, timeout: float = 3600,
-                 env: Mapping[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
+def measured_run(
+    argv: Sequence[str],
+    *,
+    broker_pid: int | None,
+    log: Path,
+    timeout: float = 3600,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> dict[str, Any]:
     """Run `argv` to the end, its stderr appended to `log`. Returns its last stdout line parsed as JSON under
     "report", and over the whole process: "wall_s", "cpu_s" (getrusage: user + system of every thread) and
     "broker_cpu_s" (the broker's CPU meanwhile)."""
@@ -49,9 +56,17 @@ def measured_run(argv: Sequence[str], *, broker_pid: int | None, log: Path, time
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     broker_before = process_cpu_seconds(broker_pid)
     began = time.monotonic()
-    with open(log, "ab") as err, subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=err,
-                                                  stdin=subprocess.DEVNULL, env=dict(env) if env else None,
-                                                  cwd=cwd) as child:
+    with (
+        open(log, "ab") as err,
+        subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env else None,
+            cwd=cwd,
+        ) as child,
+    ):
         try:
             out, _ = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -67,12 +82,19 @@ def measured_run(argv: Sequence[str], *, broker_pid: int | None, log: Path, time
     lines = [line for line in out.decode().splitlines() if line.strip()]
     if not lines:
         raise RuntimeError(f"{argv[0]} printed no result; see {log}")
-    return {"report": json.loads(lines[-1]), "wall_s": wall, "broker_cpu_s": broker,
-            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+    return {
+        "report": json.loads(lines[-1]),
+        "wall_s": wall,
+        "broker_cpu_s": broker,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    }
 
 
-def interleaved(loops: Mapping[str, Callable[[], dict[str, Any]]], rounds: int,
-                describe: Callable[[str, dict[str, Any]], str] | None = None) -> dict[str, list[dict[str, Any]]]:
+def interleaved(
+    loops: Mapping[str, Callable[[], dict[str, Any]]],
+    rounds: int,
+    describe: Callable[[str, dict[str, Any]], str] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     """Each loop once per round, the order reversed every other round; returns every run per loop."""
     names = list(loops)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
@@ -81,17 +103,22 @@ def interleaved(loops: Mapping[str, Callable[[], dict[str, Any]]], rounds: int,
         for name in order:
             runs[name].append(loops[name]())
         if describe:
-            print(f"  round {n + 1}/{rounds}: " + "; ".join(describe(name, runs[name][-1]) for name in names),
-                  flush=True)
+            print(
+                f"  round {n + 1}/{rounds}: " + "; ".join(describe(name, runs[name][-1]) for name in names), flush=True
+            )
     return runs
 
 
 def summary(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
     """Median, min, max and spread ((max - min) / median) of one figure over the rounds."""
     median = statistics.median(values)
-    return {"median": round(median, digits), "min": round(min(values), digits), "max": round(max(values), digits),
-            "spread": round((max(values) - min(values)) / median, 3) if median else None,
-            "rounds": [round(v, digits) for v in values]}
+    return {
+        "median": round(median, digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "spread": round((max(values) - min(values)) / median, 3) if median else None,
+        "rounds": [round(v, digits) for v in values],
+    }
 
 
 def compared(subject: Sequence[float], baseline: Sequence[float]) -> dict[str, Any]:
@@ -99,8 +126,10 @@ def compared(subject: Sequence[float], baseline: Sequence[float]) -> dict[str, A
     baseline's (each loop's median shrugs off a run the neighbours disturbed; the target is judged on it), and
     "paired", the per-round ratios summarised (their spread shows how much one round's load differed between the
     two runs)."""
-    return {"ratio": round(statistics.median(subject) / statistics.median(baseline), 4),
-            "paired": summary(paired_ratios(subject, baseline))}
+    return {
+        "ratio": round(statistics.median(subject) / statistics.median(baseline), 4),
+        "paired": summary(paired_ratios(subject, baseline)),
+    }
 
 
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:

@@ -35,13 +35,20 @@ from replay_worker.filters import compile_filter
 FILTER = {"json": [{"path": "kind", "equals": "even"}]}
 #: The worker's fetch settings, so the loops and the worker compare code, not fetch tuning (librdkafka's
 #: default `fetch.queue.backoff.ms` of 1 s alone made a bare loop slower than the worker).
-FETCH = {key: FETCH_TUNING[key] for key in ("fetch.max.bytes", "queued.max.messages.kbytes",
-                                           "fetch.queue.backoff.ms", "fetch.wait.max.ms")}
+FETCH = {
+    key: FETCH_TUNING[key]
+    for key in ("fetch.max.bytes", "queued.max.messages.kbytes", "fetch.queue.backoff.ms", "fetch.wait.max.ms")
+}
 
 
 def _consumer(args: argparse.Namespace) -> Any:
-    config = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "auto.offset.reset": "earliest",
-              "enable.partition.eof": False, **FETCH}
+    config = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        **FETCH,
+    }
     if args.loop in ("guarded", "serve"):
         from replay_worker.guard import GuardedConsumer
 
@@ -68,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     assert predicate is not None
     producer = None
     if args.loop == "copy":
-        producer = Producer(kafka_clients.producer_config({**ForwardDelivery.TUNING, "bootstrap.servers": args.bootstrap},
-                                                          partitioner="murmur2_random"))
+        producer = Producer(
+            kafka_clients.producer_config(
+                {**ForwardDelivery.TUNING, "bootstrap.servers": args.bootstrap}, partitioner="murmur2_random"
+            )
+        )
     handler = load_handler(args.handler) if args.loop == "handler" else None
     consumer = _consumer(args)
     consumer.subscribe([args.topic])
@@ -93,8 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     while True:
                         try:
-                            produce(args.target, message.value(), message.key(), message.partition(),
-                                    timestamp=message.timestamp()[1], headers=message.headers())
+                            produce(
+                                args.target,
+                                message.value(),
+                                message.key(),
+                                message.partition(),
+                                timestamp=message.timestamp()[1],
+                                headers=message.headers(),
+                            )
                             break
                         except BufferError:
                             producer.poll(0.05)
@@ -115,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         reading = time.monotonic() - began
     finally:
         consumer.close()
-    print(json.dumps({"records": seen + skipped(), "matched": matched, "skipped": skipped(),
-                      "reading_s": round(reading, 3)}), flush=True)
+    print(
+        json.dumps(
+            {"records": seen + skipped(), "matched": matched, "skipped": skipped(), "reading_s": round(reading, 3)}
+        ),
+        flush=True,
+    )
     return 0
 
 

@@ -87,8 +87,9 @@ class Platform:
             self.agent = NodeAgent(self.control_plane.kubeconfig, self.workdir / "agent")
             self.agent.start()
             self.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-            self.operator = OperatorProcess(self.control_plane.kubeconfig, self.workdir / "operator.log",
-                                            {"REPRISE_POLL_INTERVAL": POLL_INTERVAL})
+            self.operator = OperatorProcess(
+                self.control_plane.kubeconfig, self.workdir / "operator.log", {"REPRISE_POLL_INTERVAL": POLL_INTERVAL}
+            )
             self.operator.start()
             api = config.new_client_from_config(config_file=str(self.control_plane.kubeconfig))
             self.custom = client.CustomObjectsApi(api)
@@ -110,8 +111,11 @@ class Platform:
 
     def kubectl(self, *args: str) -> resource.struct_rusage:
         """Run kubectl; returns its rusage (so its CPU can be taken out of the replay's)."""
-        process = subprocess.Popen([str(self.control_plane.kubectl), f"--kubeconfig={self.control_plane.kubeconfig}",
-                                    *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [str(self.control_plane.kubectl), f"--kubeconfig={self.control_plane.kubeconfig}", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode:
@@ -167,14 +171,38 @@ class EndToEnd:
         """One guarded live service per topic, each with its own live group, read to the topic's end."""
         for topic in topics:
             name = f"live-{topic}"
-            command = ["python", "-m", "benchmarks.baselines", "serve", "--bootstrap", self.bootstrap, "--topic", topic,
-                       "--group", f"{LIVE_GROUP}-{topic}", "--handover-topic", HANDOVER_TOPIC]
-            self.platform.apps.create_namespaced_deployment(NAMESPACE, {
-                "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": {"labels": {"app": name}},
-                                      "spec": {"containers": [{"name": "app", "image": "reprise-bench/live:1",
-                                                               "command": command}]}}}})
+            command = [
+                "python",
+                "-m",
+                "benchmarks.baselines",
+                "serve",
+                "--bootstrap",
+                self.bootstrap,
+                "--topic",
+                topic,
+                "--group",
+                f"{LIVE_GROUP}-{topic}",
+                "--handover-topic",
+                HANDOVER_TOPIC,
+            ]
+            self.platform.apps.create_namespaced_deployment(
+                NAMESPACE,
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {
+                            "metadata": {"labels": {"app": name}},
+                            "spec": {
+                                "containers": [{"name": "app", "image": "reprise-bench/live:1", "command": command}]
+                            },
+                        },
+                    },
+                },
+            )
         for topic in topics:
             self._wait_caught_up(f"{LIVE_GROUP}-{topic}", topic)
 
@@ -199,14 +227,34 @@ class EndToEnd:
             probe.close()
 
     def read_loop(self, topic: str, records: int, name: str) -> measure.Sample:
-        argv = [sys.executable, "-m", "benchmarks.baselines", "read", "--bootstrap", self.bootstrap, "--topic", topic,
-                "--records", str(records), "--group", name]
-        return measure.run_processes([argv], records, env=self.env, broker_pid=self.platform.broker.pid,
-                                     log=self.platform.workdir / f"{name}.log", cwd=REPO)
+        argv = [
+            sys.executable,
+            "-m",
+            "benchmarks.baselines",
+            "read",
+            "--bootstrap",
+            self.bootstrap,
+            "--topic",
+            topic,
+            "--records",
+            str(records),
+            "--group",
+            name,
+        ]
+        return measure.run_processes(
+            [argv],
+            records,
+            env=self.env,
+            broker_pid=self.platform.broker.pid,
+            log=self.platform.workdir / f"{name}.log",
+            cwd=REPO,
+        )
 
     def manifest(self, name: str, topic: str, replicas: int) -> dict[str, Any]:
         return {
-            "apiVersion": "reprise.io/v1alpha1", "kind": "Reconsume", "metadata": {"name": name},
+            "apiVersion": "reprise.io/v1alpha1",
+            "kind": "Reconsume",
+            "metadata": {"name": name},
             "spec": {
                 "kafka": {"bootstrapServers": self.bootstrap},
                 "topics": [topic],
@@ -250,7 +298,9 @@ class EndToEnd:
             if phase:
                 phases.setdefault(phase, time.time())
             if "Running" in phases and "Draining" not in phases:
-                for pod in platform.core.list_namespaced_pod(NAMESPACE, label_selector=f"reprise.io/replay={name}").items:
+                for pod in platform.core.list_namespaced_pod(
+                    NAMESPACE, label_selector=f"reprise.io/replay={name}"
+                ).items:
                     pods.add(pod.metadata.name)
             time.sleep(0.1)
         total = time.monotonic() - began
@@ -265,17 +315,28 @@ class EndToEnd:
         finished = max((t for log in logs for t in _log_times(log, "partition finished")), default=None)
         acked = max(_log_times(self._live_log(topic), "handover acknowledged"), default=None)
         running, draining, complete = phases.get("Running"), phases.get("Draining"), phases["Complete"]
-        marks = [("plan", running), ("pod_start", first_read), ("replay", finished), ("handover", acked),
-                 ("drain", draining), ("teardown", complete)]
+        marks = [
+            ("plan", running),
+            ("pod_start", first_read),
+            ("replay", finished),
+            ("handover", acked),
+            ("drain", draining),
+            ("teardown", complete),
+        ]
         breakdown: dict[str, float | None] = {}
         previous: float | None = began_wall
         for label, at in marks:
             breakdown[label] = round(at - previous, 2) if at is not None and previous is not None else None
             previous = at if at is not None else previous
         platform.kubectl("delete", "-n", NAMESPACE, "reconsume", name, "--wait=true")
-        reported = {"total_s": round(total, 2), "breakdown_s": breakdown, "replicas": replicas, "pods": len(pods),
-                    "operator_cpu_s": round(operator_cpu, 2),
-                    "cpu_s_per_million_records": round((cpu + broker_cpu + operator_cpu) / records * 1e6, 2)}
+        reported = {
+            "total_s": round(total, 2),
+            "breakdown_s": breakdown,
+            "replicas": replicas,
+            "pods": len(pods),
+            "operator_cpu_s": round(operator_cpu, 2),
+            "cpu_s_per_million_records": round((cpu + broker_cpu + operator_cpu) / records * 1e6, 2),
+        }
         return measure.Sample(records, total, cpu + operator_cpu, broker_cpu, reported)
 
     def _live_log(self, topic: str) -> Path | None:
@@ -295,16 +356,25 @@ def _line(index: int, samples: dict[str, measure.Sample]) -> None:
 
 def bench_ratio(e2e: EndToEnd, topic: str, rounds: int) -> dict[str, Any]:
     records = e2e.records
-    samples = measure.interleaved(rounds, {
-        "read_loop": lambda i: e2e.read_loop(topic, records, f"bench-e2e-read-{i}"),
-        "reconsume": lambda i: e2e.replay(f"e2e-{i}", topic, records, REPLICAS),
-    }, _line)
+    samples = measure.interleaved(
+        rounds,
+        {
+            "read_loop": lambda i: e2e.read_loop(topic, records, f"bench-e2e-read-{i}"),
+            "reconsume": lambda i: e2e.replay(f"e2e-{i}", topic, records, REPLICAS),
+        },
+        _line,
+    )
     breakdowns = [s.reported["breakdown_s"] for s in samples["reconsume"]]
     return {
-        "end_to_end_vs_read_loop": measure.speed_ratio(samples["read_loop"], samples["reconsume"], measure.per_record_wall),
-        "end_to_end_cpu_vs_read_loop": measure.speed_ratio(samples["read_loop"], samples["reconsume"], measure.per_record_cpu),
-        "breakdown_median_s": {k: statistics.median([b[k] for b in breakdowns if b.get(k) is not None] or [0])
-                               for k in breakdowns[0]},
+        "end_to_end_vs_read_loop": measure.speed_ratio(
+            samples["read_loop"], samples["reconsume"], measure.per_record_wall
+        ),
+        "end_to_end_cpu_vs_read_loop": measure.speed_ratio(
+            samples["read_loop"], samples["reconsume"], measure.per_record_cpu
+        ),
+        "breakdown_median_s": {
+            k: statistics.median([b[k] for b in breakdowns if b.get(k) is not None] or [0]) for k in breakdowns[0]
+        },
         "runs": {name: [s.figures() for s in runs] for name, runs in samples.items()},
     }
 
@@ -323,15 +393,25 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
 
 def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int) -> dict[str, Any]:
     sizes = sorted(topics)
-    by_size = measure.interleaved(rounds, {
-        f"records_{size}": (lambda i, size=size: e2e.replay(f"grow-{size}-{i}", topics[size], size, REPLICAS))
-        for size in sizes}, _line)
+    by_size = measure.interleaved(
+        rounds,
+        {
+            f"records_{size}": (lambda i, size=size: e2e.replay(f"grow-{size}-{i}", topics[size], size, REPLICAS))
+            for size in sizes
+        },
+        _line,
+    )
     medians = [(size, statistics.median([s.wall for s in by_size[f"records_{size}"]])) for size in sizes]
     fixed, slope, worst = _line_fit(medians)
     base = e2e.records
-    by_replicas = measure.interleaved(rounds, {
-        f"replicas_{count}": (lambda i, count=count: e2e.replay(f"reps-{count}-{i}", topics[base], base, count))
-        for count in REPLICA_COUNTS}, _line)
+    by_replicas = measure.interleaved(
+        rounds,
+        {
+            f"replicas_{count}": (lambda i, count=count: e2e.replay(f"reps-{count}-{i}", topics[base], base, count))
+            for count in REPLICA_COUNTS
+        },
+        _line,
+    )
     cpu = {name: measure.spread([s.total_cpu_per_record_us for s in runs]) for name, runs in by_replicas.items()}
     first = cpu[f"replicas_{REPLICA_COUNTS[0]}"]["median"]
     return {
@@ -341,7 +421,9 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int) -> dict[str
         "growth_worst_point_off_line": round(worst, 3),
         "replicas_cpu_us_per_record": cpu,
         "replicas_cpu_growth": {name: round(v["median"] / first, 3) for name, v in cpu.items()},
-        "replicas_time_to_complete_s": {name: measure.spread([s.wall for s in runs]) for name, runs in by_replicas.items()},
+        "replicas_time_to_complete_s": {
+            name: measure.spread([s.wall for s in runs]) for name, runs in by_replicas.items()
+        },
         "runs": {name: [s.figures() for s in runs] for name, runs in {**by_size, **by_replicas}.items()},
     }
 
@@ -349,8 +431,11 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int) -> dict[str
 def run(records: int | None = None, rounds: int | None = None, parts: list[str] | None = None) -> dict[str, Any]:
     records = records_setting(records)
     rounds = rounds_setting(rounds)
-    parts = parts or [p for p in (os.environ.get("REPRISE_BENCH_PARTS") or ",".join(PARTS)).split(",")
-                      if p in PARTS] or list(PARTS)
+    parts = (
+        parts
+        or [p for p in (os.environ.get("REPRISE_BENCH_PARTS") or ",".join(PARTS)).split(",") if p in PARTS]
+        or list(PARTS)
+    )
     workdir = Path(tempfile.mkdtemp(prefix="reprise-bench-e2e-"))
     began = time.monotonic()
     try:
@@ -359,8 +444,12 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
             sizes = sorted({int(records * f) for f in GROWTH_SIZES} if "growth" in parts else {records})
             topics = {size: e2e.topic(size) for size in sizes}
             e2e.start_live_service(list(topics.values()))
-            figures: dict[str, Any] = {"records": records, "rounds": rounds, "replicas": REPLICAS,
-                                       "poll_interval_s": float(POLL_INTERVAL)}
+            figures: dict[str, Any] = {
+                "records": records,
+                "rounds": rounds,
+                "replicas": REPLICAS,
+                "poll_interval_s": float(POLL_INTERVAL),
+            }
             if "ratio" in parts:
                 print(f"- end to end: {rounds} rounds", flush=True)
                 figures["ratio"] = bench_ratio(e2e, topics[records], rounds)
@@ -387,20 +476,26 @@ def report(figures: dict[str, Any]) -> bool:
         met &= line.startswith("ok")
         print(f"  {'end_to_end_vs_read_loop (wall)':<34} {line} [{value['min']:.3f}..{value['max']:.3f}]")
         cpu = ratio["end_to_end_cpu_vs_read_loop"]
-        print(f"  {'end_to_end_cpu_vs_read_loop':<34}      {cpu['median']:.3f} (figure) [{cpu['min']:.3f}..{cpu['max']:.3f}]")
+        print(
+            f"  {'end_to_end_cpu_vs_read_loop':<34}      {cpu['median']:.3f} (figure) [{cpu['min']:.3f}..{cpu['max']:.3f}]"
+        )
         print(f"  breakdown (median s): {ratio['breakdown_median_s']}")
     growth = figures.get("growth")
     if growth:
         line = measure.verdict(growth["growth_fixed_s"], *TARGETS["growth_fixed_s"])
         met &= line.startswith("ok")
-        print(f"  {'growth_fixed_s':<34} {line}; {growth['growth_us_per_record']} us per record; "
-              f"time to Complete {growth['time_to_complete_s']}; worst point {growth['growth_worst_point_off_line']:.1%} "
-              "off the line")
+        print(
+            f"  {'growth_fixed_s':<34} {line}; {growth['growth_us_per_record']} us per record; "
+            f"time to Complete {growth['time_to_complete_s']}; worst point {growth['growth_worst_point_off_line']:.1%} "
+            "off the line"
+        )
         growths = growth["replicas_cpu_growth"]
         grows = any(v > 1.1 for v in growths.values())
         met &= not grows
-        print(f"  {'replicas_cpu_growth':<34} {'MISS' if grows else 'ok  '} {growths} (<= 1.1 of one replica's CPU "
-              "per record)")
+        print(
+            f"  {'replicas_cpu_growth':<34} {'MISS' if grows else 'ok  '} {growths} (<= 1.1 of one replica's CPU "
+            "per record)"
+        )
     return met
 
 

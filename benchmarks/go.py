@@ -61,8 +61,13 @@ def _go() -> str:
 
 def build(workdir: Path) -> Path:
     binary = workdir / "reprise-bench"
-    subprocess.run([_go(), "build", "-o", str(binary), "./cmd/reprise-bench"], cwd=REPO / "go", check=True,
-                   timeout=1800, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
+    subprocess.run(
+        [_go(), "build", "-o", str(binary), "./cmd/reprise-bench"],
+        cwd=REPO / "go",
+        check=True,
+        timeout=1800,
+        env={**os.environ, "GOFLAGS": "-buildvcs=false"},
+    )
     return binary
 
 
@@ -88,6 +93,7 @@ def per_run(run: dict[str, Any], records: int) -> dict[str, float]:
 def compare(figures: dict[str, list[dict[str, float]]], subject: str, baseline: str) -> dict[str, Any]:
     """subject against baseline over the rounds (rounds.compared): CPU per record (the loop's process; with the
     broker's added; the whole process), and throughput."""
+
     def of(name: str, key: str) -> list[float]:
         return [f[key] for f in figures[name]]
 
@@ -118,9 +124,24 @@ def run(records: int | None = None) -> dict:
 
         def loop(name: str, count: int = records):
             return lambda: rounds.measured_run(
-                [str(binary), "-bootstrap", bootstrap, "-topic", source, "-records", str(count), "-loop", name,
-                 "-broker-pid", str(broker.pid or 0), "-handover-topic", HANDOVER_TOPIC],
-                broker_pid=broker.pid, log=workdir / f"{name}.log")
+                [
+                    str(binary),
+                    "-bootstrap",
+                    bootstrap,
+                    "-topic",
+                    source,
+                    "-records",
+                    str(count),
+                    "-loop",
+                    name,
+                    "-broker-pid",
+                    str(broker.pid or 0),
+                    "-handover-topic",
+                    HANDOVER_TOPIC,
+                ],
+                broker_pid=broker.pid,
+                log=workdir / f"{name}.log",
+            )
 
         loop("bare", max(1000, records // 10))()  # warm-up, not counted
 
@@ -134,15 +155,29 @@ def run(records: int | None = None) -> dict:
         replay = compare(figures, "replay", "batch")
         overhead = guard["steady_cpu_per_record"]["ratio"] - 1
         replay_ratio = 1 / replay["cpu_per_record"]["ratio"]  # batch CPU / replay CPU: >= 1 when the role is cheaper
-        guard_met, guard_line = rounds.verdict("go guard overhead (steady CPU/record, medians)", overhead,
-                                               TARGETS["guard_overhead"], at_most=True, unit="%")
-        replay_met, replay_line = rounds.verdict("go replay role vs bare batch loop (CPU/record, medians)",
-                                                 replay_ratio, TARGETS["replay_vs_bare"], at_most=False)
+        guard_met, guard_line = rounds.verdict(
+            "go guard overhead (steady CPU/record, medians)",
+            overhead,
+            TARGETS["guard_overhead"],
+            at_most=True,
+            unit="%",
+        )
+        replay_met, replay_line = rounds.verdict(
+            "go replay role vs bare batch loop (CPU/record, medians)",
+            replay_ratio,
+            TARGETS["replay_vs_bare"],
+            at_most=False,
+        )
         result: dict[str, Any] = {
-            "records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "rounds": ROUNDS,
+            "records": records,
+            "record_bytes": RECORD_BYTES,
+            "partitions": PARTITIONS,
+            "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
-            "per_loop": {name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
-                         for name, found in figures.items()},
+            "per_loop": {
+                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                for name, found in figures.items()
+            },
             "guard_vs_bare": guard,
             "replay_vs_batch": replay,
             "guard_overhead": round(overhead, 4),
@@ -152,23 +187,38 @@ def run(records: int | None = None) -> dict:
         }
         paired = guard["steady_cpu_per_record"]["paired"]
         print(guard_line, flush=True)
-        print(f"    per-round guard/bare {paired['rounds']} (median {paired['median']}, spread {paired['spread']}); "
-              f"with start-up {guard['cpu_per_record']['ratio']:.3f}; "
-              f"throughput guard/bare {guard['throughput']['ratio']:.3f}x; CPU with broker "
-              f"{guard['cpu_with_broker_per_record']['ratio']:.3f}; whole process "
-              f"{guard['process_cpu_per_record']['ratio']:.3f}", flush=True)
+        print(
+            f"    per-round guard/bare {paired['rounds']} (median {paired['median']}, spread {paired['spread']}); "
+            f"with start-up {guard['cpu_per_record']['ratio']:.3f}; "
+            f"throughput guard/bare {guard['throughput']['ratio']:.3f}x; CPU with broker "
+            f"{guard['cpu_with_broker_per_record']['ratio']:.3f}; whole process "
+            f"{guard['process_cpu_per_record']['ratio']:.3f}",
+            flush=True,
+        )
         paired = replay["cpu_per_record"]["paired"]
         print(replay_line, flush=True)
-        print(f"    per-round replay/batch CPU {paired['rounds']} (median {paired['median']}, spread {paired['spread']}); "
-              f"steady state {1 / replay['steady_cpu_per_record']['ratio']:.3f}x; "
-              f"throughput replay/batch {replay['throughput']['ratio']:.3f}x; CPU with broker "
-              f"{1 / replay['cpu_with_broker_per_record']['ratio']:.3f}x; whole process "
-              f"{1 / replay['process_cpu_per_record']['ratio']:.3f}x", flush=True)
-        print("    CPU us/record (median, with start-up / steady): " + ", ".join(
-            f"{name} {result['per_loop'][name]['cpu_us']['median']:.2f} / "
-            f"{result['per_loop'][name]['steady_cpu_us']['median']:.2f}" for name in LOOPS), flush=True)
-        print("    start-up s (median): " + ", ".join(
-            f"{name} {result['per_loop'][name]['startup_s']['median']:.2f}" for name in LOOPS), flush=True)
+        print(
+            f"    per-round replay/batch CPU {paired['rounds']} (median {paired['median']}, spread {paired['spread']}); "
+            f"steady state {1 / replay['steady_cpu_per_record']['ratio']:.3f}x; "
+            f"throughput replay/batch {replay['throughput']['ratio']:.3f}x; CPU with broker "
+            f"{1 / replay['cpu_with_broker_per_record']['ratio']:.3f}x; whole process "
+            f"{1 / replay['process_cpu_per_record']['ratio']:.3f}x",
+            flush=True,
+        )
+        print(
+            "    CPU us/record (median, with start-up / steady): "
+            + ", ".join(
+                f"{name} {result['per_loop'][name]['cpu_us']['median']:.2f} / "
+                f"{result['per_loop'][name]['steady_cpu_us']['median']:.2f}"
+                for name in LOOPS
+            ),
+            flush=True,
+        )
+        print(
+            "    start-up s (median): "
+            + ", ".join(f"{name} {result['per_loop'][name]['startup_s']['median']:.2f}" for name in LOOPS),
+            flush=True,
+        )
         return result
     finally:
         broker.stop()

@@ -25,14 +25,18 @@ def _connection() -> sqlite3.Connection:
         _db = sqlite3.connect(os.environ["BENCH_SQLITE_DB"], isolation_level=None)
         _db.execute("PRAGMA journal_mode=WAL")
         _db.execute("PRAGMA synchronous=NORMAL")
-        _db.execute("CREATE TABLE IF NOT EXISTS records (topic TEXT, part INTEGER, offset INTEGER, value BLOB, "
-                    "PRIMARY KEY (topic, part, offset))")
+        _db.execute(
+            "CREATE TABLE IF NOT EXISTS records (topic TEXT, part INTEGER, offset INTEGER, value BLOB, "
+            "PRIMARY KEY (topic, part, offset))"
+        )
     return _db
 
 
 def to_sqlite(messages: list[Any]) -> None:
     db = _connection()
     db.execute("BEGIN")
-    db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
-                   [(m.topic(), m.partition(), m.offset(), m.value()) for m in messages])
+    db.executemany(
+        "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?)",
+        [(m.topic(), m.partition(), m.offset(), m.value()) for m in messages],
+    )
     db.execute("COMMIT")

@@ -45,9 +45,23 @@ def classpath() -> str:
     listing = build / "test-classpath.txt"
     log = build / "mvn.log"
     with log.open("w") as out:
-        done = subprocess.run(["mvn", "-B", "-q", f"-Dreprise.build.dir={build}", "test-compile",
-                               "dependency:build-classpath", f"-Dmdep.outputFile={listing}", "-Dmdep.includeScope=test"],
-                              cwd=REPO / "java", stdout=out, stderr=subprocess.STDOUT, check=False, timeout=900)
+        done = subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                f"-Dreprise.build.dir={build}",
+                "test-compile",
+                "dependency:build-classpath",
+                f"-Dmdep.outputFile={listing}",
+                "-Dmdep.includeScope=test",
+            ],
+            cwd=REPO / "java",
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+            timeout=900,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"building the Java classes failed; see {log}")
     return os.pathsep.join([str(build / "test-classes"), str(build / "classes"), listing.read_text().strip()])
@@ -64,54 +78,92 @@ def run(records: int | None = None) -> dict:
         broker.create_topic("reprise.handover", 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(broker.bootstrap, source, records)
-        done = subprocess.run(["java", "-Xmx1g", "-cp", cp, "io.reprise.kafka.bench.GuardOverhead", broker.bootstrap,
-                               source, str(records), str(ROUNDS), str(broker.pid or 0)],
-                              capture_output=True, text=True, check=False, timeout=3600,
-                              env={**os.environ, "JAVA_TOOL_OPTIONS": "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"})
+        done = subprocess.run(
+            [
+                "java",
+                "-Xmx1g",
+                "-cp",
+                cp,
+                "io.reprise.kafka.bench.GuardOverhead",
+                broker.bootstrap,
+                source,
+                str(records),
+                str(ROUNDS),
+                str(broker.pid or 0),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=3600,
+            env={**os.environ, "JAVA_TOOL_OPTIONS": "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"},
+        )
         print(done.stderr[-4000:], flush=True)
         if done.returncode != 0:
             raise RuntimeError(f"GuardOverhead exited with {done.returncode}")
         measured = json.loads(done.stdout.strip().splitlines()[-1])["runs"]
         per_loop: dict[str, list[dict[str, float]]] = {"bare": [], "guarded": []}
         for r in measured:
-            per_loop[r["loop"]].append({
-                "cpu_us": r["cpu_s"] / r["records"] * 1e6,
-                "broker_cpu_us": r["broker_cpu_s"] / r["records"] * 1e6,
-                "steady_cpu_us": r["steady_cpu_s"] / r["steady_records"] * 1e6,
-                "steady_broker_cpu_us": r["steady_broker_cpu_s"] / r["steady_records"] * 1e6,
-                "rate": r["records"] / r["window_s"],
-                "startup_s": r["startup_s"],
-            })
+            per_loop[r["loop"]].append(
+                {
+                    "cpu_us": r["cpu_s"] / r["records"] * 1e6,
+                    "broker_cpu_us": r["broker_cpu_s"] / r["records"] * 1e6,
+                    "steady_cpu_us": r["steady_cpu_s"] / r["steady_records"] * 1e6,
+                    "steady_broker_cpu_us": r["steady_broker_cpu_s"] / r["steady_records"] * 1e6,
+                    "rate": r["records"] / r["window_s"],
+                    "startup_s": r["startup_s"],
+                }
+            )
         bare, guarded = per_loop["bare"], per_loop["guarded"]
         cpu = rounds.compared([g["steady_cpu_us"] for g in guarded], [b["steady_cpu_us"] for b in bare])
         with_startup = rounds.compared([g["cpu_us"] for g in guarded], [b["cpu_us"] for b in bare])
-        with_broker = rounds.compared([g["steady_cpu_us"] + g["steady_broker_cpu_us"] for g in guarded],
-                                      [b["steady_cpu_us"] + b["steady_broker_cpu_us"] for b in bare])
+        with_broker = rounds.compared(
+            [g["steady_cpu_us"] + g["steady_broker_cpu_us"] for g in guarded],
+            [b["steady_cpu_us"] + b["steady_broker_cpu_us"] for b in bare],
+        )
         throughput = rounds.compared([g["rate"] for g in guarded], [b["rate"] for b in bare])
         overhead = cpu["ratio"] - 1
-        met, line = rounds.verdict("java guard overhead (steady CPU/record, medians)", overhead, TARGETS["guard_overhead"],
-                                   at_most=True, unit="%")
+        met, line = rounds.verdict(
+            "java guard overhead (steady CPU/record, medians)",
+            overhead,
+            TARGETS["guard_overhead"],
+            at_most=True,
+            unit="%",
+        )
         figures: dict[str, Any] = {
-            "records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "rounds": ROUNDS,
+            "records": records,
+            "record_bytes": RECORD_BYTES,
+            "partitions": PARTITIONS,
+            "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
-            "per_loop": {name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
-                         for name, found in per_loop.items()},
-            "guarded_vs_bare": {"steady_cpu_per_record": cpu, "cpu_per_record": with_startup,
-                                "steady_cpu_with_broker_per_record": with_broker, "throughput": throughput},
+            "per_loop": {
+                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                for name, found in per_loop.items()
+            },
+            "guarded_vs_bare": {
+                "steady_cpu_per_record": cpu,
+                "cpu_per_record": with_startup,
+                "steady_cpu_with_broker_per_record": with_broker,
+                "throughput": throughput,
+            },
             "guard_overhead": round(overhead, 4),
             "targets": TARGETS,
             "meets_target": met,
         }
         print(line, flush=True)
-        print(f"    per-round guarded/bare CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
-              f"{cpu['paired']['spread']}); with start-up {with_startup['ratio']:.3f}; throughput guarded/bare "
-              f"{throughput['ratio']:.3f}x; CPU with broker {with_broker['ratio']:.3f}", flush=True)
+        print(
+            f"    per-round guarded/bare CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
+            f"{cpu['paired']['spread']}); with start-up {with_startup['ratio']:.3f}; throughput guarded/bare "
+            f"{throughput['ratio']:.3f}x; CPU with broker {with_broker['ratio']:.3f}",
+            flush=True,
+        )
         loops = figures["per_loop"]
-        print(f"    CPU us/record (median, with start-up / steady): bare {loops['bare']['cpu_us']['median']:.2f} / "
-              f"{loops['bare']['steady_cpu_us']['median']:.2f}, guarded {loops['guarded']['cpu_us']['median']:.2f} / "
-              f"{loops['guarded']['steady_cpu_us']['median']:.2f}; start-up s (median): bare "
-              f"{loops['bare']['startup_s']['median']:.2f}, guarded {loops['guarded']['startup_s']['median']:.2f}",
-              flush=True)
+        print(
+            f"    CPU us/record (median, with start-up / steady): bare {loops['bare']['cpu_us']['median']:.2f} / "
+            f"{loops['bare']['steady_cpu_us']['median']:.2f}, guarded {loops['guarded']['cpu_us']['median']:.2f} / "
+            f"{loops['guarded']['steady_cpu_us']['median']:.2f}; start-up s (median): bare "
+            f"{loops['bare']['startup_s']['median']:.2f}, guarded {loops['guarded']['startup_s']['median']:.2f}",
+            flush=True,
+        )
         return figures
     finally:
         broker.stop()

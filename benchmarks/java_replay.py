@@ -78,9 +78,23 @@ def run(records: int | None = None) -> dict:
                 count[mode] += 1
                 group = f"bench-{mode}-{count[mode]}"
                 return rounds.measured_run(
-                    [java, "-cp", classpath, "io.reprise.kafka.replay.ReplayBenchMain", mode, bootstrap, source,
-                     str(records), group, HANDOVER_TOPIC, str(broker.pid or 0)],
-                    broker_pid=broker.pid, log=workdir / f"{group}.log")
+                    [
+                        java,
+                        "-cp",
+                        classpath,
+                        "io.reprise.kafka.replay.ReplayBenchMain",
+                        mode,
+                        bootstrap,
+                        source,
+                        str(records),
+                        group,
+                        HANDOVER_TOPIC,
+                        str(broker.pid or 0),
+                    ],
+                    broker_pid=broker.pid,
+                    log=workdir / f"{group}.log",
+                )
+
             return once
 
         def describe(mode: str, result: dict[str, Any]) -> str:
@@ -96,34 +110,54 @@ def run(records: int | None = None) -> dict:
 
         # bare / replay for CPU (>= 1 when the role is cheaper), replay / bare for throughput
         cpu = rounds.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
-        with_broker = rounds.compared([b["cpu_us"] + b["broker_cpu_us"] for b in bare],
-                                      [r["cpu_us"] + r["broker_cpu_us"] for r in replay])
+        with_broker = rounds.compared(
+            [b["cpu_us"] + b["broker_cpu_us"] for b in bare], [r["cpu_us"] + r["broker_cpu_us"] for r in replay]
+        )
         throughput = rounds.compared(of(replay, "rate"), of(bare, "rate"))
         process = rounds.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
         steady = rounds.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
-        met, line = rounds.verdict("java replay role vs bare loop (CPU/record, medians)", cpu["ratio"],
-                                   TARGETS["replay_vs_bare"], at_most=False)
+        met, line = rounds.verdict(
+            "java replay role vs bare loop (CPU/record, medians)",
+            cpu["ratio"],
+            TARGETS["replay_vs_bare"],
+            at_most=False,
+        )
         result: dict[str, Any] = {
-            "records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "rounds": ROUNDS,
+            "records": records,
+            "record_bytes": RECORD_BYTES,
+            "partitions": PARTITIONS,
+            "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
-            "per_loop": {name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
-                         for name, found in figures.items()},
-            "replay_vs_bare_detail": {"cpu_per_record": cpu, "steady_cpu_per_record": steady,
-                                      "cpu_with_broker_per_record": with_broker,
-                                      "throughput": throughput, "process_cpu_per_record": process},
+            "per_loop": {
+                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                for name, found in figures.items()
+            },
+            "replay_vs_bare_detail": {
+                "cpu_per_record": cpu,
+                "steady_cpu_per_record": steady,
+                "cpu_with_broker_per_record": with_broker,
+                "throughput": throughput,
+                "process_cpu_per_record": process,
+            },
             "replay_vs_bare": round(cpu["ratio"], 3),
             "targets": TARGETS,
             "meets_target": met,
         }
         print(line, flush=True)
-        print(f"    per-round bare/replay CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
-              f"{cpu['paired']['spread']}); steady state {steady['ratio']:.3f}x; throughput replay/bare "
-              f"{throughput['ratio']:.3f}x; CPU with broker "
-              f"{with_broker['ratio']:.3f}x; whole JVM {process['ratio']:.3f}x", flush=True)
-        print(f"    CPU us/record (median): bare {result['per_loop']['bare']['cpu_us']['median']:.2f}, replay "
-              f"{result['per_loop']['replay']['cpu_us']['median']:.2f}; start-up s (median): bare "
-              f"{result['per_loop']['bare']['startup_s']['median']:.2f}, replay "
-              f"{result['per_loop']['replay']['startup_s']['median']:.2f}", flush=True)
+        print(
+            f"    per-round bare/replay CPU {cpu['paired']['rounds']} (median {cpu['paired']['median']}, spread "
+            f"{cpu['paired']['spread']}); steady state {steady['ratio']:.3f}x; throughput replay/bare "
+            f"{throughput['ratio']:.3f}x; CPU with broker "
+            f"{with_broker['ratio']:.3f}x; whole JVM {process['ratio']:.3f}x",
+            flush=True,
+        )
+        print(
+            f"    CPU us/record (median): bare {result['per_loop']['bare']['cpu_us']['median']:.2f}, replay "
+            f"{result['per_loop']['replay']['cpu_us']['median']:.2f}; start-up s (median): bare "
+            f"{result['per_loop']['bare']['startup_s']['median']:.2f}, replay "
+            f"{result['per_loop']['replay']['startup_s']['median']:.2f}",
+            flush=True,
+        )
         return result
     finally:
         broker.stop()

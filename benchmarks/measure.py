@@ -32,7 +32,7 @@ def process_cpu(pid: int | None) -> float:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0.0
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat(5))
 
 
@@ -60,25 +60,38 @@ class Sample:
         return (self.cpu + self.broker_cpu) / self.records * 1e6
 
     def figures(self) -> dict[str, Any]:
-        return {"wall_s": round(self.wall, 3), "cpu_s": round(self.cpu, 3), "broker_cpu_s": round(self.broker_cpu, 3),
-                "cpu_us_per_record": round(self.cpu_per_record_us, 2),
-                "total_cpu_us_per_record": round(self.total_cpu_per_record_us, 2), **self.reported}
+        return {
+            "wall_s": round(self.wall, 3),
+            "cpu_s": round(self.cpu, 3),
+            "broker_cpu_s": round(self.broker_cpu, 3),
+            "cpu_us_per_record": round(self.cpu_per_record_us, 2),
+            "total_cpu_us_per_record": round(self.total_cpu_per_record_us, 2),
+            **self.reported,
+        }
 
 
 class ProcessFailed(RuntimeError):
     pass
 
 
-def run_processes(argvs: Sequence[Sequence[str]], records: int, *, env: Mapping[str, str] | None = None,
-                  broker_pid: int | None = None, timeout: float = 3600, log: Path | None = None,
-                  pipe: bool = False, cwd: Path | None = None,
-                  on_start: Callable[[list[subprocess.Popen]], None] | None = None) -> Sample:
+def run_processes(
+    argvs: Sequence[Sequence[str]],
+    records: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    broker_pid: int | None = None,
+    timeout: float = 3600,
+    log: Path | None = None,
+    pipe: bool = False,
+    cwd: Path | None = None,
+    on_start: Callable[[list[subprocess.Popen]], None] | None = None,
+) -> Sample:
     """Run the processes (with `pipe`, each one's stdout into the next one's stdin) to their exit and measure
     them. The last process's stdout is kept; its last JSON line, if any, becomes `reported`. The others'
     output, and every stderr, go to `log`."""
     sink = open(log, "ab") if log is not None else subprocess.DEVNULL
     processes: list[subprocess.Popen] = []
-    out_path = (log.with_suffix(".out") if log is not None else Path(os.devnull))
+    out_path = log.with_suffix(".out") if log is not None else Path(os.devnull)
     out = open(out_path, "wb")
     try:
         broker_before = process_cpu(broker_pid)
@@ -87,8 +100,15 @@ def run_processes(argvs: Sequence[Sequence[str]], records: int, *, env: Mapping[
         for index, argv in enumerate(argvs):
             last = index == len(argvs) - 1
             stdout = out if last else (subprocess.PIPE if pipe else sink)
-            process = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, stdin=previous,
-                                       stdout=stdout, stderr=sink, cwd=cwd, start_new_session=True)
+            process = subprocess.Popen(
+                list(argv),
+                env=dict(env) if env is not None else None,
+                stdin=previous,
+                stdout=stdout,
+                stderr=sink,
+                cwd=cwd,
+                start_new_session=True,
+            )
             if previous is not None:
                 previous.close()
             previous = process.stdout if pipe and not last else None
@@ -138,8 +158,11 @@ def run_processes(argvs: Sequence[Sequence[str]], records: int, *, env: Mapping[
     return Sample(records, wall, cpu, broker_cpu, reported)
 
 
-def interleaved(rounds: int, contenders: Mapping[str, Callable[[int], Sample]],
-                report: Callable[[int, dict[str, Sample]], None] | None = None) -> dict[str, list[Sample]]:
+def interleaved(
+    rounds: int,
+    contenders: Mapping[str, Callable[[int], Sample]],
+    report: Callable[[int, dict[str, Sample]], None] | None = None,
+) -> dict[str, list[Sample]]:
     """Run every contender once per round, the order turned by one each round and reversed every other round
     (so none is always first or always after the same one). `contender(round)` returns its Sample."""
     names = list(contenders)
@@ -162,17 +185,26 @@ def spread(values: Sequence[float]) -> dict[str, float]:
     """Median, lowest, highest, and the spread (highest - lowest) / median."""
     median = statistics.median(values)
     low, high = min(values), max(values)
-    return {"median": round(median, 4), "min": round(low, 4), "max": round(high, 4),
-            "spread": round((high - low) / median, 3) if median else 0.0, "rounds": len(values)}
+    return {
+        "median": round(median, 4),
+        "min": round(low, 4),
+        "max": round(high, 4),
+        "spread": round((high - low) / median, 3) if median else 0.0,
+        "rounds": len(values),
+    }
 
 
-def speed_ratio(baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]) -> dict[str, float]:
+def speed_ratio(
+    baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]
+) -> dict[str, float]:
     """Per round, the baseline's cost over the measured one's (1.0: as fast; 0.9: the measured costs 11% more),
     summarised by `spread`."""
     return spread([cost(b) / cost(m) for b, m in zip(baseline, measured)])
 
 
-def overhead(baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]) -> dict[str, float]:
+def overhead(
+    baseline: Sequence[Sample], measured: Sequence[Sample], cost: Callable[[Sample], float]
+) -> dict[str, float]:
     """Per round, how much more the measured costs than the baseline (0.05: 5% more), summarised by `spread`."""
     return spread([cost(m) / cost(b) - 1 for b, m in zip(baseline, measured)])
 

@@ -55,7 +55,11 @@ def _reconsume(name: str, bootstrap: str, topic: str) -> dict:
 
 def _metric(port: int, name: str) -> float:
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines() if line.startswith(name + "{") or line.startswith(name + " "))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith(name + "{") or line.startswith(name + " ")
+    )
 
 
 def _rss_mib(pid: int) -> float:
@@ -86,9 +90,21 @@ class Bench:
         kubectl = str(self.control_plane.kubectl)
         import subprocess
 
-        subprocess.run([kubectl, f"--kubeconfig={self.control_plane.kubeconfig}", "apply", "--server-side", "-f", str(REPO / "crds")], check=True, capture_output=True)
-        self.operator = OperatorProcess(self.control_plane.kubeconfig, self.workdir / "operator.log",
-                                        {"REPRISE_POLL_INTERVAL": str(POLL_INTERVAL)})
+        subprocess.run(
+            [
+                kubectl,
+                f"--kubeconfig={self.control_plane.kubeconfig}",
+                "apply",
+                "--server-side",
+                "-f",
+                str(REPO / "crds"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        self.operator = OperatorProcess(
+            self.control_plane.kubeconfig, self.workdir / "operator.log", {"REPRISE_POLL_INTERVAL": str(POLL_INTERVAL)}
+        )
         self.operator.start()
         self.api = config.new_client_from_config(config_file=str(self.control_plane.kubeconfig))
         self.custom = client.CustomObjectsApi(self.api)
@@ -167,8 +183,11 @@ def in_flight(bench: Bench, topic: str, count: int, label: str) -> dict:
     time.sleep(window)
     after = _metric(port, "reprise_kafka_admin_requests_total")
     per_cycle = (after - before) / (window / POLL_INTERVAL)
-    return {"in_flight": count, "admin_requests_per_cycle": round(per_cycle, 1),
-            "operator_rss_mib": round(_rss_mib(bench.operator.pid), 1)}  # type: ignore[union-attr, arg-type]
+    return {
+        "in_flight": count,
+        "admin_requests_per_cycle": round(per_cycle, 1),
+        "operator_rss_mib": round(_rss_mib(bench.operator.pid), 1),
+    }  # type: ignore[union-attr, arg-type]
 
 
 def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
@@ -188,7 +207,9 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
         producer.produce(topic, key=str(i).encode(), value=json.dumps({"user": f"u-{i}", "locale": "et"}).encode())
     producer.flush(30)
     live = Consumer({"bootstrap.servers": bench.broker.bootstrap, "group.id": "bench-live-complete"})
-    ends = [TopicPartition(topic, p, live.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]) for p in range(3)]
+    ends = [
+        TopicPartition(topic, p, live.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]) for p in range(3)
+    ]
     live.commit(offsets=ends, asynchronous=False)
     live.close()
     ns = bench.namespace("bench-complete")
@@ -197,8 +218,10 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
     body["spec"]["completion"] = {"drainedFor": f"{drained_for:g}s"}
     body["spec"]["consumer"] = {
         "template": {"spec": {"containers": [{"name": "worker", "image": "reprise-bench/worker:1"}]}},
-        "env": [{"name": "REPRISE_HANDLER", "value": "examples.accounts_service.handlers:apply_batch"},
-                {"name": "ACCOUNTS_DB", "value": str(bench.workdir / "accounts.sqlite")}],
+        "env": [
+            {"name": "REPRISE_HANDLER", "value": "examples.accounts_service.handlers:apply_batch"},
+            {"name": "ACCOUNTS_DB", "value": str(bench.workdir / "accounts.sqlite")},
+        ],
     }
     bench.create(ns, body)
     handover = HandoverTopic(bench.broker.bootstrap)
@@ -221,9 +244,13 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
     if reached is None or completed is None:
         return {"error": "the replay did not complete within 180 s"}
     intervals = (completed - reached - drained_for) / POLL_INTERVAL
-    return {"poll_interval_s": POLL_INTERVAL, "drained_for_s": drained_for,
-            "goal_to_complete_s": round(completed - reached, 2), "poll_intervals_after_drained_for": round(intervals, 2),
-            "target": "<= 2 poll intervals"}
+    return {
+        "poll_interval_s": POLL_INTERVAL,
+        "drained_for_s": drained_for,
+        "goal_to_complete_s": round(completed - reached, 2),
+        "poll_intervals_after_drained_for": round(intervals, 2),
+        "target": "<= 2 poll intervals",
+    }
 
 
 def run(count: int | None = None, latency_count: int | None = None) -> dict:
@@ -240,12 +267,17 @@ def run(count: int | None = None, latency_count: int | None = None) -> dict:
         large["in_flight"] += small["in_flight"]
         results["in_flight_small"] = small
         results["in_flight_large"] = large
-        results["admin_requests_growth"] = round(large["admin_requests_per_cycle"] / max(small["admin_requests_per_cycle"], 1e-9), 2)
+        results["admin_requests_growth"] = round(
+            large["admin_requests_per_cycle"] / max(small["admin_requests_per_cycle"], 1e-9), 2
+        )
         results["targets"] = "RSS <= 300 MiB at 200 in flight; admin requests per cycle ratio (large/small) ~1"
         lat, done = results["latency"], results["completion"]
         results["meets_target"] = bool(
-            lat.get("p50_s") is not None and lat["p50_s"] <= 1.0 and lat["p99_s"] <= 3.0
-            and large["operator_rss_mib"] <= 300 and results["admin_requests_growth"] <= 1.5
+            lat.get("p50_s") is not None
+            and lat["p50_s"] <= 1.0
+            and lat["p99_s"] <= 3.0
+            and large["operator_rss_mib"] <= 300
+            and results["admin_requests_growth"] <= 1.5
             and done.get("poll_intervals_after_drained_for", 99) <= 2.0
         )
         return results

@@ -56,8 +56,9 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
     spark = None
     try:
         broker.start()
-        spark = local_session({"spark.jars": ",".join(str(p) for p in ensure_spark_jars()),
-                               "spark.driver.memory": "2g"})
+        spark = local_session(
+            {"spark.jars": ",".join(str(p) for p in ensure_spark_jars()), "spark.driver.memory": "2g"}
+        )
         spark.sparkContext.setLogLevel("ERROR")
         spec = LakeSpec(rows=size, days=30, keys=max(100, size // 200))
         lake = f"file://{workdir}/lake"
@@ -68,10 +69,29 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
         schema.write_text(json.dumps(LATEST_SCHEMA))
 
         def settings(*extra: str, topic: str = "unused"):
-            return parse_settings([
-                "--source", lake, "--partition-column", "dt", "--timestamp-column", "ts", "--key-column", "user_id",
-                "--latest-schema", str(schema), "--to", "2024-03-01T00:00:00Z", "--bootstrap-servers", broker.bootstrap,
-                "--topic", topic, "--progress", f"file://{workdir}/progress-{uuid.uuid4().hex[:6]}", *extra])
+            return parse_settings(
+                [
+                    "--source",
+                    lake,
+                    "--partition-column",
+                    "dt",
+                    "--timestamp-column",
+                    "ts",
+                    "--key-column",
+                    "user_id",
+                    "--latest-schema",
+                    str(schema),
+                    "--to",
+                    "2024-03-01T00:00:00Z",
+                    "--bootstrap-servers",
+                    broker.bootstrap,
+                    "--topic",
+                    topic,
+                    "--progress",
+                    f"file://{workdir}/progress-{uuid.uuid4().hex[:6]}",
+                    *extra,
+                ]
+            )
 
         run_job(spark, settings("--dry-run", "--from", "2024-01-29T00:00:00Z"))  # warm-up: the last two days
         jvm = getattr(spark.sparkContext._gateway, "proc", None)
@@ -84,7 +104,7 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
 
         for index in range(repeats):
             # Interleaved, the order turned each round: the neighbours' load moves between passes.
-            for side in (("noop", "kafka") if index % 2 == 0 else ("kafka", "noop")):
+            for side in ("noop", "kafka") if index % 2 == 0 else ("kafka", "noop"):
                 before = cpu()
                 if side == "noop":
                     noop_times.append(run_job(spark, settings("--dry-run")).seconds_writing)
@@ -100,8 +120,11 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
                 written = _end_offsets(broker, topic)
                 if written != records:
                     raise RuntimeError(f"the topic holds {written} records, the job counted {records}")
-            print(f"  round {index + 1}: noop {noop_times[-1]:.2f} s, Kafka {kafka_times[-1]:.2f} s "
-                  f"(ratio {noop_times[-1] / kafka_times[-1]:.3f})", flush=True)
+            print(
+                f"  round {index + 1}: noop {noop_times[-1]:.2f} s, Kafka {kafka_times[-1]:.2f} s "
+                f"(ratio {noop_times[-1] / kafka_times[-1]:.3f})",
+                flush=True,
+            )
         ratio = measure.spread([n / k for n, k in zip(noop_times, kafka_times)])
         figures = {
             "rows": size,
@@ -120,11 +143,14 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
             "target_ratio": TARGET_RATIO,
         }
         figures["meets_target"] = figures["ratio"] >= TARGET_RATIO
-        print(f"spark lake replay, {records:,} records ({size:,} rows, local[2], {repeats} rounds): "
-              f"Kafka {figures['kafka_records_per_second']:,}/s vs noop {figures['noop_records_per_second']:,}/s "
-              f"(medians)\n  lake_into_kafka_vs_noop           "
-              f"{measure.verdict(ratio['median'], TARGET_RATIO, True)} [{ratio['min']:.3f}..{ratio['max']:.3f}]\n"
-              f"  lake_cpu_vs_noop (JVM + broker)        {figures['cpu_ratio']['median']:.3f} (figure)", flush=True)
+        print(
+            f"spark lake replay, {records:,} records ({size:,} rows, local[2], {repeats} rounds): "
+            f"Kafka {figures['kafka_records_per_second']:,}/s vs noop {figures['noop_records_per_second']:,}/s "
+            f"(medians)\n  lake_into_kafka_vs_noop           "
+            f"{measure.verdict(ratio['median'], TARGET_RATIO, True)} [{ratio['min']:.3f}..{ratio['max']:.3f}]\n"
+            f"  lake_cpu_vs_noop (JVM + broker)        {figures['cpu_ratio']['median']:.3f} (figure)",
+            flush=True,
+        )
         return figures
     finally:
         if spark is not None:

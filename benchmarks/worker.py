@@ -55,9 +55,13 @@ DEFAULT_ROUNDS = 5
 BATCH = 5000
 PARTS = ("forward", "handler", "guard")
 #: (figure, target, at least?)
-TARGETS = {"forward_vs_copy_loop": (0.9, True), "handler_noop_vs_loop": (0.9, True),
-           "handler_sqlite_vs_loop": (0.9, True), "guard_idle_overhead": (0.05, False),
-           "worker_rss_mib": (200.0, False)}
+TARGETS = {
+    "forward_vs_copy_loop": (0.9, True),
+    "handler_noop_vs_loop": (0.9, True),
+    "handler_sqlite_vs_loop": (0.9, True),
+    "guard_idle_overhead": (0.05, False),
+    "worker_rss_mib": (200.0, False),
+}
 HANDOVER_TOPIC = "bench.handover"
 
 
@@ -75,8 +79,15 @@ def rounds_setting(given: int | None) -> int:
 
 def fill(bootstrap: str, topic: str, records: int) -> float:
     """Write `records` JSON records of exactly 1 KiB, half of them `"kind":"even"`; returns records/s."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1048576,
-                         "queue.buffering.max.kbytes": 1048576, "acks": "all"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1048576,
+            "queue.buffering.max.kbytes": 1048576,
+            "acks": "all",
+        }
+    )
     rng = random.Random(7)
     pads = ["".join(rng.choice("0123456789abcdef") for _ in range(RECORD_BYTES)) for _ in range(64)]
     began = time.monotonic()
@@ -96,8 +107,10 @@ def fill(bootstrap: str, topic: str, records: int) -> float:
 def end_total(bootstrap: str, topic: str) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ends"})
     try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1]
-                   for p in range(PARTITIONS))
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)[1]
+            for p in range(PARTITIONS)
+        )
     finally:
         consumer.close()
 
@@ -162,17 +175,47 @@ class Run:
         rate = fill(self.broker.bootstrap, self.source, self.records)
         print(f"  written at {rate:,.0f} records/s", flush=True)
 
-    def measured(self, argvs: list[list[str]], name: str, env: dict[str, str] | None = None, pipe: bool = False,
-                 on_start: Callable[[list[Any]], None] | None = None) -> measure.Sample:
-        return measure.run_processes(argvs, self.records, env=env or self.env, broker_pid=self.broker.pid,
-                                     log=self.workdir / f"{name}.log", pipe=pipe, cwd=REPO, on_start=on_start)
+    def measured(
+        self,
+        argvs: list[list[str]],
+        name: str,
+        env: dict[str, str] | None = None,
+        pipe: bool = False,
+        on_start: Callable[[list[Any]], None] | None = None,
+    ) -> measure.Sample:
+        return measure.run_processes(
+            argvs,
+            self.records,
+            env=env or self.env,
+            broker_pid=self.broker.pid,
+            log=self.workdir / f"{name}.log",
+            pipe=pipe,
+            cwd=REPO,
+            on_start=on_start,
+        )
 
     # -- the hand-written loops
 
     def loop(self, kind: str, name: str, *extra: str, env: dict[str, str] | None = None) -> measure.Sample:
-        argv = [self.python, "-m", "benchmarks.baselines", kind, "--bootstrap", self.broker.bootstrap,
-                "--topic", self.source, "--records", str(self.records), "--group", name, "--batch", str(BATCH),
-                "--handover-topic", HANDOVER_TOPIC, *extra]
+        argv = [
+            self.python,
+            "-m",
+            "benchmarks.baselines",
+            kind,
+            "--bootstrap",
+            self.broker.bootstrap,
+            "--topic",
+            self.source,
+            "--records",
+            str(self.records),
+            "--group",
+            name,
+            "--batch",
+            str(BATCH),
+            "--handover-topic",
+            HANDOVER_TOPIC,
+            *extra,
+        ]
         sample = self.measured([argv], name, env)
         if sample.reported.get("records") != self.records:
             raise RuntimeError(f"{name} read {sample.reported.get('records')} records, not {self.records}")
@@ -180,20 +223,24 @@ class Run:
 
     # -- the replay worker
 
-    def worker(self, name: str, base_env: dict[str, str] | None = None, **settings: str) -> tuple[measure.Sample, float]:
-        env = {**(base_env or self.env),
-               "REPRISE_BOOTSTRAP_SERVERS": self.broker.bootstrap,
-               "REPRISE_REPLAY_ID": f"bench/{name}",
-               "REPRISE_TOPICS": self.source,
-               "REPRISE_REPLAY_GROUP": name,
-               "REPRISE_FILTER": json.dumps(FILTER),
-               "REPRISE_MODE": "Drain",
-               "REPRISE_EXIT_WHEN_DONE": "true",
-               "REPRISE_METRICS_PORT": "0",
-               "REPRISE_BATCH_SIZE": str(BATCH),
-               "REPRISE_HANDOVER_TOPIC": HANDOVER_TOPIC,
-               "REPRISE_MEMBER_NAME": name,
-               **settings}
+    def worker(
+        self, name: str, base_env: dict[str, str] | None = None, **settings: str
+    ) -> tuple[measure.Sample, float]:
+        env = {
+            **(base_env or self.env),
+            "REPRISE_BOOTSTRAP_SERVERS": self.broker.bootstrap,
+            "REPRISE_REPLAY_ID": f"bench/{name}",
+            "REPRISE_TOPICS": self.source,
+            "REPRISE_REPLAY_GROUP": name,
+            "REPRISE_FILTER": json.dumps(FILTER),
+            "REPRISE_MODE": "Drain",
+            "REPRISE_EXIT_WHEN_DONE": "true",
+            "REPRISE_METRICS_PORT": "0",
+            "REPRISE_BATCH_SIZE": str(BATCH),
+            "REPRISE_HANDOVER_TOPIC": HANDOVER_TOPIC,
+            "REPRISE_MEMBER_NAME": name,
+            **settings,
+        }
         samplers: list[RssSampler] = []
 
         def watch(processes: list[Any]) -> None:
@@ -210,8 +257,10 @@ class Run:
 
 
 def _round_line(index: int, samples: dict[str, measure.Sample]) -> None:
-    parts = [f"{name} {s.total_cpu_per_record_us:.1f} us/rec cpu ({s.cpu_per_record_us:.1f} own), {s.wall:.1f} s"
-             for name, s in samples.items()]
+    parts = [
+        f"{name} {s.total_cpu_per_record_us:.1f} us/rec cpu ({s.cpu_per_record_us:.1f} own), {s.wall:.1f} s"
+        for name, s in samples.items()
+    ]
     print(f"  round {index + 1}: " + "; ".join(parts), flush=True)
 
 
@@ -238,10 +287,17 @@ def bench_forward(run: Run, rounds: int) -> dict[str, Any]:
     contenders: dict[str, Callable[[int], measure.Sample]] = {"copy_loop": copy_loop, "forward": forward}
     kcat = shutil.which("kcat")
     if kcat:
+
         def kcat_pipe(index: int) -> measure.Sample:
             target = run.broker.create_topic(f"bench-kcat-{index}", PARTITIONS)
-            sample = run.measured([[kcat, "-C", "-b", bootstrap, "-t", run.source, "-o", "beginning", "-e", "-q"],
-                                   [kcat, "-P", "-b", bootstrap, "-t", target]], f"bench-kcat-{index}", pipe=True)
+            sample = run.measured(
+                [
+                    [kcat, "-C", "-b", bootstrap, "-t", run.source, "-o", "beginning", "-e", "-q"],
+                    [kcat, "-P", "-b", bootstrap, "-t", target],
+                ],
+                f"bench-kcat-{index}",
+                pipe=True,
+            )
             if end_total(bootstrap, target) != run.records:
                 raise RuntimeError(f"the kcat pipe copied {end_total(bootstrap, target)} records, not {run.records}")
             return sample
@@ -252,15 +308,21 @@ def bench_forward(run: Run, rounds: int) -> dict[str, Any]:
     samples = measure.interleaved(rounds, contenders, _round_line)
     figures: dict[str, Any] = {
         "forward_vs_copy_loop": measure.speed_ratio(samples["copy_loop"], samples["forward"], measure.per_record_cpu),
-        "forward_vs_copy_loop_with_broker": measure.speed_ratio(samples["copy_loop"], samples["forward"],
-                                                                measure.per_record_cpu_with_broker),
-        "forward_vs_copy_loop_wall": measure.speed_ratio(samples["copy_loop"], samples["forward"], measure.per_record_wall),
+        "forward_vs_copy_loop_with_broker": measure.speed_ratio(
+            samples["copy_loop"], samples["forward"], measure.per_record_cpu_with_broker
+        ),
+        "forward_vs_copy_loop_wall": measure.speed_ratio(
+            samples["copy_loop"], samples["forward"], measure.per_record_wall
+        ),
         "worker_rss_mib": round(max(rss), 1),
     }
     if "kcat_pipe" in samples:
-        figures["forward_vs_kcat_pipe"] = measure.speed_ratio(samples["kcat_pipe"], samples["forward"], measure.per_record_cpu)
-        figures["forward_vs_kcat_pipe_wall"] = measure.speed_ratio(samples["kcat_pipe"], samples["forward"],
-                                                                   measure.per_record_wall)
+        figures["forward_vs_kcat_pipe"] = measure.speed_ratio(
+            samples["kcat_pipe"], samples["forward"], measure.per_record_cpu
+        )
+        figures["forward_vs_kcat_pipe_wall"] = measure.speed_ratio(
+            samples["kcat_pipe"], samples["forward"], measure.per_record_wall
+        )
     figures["runs"] = {name: [s.figures() for s in runs] for name, runs in samples.items()}
     return figures
 
@@ -286,12 +348,15 @@ def bench_handler(run: Run, rounds: int) -> dict[str, Any]:
 
         print(f"  handler {spec}", flush=True)
         samples = measure.interleaved(rounds, {"handler_loop": loop, "handler_mode": worker}, _round_line)
-        figures[f"handler_{short}_vs_loop"] = measure.speed_ratio(samples["handler_loop"], samples["handler_mode"],
-                                                                 measure.per_record_cpu)
+        figures[f"handler_{short}_vs_loop"] = measure.speed_ratio(
+            samples["handler_loop"], samples["handler_mode"], measure.per_record_cpu
+        )
         figures[f"handler_{short}_vs_loop_with_broker"] = measure.speed_ratio(
-            samples["handler_loop"], samples["handler_mode"], measure.per_record_cpu_with_broker)
-        figures[f"handler_{short}_vs_loop_wall"] = measure.speed_ratio(samples["handler_loop"], samples["handler_mode"],
-                                                                      measure.per_record_wall)
+            samples["handler_loop"], samples["handler_mode"], measure.per_record_cpu_with_broker
+        )
+        figures[f"handler_{short}_vs_loop_wall"] = measure.speed_ratio(
+            samples["handler_loop"], samples["handler_mode"], measure.per_record_wall
+        )
         figures[f"runs_{short}"] = {name: [s.figures() for s in runs] for name, runs in samples.items()}
     return figures
 
@@ -305,9 +370,10 @@ def _activate_replay(run: Run, live_group: str) -> None:
     replay_id = f"bench/skipping-{live_group}"
     topic = HandoverTopic(run.broker.bootstrap, HANDOVER_TOPIC)
     try:
-        topic.publish(ReplayInfo(replay_id, "Handover", f"{live_group}-replay", live_group, (run.source,), FILTER,
-                                 now_ms()),
-                      *[StartInfo(replay_id, run.source, p, 0, at_ms=now_ms()) for p in range(PARTITIONS)])
+        topic.publish(
+            ReplayInfo(replay_id, "Handover", f"{live_group}-replay", live_group, (run.source,), FILTER, now_ms()),
+            *[StartInfo(replay_id, run.source, p, 0, at_ms=now_ms()) for p in range(PARTITIONS)],
+        )
     finally:
         topic.close()
 
@@ -324,19 +390,26 @@ def bench_guard(run: Run, rounds: int) -> dict[str, Any]:
         _activate_replay(run, group)
         return run.loop("guarded", group)
 
-    samples = measure.interleaved(rounds, {"read_loop": bare, "guard_idle": idle, "guard_skipping": skipping},
-                                  _round_line)
+    samples = measure.interleaved(
+        rounds, {"read_loop": bare, "guard_idle": idle, "guard_skipping": skipping}, _round_line
+    )
     return {
         "guard_idle_overhead": measure.overhead(samples["read_loop"], samples["guard_idle"], measure.per_record_cpu),
-        "guard_idle_overhead_with_broker": measure.overhead(samples["read_loop"], samples["guard_idle"],
-                                                            measure.per_record_cpu_with_broker),
-        "guard_idle_overhead_wall": measure.overhead(samples["read_loop"], samples["guard_idle"], measure.per_record_wall),
-        "guard_skipping_overhead": measure.overhead(samples["read_loop"], samples["guard_skipping"],
-                                                    measure.per_record_cpu),
-        "guard_skipping_overhead_with_broker": measure.overhead(samples["read_loop"], samples["guard_skipping"],
-                                                                measure.per_record_cpu_with_broker),
-        "guard_skipping_overhead_wall": measure.overhead(samples["read_loop"], samples["guard_skipping"],
-                                                         measure.per_record_wall),
+        "guard_idle_overhead_with_broker": measure.overhead(
+            samples["read_loop"], samples["guard_idle"], measure.per_record_cpu_with_broker
+        ),
+        "guard_idle_overhead_wall": measure.overhead(
+            samples["read_loop"], samples["guard_idle"], measure.per_record_wall
+        ),
+        "guard_skipping_overhead": measure.overhead(
+            samples["read_loop"], samples["guard_skipping"], measure.per_record_cpu
+        ),
+        "guard_skipping_overhead_with_broker": measure.overhead(
+            samples["read_loop"], samples["guard_skipping"], measure.per_record_cpu_with_broker
+        ),
+        "guard_skipping_overhead_wall": measure.overhead(
+            samples["read_loop"], samples["guard_skipping"], measure.per_record_wall
+        ),
         "runs": {name: [s.figures() for s in runs] for name, runs in samples.items()},
     }
 
@@ -354,8 +427,12 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
     began = time.monotonic()
     try:
         bench.start()
-        figures: dict[str, Any] = {"records": records, "record_bytes": RECORD_BYTES, "partitions": PARTITIONS,
-                                   "rounds": rounds}
+        figures: dict[str, Any] = {
+            "records": records,
+            "record_bytes": RECORD_BYTES,
+            "partitions": PARTITIONS,
+            "rounds": rounds,
+        }
         for part in parts:
             print(f"- {part}: {rounds} rounds", flush=True)
             part_began = time.monotonic()
@@ -376,8 +453,11 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
 def report(figures: dict[str, Any]) -> bool:
     """Print every ratio beside its target; True when every target is met on the median."""
     met = True
-    print(f"worker ({figures['records']:,} records, {figures['rounds']} rounds; ratios of CPU per record of the "
-          "measured process unless named _with_broker or _wall; median of rounds [min..max]):", flush=True)
+    print(
+        f"worker ({figures['records']:,} records, {figures['rounds']} rounds; ratios of CPU per record of the "
+        "measured process unless named _with_broker or _wall; median of rounds [min..max]):",
+        flush=True,
+    )
     for part in PARTS:
         for name, value in (figures.get(part) or {}).items():
             if not isinstance(value, dict) or "median" not in value:

@@ -24,18 +24,18 @@ from .connection import PluginError, Target, connect, find, list_all
 
 EXAMPLES = {
     "plan": "kubectl reprise plan -f examples/reconsume-handover.yaml -n accounts\n"
-            "  kubectl reprise plan -f rewind.yaml -o json",
+    "  kubectl reprise plan -f rewind.yaml -o json",
     "get": "kubectl reprise get -n accounts\n  kubectl reprise get -A",
     "status": "kubectl reprise status accounts-add-locale -n accounts\n  kubectl reprise status reconsume/accounts-add-locale -o yaml",
     "watch": "kubectl reprise watch accounts-add-locale -n accounts\n"
-             "  kubectl reprise watch accounts-add-locale --timeout 2h && echo replayed",
+    "  kubectl reprise watch accounts-add-locale --timeout 2h && echo replayed",
     "approve": "kubectl reprise approve accounts-add-locale -n accounts",
     "reverify": "kubectl reprise reverify orders-v2-shadow -n shop",
     "suspend": "kubectl reprise suspend accounts-add-locale -n accounts",
     "resume": "kubectl reprise resume accounts-add-locale -n accounts",
     "cancel": "kubectl reprise cancel accounts-add-locale -n accounts\n  kubectl reprise cancel accounts-add-locale --yes",
     "rollback": "kubectl reprise rollback rewind-accounts -n accounts\n"
-                "  kubectl reprise rollback rewind-accounts --yes --bootstrap-servers kafka:9092   # the Reconsume is deleted",
+    "  kubectl reprise rollback rewind-accounts --yes --bootstrap-servers kafka:9092   # the Reconsume is deleted",
 }
 
 HELP = {
@@ -71,17 +71,26 @@ def parser() -> argparse.ArgumentParser:
     commands = main.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=HELP[name], description=HELP[name][0].upper() + HELP[name][1:] + ".",
-                                  epilog="examples:\n  " + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub = commands.add_parser(
+            name,
+            help=HELP[name],
+            description=HELP[name][0].upper() + HELP[name][1:] + ".",
+            epilog="examples:\n  " + EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         _common(sub, suppress=True)
         return sub
 
     p = command("plan")
     p.add_argument("-f", "--filename", required=True, help="the manifest (YAML; - for stdin)")
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
-    p.add_argument("--rate", type=float, default=2000.0,
-                   help="records/s one consumer is assumed to process, for the estimate (default 2000; a "
-                        "REPRISE_MAX_RECORDS_PER_SECOND in the manifest wins)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=2000.0,
+        help="records/s one consumer is assumed to process, for the estimate (default 2000; a "
+        "REPRISE_MAX_RECORDS_PER_SECOND in the manifest wins)",
+    )
     p = command("get")
     p.add_argument("name", nargs="?", help="KIND/NAME or NAME (default: all)")
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
@@ -98,8 +107,12 @@ def parser() -> argparse.ArgumentParser:
     p = command("cancel")
     p.add_argument("name", help="KIND/NAME or NAME")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--timeout", type=_seconds, default=120.0,
-                   help="how long to wait for the cleanup to finish (default 2m; 0: do not wait)")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        help="how long to wait for the cleanup to finish (default 2m; 0: do not wait)",
+    )
     p = command("rollback")
     p.add_argument("name", help="the Rewind Reconsume's name (its ConfigMap is NAME-rollback)")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
@@ -161,7 +174,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif args.command == "cancel":
         print(controls.cancel(target, args.name, (lambda _q: True) if args.yes else controls.ask, args.timeout))
     elif args.command == "rollback":
-        print(controls.rollback(target, args.name, (lambda _q: True) if args.yes else controls.ask, args.bootstrap_servers))
+        print(
+            controls.rollback(
+                target, args.name, (lambda _q: True) if args.yes else controls.ask, args.bootstrap_servers
+            )
+        )
     return 0
 
 
@@ -176,7 +193,12 @@ def _plan(args: argparse.Namespace, target: Target) -> int:
             if refused.shown is not None and args.output == "table":
                 print(tables.plan_text(refused.shown, _now()))
             elif refused.shown is not None:
-                print(_dump({"plan": refused.shown, "refused": {"reason": refused.reason, "message": refused.message}}, args.output))
+                print(
+                    _dump(
+                        {"plan": refused.shown, "refused": {"reason": refused.reason, "message": refused.message}},
+                        args.output,
+                    )
+                )
             print(f"error: plan refused: {refused}", file=sys.stderr)
             status = 1
             continue

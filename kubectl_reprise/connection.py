@@ -94,7 +94,9 @@ def api_call(fn, *args, what: str, **kwargs):
     except ApiException as exc:
         raise explain(exc, what) from None
     except (OSError, urllib3.exceptions.HTTPError) as exc:
-        raise PluginError(f"{what}: cannot reach the API server ({type(exc).__name__}); check --context or KUBECONFIG") from None
+        raise PluginError(
+            f"{what}: cannot reach the API server ({type(exc).__name__}); check --context or KUBECONFIG"
+        ) from None
 
 
 def find(target: Target, ref: str) -> tuple[KindDefinition, dict]:
@@ -107,8 +109,15 @@ def find(target: Target, ref: str) -> tuple[KindDefinition, dict]:
         kind = kind_named(word)
         if kind is None:
             raise PluginError(f"{ref}: {word} is not a Reprise kind (reconsume, backfill, lakereplay)")
-        body = api_call(custom.get_namespaced_custom_object, GROUP, VERSION, target.namespace, kind.plural, name,
-                        what=f"{kind.singular} {name} in namespace {target.namespace}")
+        body = api_call(
+            custom.get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            target.namespace,
+            kind.plural,
+            name,
+            what=f"{kind.singular} {name} in namespace {target.namespace}",
+        )
         return kind, body
     found: list[tuple[KindDefinition, dict]] = []
     for kind in KINDS:
@@ -119,11 +128,15 @@ def find(target: Target, ref: str) -> tuple[KindDefinition, dict]:
                 continue
             raise explain(exc, f"{kind.singular} {ref}") from None
         except (OSError, urllib3.exceptions.HTTPError) as exc:
-            raise PluginError(f"reading {ref}: cannot reach the API server ({type(exc).__name__}); check --context or KUBECONFIG") from None
+            raise PluginError(
+                f"reading {ref}: cannot reach the API server ({type(exc).__name__}); check --context or KUBECONFIG"
+            ) from None
         found.append((kind, body))
     if not found:
-        raise PluginError(f"no Reprise replay named {ref} in namespace {target.namespace}: "
-                          f"list them with `kubectl reprise get -n {target.namespace}` or `-A`")
+        raise PluginError(
+            f"no Reprise replay named {ref} in namespace {target.namespace}: "
+            f"list them with `kubectl reprise get -n {target.namespace}` or `-A`"
+        )
     if len(found) > 1:
         kinds = " or ".join(f"{k.singular}/{ref}" for k, _ in found)
         raise PluginError(f"{ref} names more than one replay: say which, {kinds}")
@@ -136,11 +149,18 @@ def list_all(target: Target) -> list[tuple[KindDefinition, dict]]:
     custom = target.kube.custom
     for kind in KINDS:
         if target.namespace is None:
-            got = api_call(custom.list_cluster_custom_object, GROUP, VERSION, kind.plural, what=f"listing {kind.plural}")
+            got = api_call(
+                custom.list_cluster_custom_object, GROUP, VERSION, kind.plural, what=f"listing {kind.plural}"
+            )
         else:
-            got = api_call(custom.list_namespaced_custom_object, GROUP, VERSION, target.namespace, kind.plural,
-                           what=f"listing {kind.plural} in namespace {target.namespace}")
+            got = api_call(
+                custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                target.namespace,
+                kind.plural,
+                what=f"listing {kind.plural} in namespace {target.namespace}",
+            )
         items.extend((kind, body) for body in got.get("items") or [])
     items.sort(key=lambda kb: (kb[1]["metadata"].get("namespace", ""), kb[1]["metadata"]["name"], kb[0].kind))
     return items
-

@@ -43,8 +43,16 @@ def ask(question: str) -> bool:
 
 
 def _patch(target: Target, kind: KindDefinition, name: str, patch: dict, what: str) -> dict:
-    return api_call(target.kube.custom.patch_namespaced_custom_object, GROUP, VERSION, target.namespace, kind.plural,
-                    name, patch, what=what)
+    return api_call(
+        target.kube.custom.patch_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        target.namespace,
+        kind.plural,
+        name,
+        patch,
+        what=what,
+    )
 
 
 def _condition(body: dict, type_: str) -> dict:
@@ -55,16 +63,28 @@ def approve(target: Target, ref: str) -> str:
     kind, body = find(target, ref)
     name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
     if _condition(body, "CutoverApproved").get("status") == "False":
-        _patch(target, kind, name, {"metadata": {"annotations": {CUTOVER_ANNOTATION: "true"}}},
-               f"approving the cutover of {kind.singular}/{name}")
-        return (f"{kind.singular}/{name}: cutover approved ({CUTOVER_ANNOTATION}=true); the operator stops the "
-                "shadow and tears it down now")
+        _patch(
+            target,
+            kind,
+            name,
+            {"metadata": {"annotations": {CUTOVER_ANNOTATION: "true"}}},
+            f"approving the cutover of {kind.singular}/{name}",
+        )
+        return (
+            f"{kind.singular}/{name}: cutover approved ({CUTOVER_ANNOTATION}=true); the operator stops the "
+            "shadow and tears it down now"
+        )
     if (body.get("spec") or {}).get("approval", "Automatic") == "Automatic":
         return f"{kind.singular}/{name} has approval: Automatic; nothing to approve (phase {phase})"
     if (body["metadata"].get("annotations") or {}).get(APPROVE_ANNOTATION) == "true":
         return f"{kind.singular}/{name} is already approved (phase {phase})"
-    _patch(target, kind, name, {"metadata": {"annotations": {APPROVE_ANNOTATION: "true"}}},
-           f"approving {kind.singular}/{name}")
+    _patch(
+        target,
+        kind,
+        name,
+        {"metadata": {"annotations": {APPROVE_ANNOTATION: "true"}}},
+        f"approving {kind.singular}/{name}",
+    )
     return f"{kind.singular}/{name} approved ({APPROVE_ANNOTATION}=true); phase {phase}, the operator starts it now"
 
 
@@ -74,11 +94,17 @@ def reverify(target: Target, ref: str, now: Callable[[], float] = time.time) -> 
     name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
     failed = _condition(body, "Failed")
     if phase != "Failed" or failed.get("reason") != "VerifyFailed":
-        raise PluginError(f"{kind.singular}/{name} is {phase}, not Failed with VerifyFailed: there is no failed "
-                          "check to run again")
+        raise PluginError(
+            f"{kind.singular}/{name} is {phase}, not Failed with VerifyFailed: there is no failed check to run again"
+        )
     value = str(int(now()))
-    _patch(target, kind, name, {"metadata": {"annotations": {REVERIFY_ANNOTATION: value}}},
-           f"re-running the check of {kind.singular}/{name}")
+    _patch(
+        target,
+        kind,
+        name,
+        {"metadata": {"annotations": {REVERIFY_ANNOTATION: value}}},
+        f"re-running the check of {kind.singular}/{name}",
+    )
     return f"{kind.singular}/{name}: the check runs again ({REVERIFY_ANNOTATION}={value})"
 
 
@@ -86,13 +112,17 @@ def set_suspend(target: Target, ref: str, suspend: bool) -> str:
     kind, body = find(target, ref)
     name, phase = body["metadata"]["name"], (body.get("status") or {}).get("phase", "Pending")
     if phase in ("Complete", "Failed"):
-        raise PluginError(f"{kind.singular}/{name} is {phase}: there is nothing to {'suspend' if suspend else 'resume'}")
+        raise PluginError(
+            f"{kind.singular}/{name} is {phase}: there is nothing to {'suspend' if suspend else 'resume'}"
+        )
     if bool((body.get("spec") or {}).get("suspend", False)) == suspend:
         return f"{kind.singular}/{name} already has spec.suspend: {str(suspend).lower()} (phase {phase})"
     _patch(target, kind, name, {"spec": {"suspend": suspend}}, f"patching {kind.singular}/{name}")
     if suspend:
-        return (f"{kind.singular}/{name} suspended (spec.suspend: true): the operator scales what it runs to zero; "
-                f"state stays in Kafka. Resume with: kubectl reprise resume {name}")
+        return (
+            f"{kind.singular}/{name} suspended (spec.suspend: true): the operator scales what it runs to zero; "
+            f"state stays in Kafka. Resume with: kubectl reprise resume {name}"
+        )
     return f"{kind.singular}/{name} resumed (spec.suspend: false): it continues from the committed offsets"
 
 
@@ -103,21 +133,32 @@ def cancel(target: Target, ref: str, confirm: Confirm, wait: float) -> str:
     if mode == "Rewind":
         effect = f"the live group's offsets stay where the rewind moved them (undo: kubectl reprise rollback {name})"
     elif mode == "Handover":
-        effect = ("every partition is handed back to the live group at what the replay processed, then its Deployment, "
-                  "replay group and handover records are removed")
+        effect = (
+            "every partition is handed back to the live group at what the replay processed, then its Deployment, "
+            "replay group and handover records are removed"
+        )
     else:
         effect = "its Deployment, replay group and handover records are removed; the live group was never touched"
     if not confirm(f"Cancel {kind.singular}/{name} in {target.namespace} (phase {phase})? It is deleted; {effect}."):
         raise PluginError("not cancelled")
-    api_call(target.kube.custom.delete_namespaced_custom_object, GROUP, VERSION, target.namespace, kind.plural, name,
-             what=f"deleting {kind.singular}/{name}")
+    api_call(
+        target.kube.custom.delete_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        target.namespace,
+        kind.plural,
+        name,
+        what=f"deleting {kind.singular}/{name}",
+    )
     if wait <= 0:
         return f"{kind.singular}/{name} deleted; the operator's finalizer is cleaning up"
     deadline = time.monotonic() + wait
     while target.kube.get_custom(GROUP, VERSION, kind.plural, target.namespace, name) is not None:
         if time.monotonic() > deadline:
-            raise PluginError(f"{kind.singular}/{name} is still being cleaned up after {wait:.0f}s: see why with "
-                              f"kubectl reprise status {name} and the operator's log")
+            raise PluginError(
+                f"{kind.singular}/{name} is still being cleaned up after {wait:.0f}s: see why with "
+                f"kubectl reprise status {name} and the operator's log"
+            )
         time.sleep(1)
     return f"{kind.singular}/{name} cancelled: {effect}"
 
@@ -133,15 +174,27 @@ class RollbackMove:
     restore: int
 
 
-def rollback_moves(snapshot: dict[TopicPartitionKey, int], committed: dict[TopicPartitionKey, int]) -> list[RollbackMove]:
+def rollback_moves(
+    snapshot: dict[TopicPartitionKey, int], committed: dict[TopicPartitionKey, int]
+) -> list[RollbackMove]:
     """Pure: every partition of the snapshot, where the group is now and where it goes back to."""
     return [RollbackMove(t, p, committed.get((t, p)), o) for (t, p), o in sorted(snapshot.items())]
 
 
 def moves_table(moves: list[RollbackMove]) -> str:
-    return table(("TOPIC", "PARTITION", "NOW", "RESTORED TO", "MOVE"),
-                 [(m.topic, m.partition, "-" if m.now is None else m.now, m.restore,
-                   "-" if m.now is None else f"{m.restore - m.now:+d}") for m in moves])
+    return table(
+        ("TOPIC", "PARTITION", "NOW", "RESTORED TO", "MOVE"),
+        [
+            (
+                m.topic,
+                m.partition,
+                "-" if m.now is None else m.now,
+                m.restore,
+                "-" if m.now is None else f"{m.restore - m.now:+d}",
+            )
+            for m in moves
+        ],
+    )
 
 
 def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None, out=print) -> str:
@@ -150,25 +203,35 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
     if "/" in name:
         name = name.split("/", 1)[1]
     cm_name = rollback_configmap_name(name)
-    config_map = api_call(target.kube.core.read_namespaced_config_map, cm_name, target.namespace,
-                          what=f"rollback ConfigMap {target.namespace}/{cm_name} (only a Rewind that moved offsets has one)")
+    config_map = api_call(
+        target.kube.core.read_namespaced_config_map,
+        cm_name,
+        target.namespace,
+        what=f"rollback ConfigMap {target.namespace}/{cm_name} (only a Rewind that moved offsets has one)",
+    )
     config_map = config_map.to_dict()
     group = ((config_map.get("metadata") or {}).get("annotations") or {}).get("reprise.io/consumer-group")
     raw = (config_map.get("data") or {}).get("offsets.json")
     if not group or not raw:
-        raise PluginError(f"ConfigMap {cm_name} is not a Reprise rollback snapshot (no reprise.io/consumer-group "
-                          "annotation or offsets.json)")
+        raise PluginError(
+            f"ConfigMap {cm_name} is not a Reprise rollback snapshot (no reprise.io/consumer-group "
+            "annotation or offsets.json)"
+        )
     snapshot = {(o["topic"], int(o["partition"])): int(o["offset"]) for o in json.loads(raw)}
     body = target.kube.get_custom(GROUP, VERSION, "reconsumes", target.namespace, name)
     cluster = _cluster(target, name, body, bootstrap)
     description = cluster.describe_group(group)
     if description.state not in ("Empty", "Dead"):
         live = ((body or {}).get("spec") or {}).get("liveDeployment", {}).get("name", "<live deployment>")
-        stop = (f"kubectl reprise suspend {name}" if body and (body.get("status") or {}).get("phase") in ("Running", "Draining")
-                else f"kubectl scale deployment {live} -n {target.namespace} --replicas=0")
+        stop = (
+            f"kubectl reprise suspend {name}"
+            if body and (body.get("status") or {}).get("phase") in ("Running", "Draining")
+            else f"kubectl scale deployment {live} -n {target.namespace} --replicas=0"
+        )
         raise PluginError(
             f"group {group} is {description.state} with {len(description.members)} member(s); Kafka moves offsets only "
-            f"of an Empty group: stop its consumers first ({stop}), then run rollback again")
+            f"of an Empty group: stop its consumers first ({stop}), then run rollback again"
+        )
     moves = rollback_moves(snapshot, cluster.committed_offsets(group, list(snapshot)))
     out(f"group {group}: offsets from ConfigMap {cm_name}\n{moves_table(moves)}")
     if not confirm(f"Move group {group} to these offsets?"):
@@ -192,12 +255,11 @@ def _cluster(target: Target, name: str, body: dict | None, bootstrap: str | None
             kafka = kafka.model_copy(update={"bootstrap_servers": bootstrap})
     else:
         kafka = KafkaConnection(bootstrap_servers=bootstrap)
-    resource = Resource("Reconsume", "reconsumes", body or {"metadata": {"name": name, "namespace": target.namespace}}, {}, rt)
+    resource = Resource(
+        "Reconsume", "reconsumes", body or {"metadata": {"name": name, "namespace": target.namespace}}, {}, rt
+    )
     try:
         cluster, _ = asyncio.run(resource.kafka(kafka))
     except Waiting as waiting:
         raise PluginError(f"{waiting.reason}: {waiting.message}") from None
     return cluster
-
-
-

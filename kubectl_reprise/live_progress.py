@@ -76,8 +76,11 @@ def frame(ref: str, mode: str, body: dict, at: float, meter: RateMeter) -> Frame
     """The replay as its status shows it at monotonic time `at`."""
     status = body.get("status") or {}
     progress = status.get("progress") or {}
-    planned = {(p.get("topic"), p.get("partition")): p for p in (status.get("plan") or {}).get("partitions") or []
-               if isinstance(p, dict)}
+    planned = {
+        (p.get("topic"), p.get("partition")): p
+        for p in (status.get("plan") or {}).get("partitions") or []
+        if isinstance(p, dict)
+    }
     measured = {(p.get("topic"), p.get("partition")): p for p in progress.get("partitions") or []}
     lines = []
     for key in sorted(set(planned) | set(measured), key=lambda k: (str(k[0]), k[1] if isinstance(k[1], int) else -1)):
@@ -94,8 +97,9 @@ def frame(ref: str, mode: str, body: dict, at: float, meter: RateMeter) -> Frame
             total = 0
         name = f"{key[0]}/{key[1]}" if key[0] is not None else f"partition {key[1]}"
         state = now.get("state") or ("Pending" if plan else "")
-        lines.append(PartitionLine(name, processed, total, lag, state, now.get("handoverOffset"),
-                                   meter.add(name, at, processed)))
+        lines.append(
+            PartitionLine(name, processed, total, lag, state, now.get("handoverOffset"), meter.add(name, at, processed))
+        )
     processed = int(progress.get("processed") or sum(p.processed for p in lines))
     total = int(progress.get("totalRecords") or (status.get("plan") or {}).get("totalRecords") or 0)
     rate = meter.add("", at, processed)
@@ -110,7 +114,10 @@ def frame(ref: str, mode: str, body: dict, at: float, meter: RateMeter) -> Frame
         if found:
             message = f"{found.get('reason', '')}: {found.get('message', '')}"
     elif phase == "PlanReady":
-        found = next((c for c in status.get("conditions") or [] if c.get("type") == "Approved" and c.get("status") == "False"), None)
+        found = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "Approved" and c.get("status") == "False"),
+            None,
+        )
         if found:
             message = "waiting for approval: kubectl reprise approve " + ref.split("/", 1)[-1]
     return Frame(ref, phase, mode, progress.get("percent"), processed, total, lag, rate, eta, tuple(lines), message)
@@ -135,8 +142,10 @@ def _handover(line: PartitionLine) -> str:
 def summary(f: Frame) -> str:
     percent = f"{f.percent}%" if f.percent is not None else "-"
     lag = "-" if f.lag is None else f"{f.lag:,}"
-    text = (f"{f.ref}  {f.phase}  {f.mode}  {percent}  {f.processed:,}/{f.total:,} records  lag {lag}  "
-            f"{_rate(f.rate)}  ETA {duration(f.eta_seconds)}")
+    text = (
+        f"{f.ref}  {f.phase}  {f.mode}  {percent}  {f.processed:,}/{f.total:,} records  lag {lag}  "
+        f"{_rate(f.rate)}  ETA {duration(f.eta_seconds)}"
+    )
     return text + (f"  ({f.message})" if f.message else "")
 
 
@@ -146,8 +155,10 @@ def terminal_lines(f: Frame) -> list[str]:
     out = [summary(f)]
     for p in f.partitions:
         lag = "-" if p.lag is None else f"{p.lag:,}"
-        out.append(f"  {p.name.ljust(width)}  {bar(p.fraction)}  {p.fraction * 100:5.1f}%  "
-                   f"{p.processed:>9,}/{p.total:<9,}  lag {lag:>7}  {_rate(p.rate):>8}  {_handover(p)}")
+        out.append(
+            f"  {p.name.ljust(width)}  {bar(p.fraction)}  {p.fraction * 100:5.1f}%  "
+            f"{p.processed:>9,}/{p.total:<9,}  lag {lag:>7}  {_rate(p.rate):>8}  {_handover(p)}"
+        )
     return out
 
 
@@ -155,14 +166,21 @@ def plain_lines(previous: Frame | None, f: Frame, stamp: str) -> list[str]:
     """For logs without a terminal: a summary line when the numbers moved, a line per partition whose state
     changed."""
     out: list[str] = []
-    moved = previous is None or (previous.phase, previous.processed, previous.lag, previous.total) != (f.phase, f.processed, f.lag, f.total)
+    moved = previous is None or (previous.phase, previous.processed, previous.lag, previous.total) != (
+        f.phase,
+        f.processed,
+        f.lag,
+        f.total,
+    )
     if moved:
         out.append(f"{stamp} {summary(f)}")
     before = {p.name: p for p in (previous.partitions if previous else ())}
     for p in f.partitions:
         old = before.get(p.name)
         if old is None or _handover(old) != _handover(p):
-            out.append(f"{stamp}   {p.name} {_handover(p)} ({p.processed:,}/{p.total:,}, lag {'-' if p.lag is None else p.lag})")
+            out.append(
+                f"{stamp}   {p.name} {_handover(p)} ({p.processed:,}/{p.total:,}, lag {'-' if p.lag is None else p.lag})"
+            )
     return out
 
 

@@ -74,8 +74,9 @@ class ManifestPlan:
             return 0
         parallel = max(1, min(self.consumers, len(parts)))
         largest = max(p.records for p in parts)
-        return int(round(max(self.plan.total_records / (self.rate_per_consumer * parallel),
-                             largest / self.rate_per_consumer)))
+        return int(
+            round(max(self.plan.total_records / (self.rate_per_consumer * parallel), largest / self.rate_per_consumer))
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,11 +85,24 @@ class ManifestPlan:
             "namespace": self.namespace,
             "mode": self.mode,
             "plan": self.status_plan,
-            "estimate": {"seconds": self.estimated_seconds, "consumers": self.consumers,
-                         "recordsPerSecondPerConsumer": self.rate_per_consumer},
-            **({"rewind": {"deployment": self.rewind.deployment, "replicas": self.rewind.replicas,
-                           "group": self.rewind.group, "groupState": self.rewind.group_state,
-                           "members": list(self.rewind.members)}} if self.rewind else {}),
+            "estimate": {
+                "seconds": self.estimated_seconds,
+                "consumers": self.consumers,
+                "recordsPerSecondPerConsumer": self.rate_per_consumer,
+            },
+            **(
+                {
+                    "rewind": {
+                        "deployment": self.rewind.deployment,
+                        "replicas": self.rewind.replicas,
+                        "group": self.rewind.group,
+                        "groupState": self.rewind.group_state,
+                        "members": list(self.rewind.members),
+                    }
+                }
+                if self.rewind
+                else {}
+            ),
         }
 
 
@@ -112,8 +126,10 @@ def parse_spec(body: dict) -> ReconsumeSpec:
     """The spec as the operator reads it; a refusal names the field, like the operator's InvalidSpec."""
     kind = kind_of_manifest(str(body.get("kind", "")))
     if kind.kind != "Reconsume":
-        raise PluginError(f"kind {kind.kind}: `plan` computes Reconsume plans; a {kind.kind} shows its plan in "
-                          f"status once applied with approval: Manual (kubectl reprise status NAME)")
+        raise PluginError(
+            f"kind {kind.kind}: `plan` computes Reconsume plans; a {kind.kind} shows its plan in "
+            f"status once applied with approval: Manual (kubectl reprise status NAME)"
+        )
     try:
         return ReconsumeSpec.model_validate(body.get("spec") or {})
     except ValidationError as exc:
@@ -127,8 +143,13 @@ def compute(target: Target, body: dict, namespace: str, rate: float, now: dateti
     spec = parse_spec(body)
     name = (body.get("metadata") or {}).get("name") or "(unnamed)"
     rt = Runtime(settings=OperatorSettings(), kube=target.kube)
-    resource = Resource("Reconsume", reconsume.PLURAL,
-                        {"metadata": {"name": name, "namespace": namespace, "uid": "plan"}, "spec": body.get("spec")}, {}, rt)
+    resource = Resource(
+        "Reconsume",
+        reconsume.PLURAL,
+        {"metadata": {"name": name, "namespace": namespace, "uid": "plan"}, "spec": body.get("spec")},
+        {},
+        rt,
+    )
     try:
         cluster, _ = asyncio.run(resource.kafka(spec.kafka))
         plan = reconsume.plan_reconsume(cluster, spec, now or utc_now())
@@ -137,8 +158,10 @@ def compute(target: Target, body: dict, namespace: str, rate: float, now: dateti
     except Failure as failure:
         raise PlanRefused(failure.reason, failure.message) from None
     except KafkaUnavailable as exc:
-        raise PluginError(f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "
-                          "spec.kafka.bootstrapServers and that this machine can reach it") from None
+        raise PluginError(
+            f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "
+            "spec.kafka.bootstrapServers and that this machine can reach it"
+        ) from None
     status_plan = reconsume.plan_partitions_status(plan)
     if plan.at_risk:
         raise PlanRefused("RetentionExceeded", retention_message(plan), status_plan)
@@ -152,7 +175,9 @@ def compute(target: Target, body: dict, namespace: str, rate: float, now: dateti
         consumers = spec.consumer.replicas
         rate_env = next((e.value for e in spec.consumer.env or [] if e.name == "REPRISE_MAX_RECORDS_PER_SECOND"), None)
     per_consumer = float(rate_env) if rate_env not in (None, "", "0") else rate
-    return ManifestPlan("Reconsume", name, namespace, spec.mode.value, spec, plan, status_plan, consumers, per_consumer, rewind)
+    return ManifestPlan(
+        "Reconsume", name, namespace, spec.mode.value, spec, plan, status_plan, consumers, per_consumer, rewind
+    )
 
 
 def _rewind_stop(target: Target, cluster: KafkaCluster, spec: ReconsumeSpec, namespace: str) -> RewindStop:
@@ -165,7 +190,9 @@ def _rewind_stop(target: Target, cluster: KafkaCluster, spec: ReconsumeSpec, nam
         raise PlanRefused("DeploymentNotFound", f"spec.liveDeployment: Deployment {namespace}/{name} does not exist")
     replicas = int(deployment["spec"].get("replicas", 1))
     description = cluster.describe_group(spec.consumer_group)
-    selector = ",".join(f"{k}={v}" for k, v in sorted(((deployment["spec"].get("selector") or {}).get("matchLabels") or {}).items()))
+    selector = ",".join(
+        f"{k}={v}" for k, v in sorted(((deployment["spec"].get("selector") or {}).get("matchLabels") or {}).items())
+    )
     pods = target.kube.list_pods(namespace, selector) if selector else []
     ips = {p.get("status", {}).get("podIP") for p in pods} - {None}
     others = tuple(m for m in description.members if m.rsplit("@", 1)[-1].lstrip("/") not in ips)

@@ -50,10 +50,30 @@ def plan_text(shown: dict, now: datetime) -> str:
     for p in shown.get("partitions") or []:
         oldest = parse_time(p.get("oldestTimestamp"))
         span = duration((now - oldest).total_seconds()) if oldest else "-"
-        rows.append((p["topic"], p["partition"], p["startOffset"], p["endOffset"], p["records"],
-                     p.get("oldestTimestamp", "-"), span, p["retentionRisk"]))
-    rows.append(("TOTAL", "", "", "", shown.get("totalRecords", 0), shown.get("oldestTimestamp", ""), "",
-                 shown.get("retentionRisk", "")))
+        rows.append(
+            (
+                p["topic"],
+                p["partition"],
+                p["startOffset"],
+                p["endOffset"],
+                p["records"],
+                p.get("oldestTimestamp", "-"),
+                span,
+                p["retentionRisk"],
+            )
+        )
+    rows.append(
+        (
+            "TOTAL",
+            "",
+            "",
+            "",
+            shown.get("totalRecords", 0),
+            shown.get("oldestTimestamp", ""),
+            "",
+            shown.get("retentionRisk", ""),
+        )
+    )
     return table(("TOPIC", "PARTITION", "START", "END", "RECORDS", "FIRST RECORD", "SPAN", "RETENTION"), rows)
 
 
@@ -78,9 +98,11 @@ def plan_report(found, source: str) -> str:
             f"{found.name}-rollback (kubectl reprise rollback {found.name})"
         )
     else:
-        lines.append(f"Runs {found.consumers} replay consumer(s) cloned from Deployment "
-                     f"{found.spec.consumer.deployment_ref.name if found.spec.consumer.deployment_ref else '(template)'}; "
-                     f"the live group is not touched")
+        lines.append(
+            f"Runs {found.consumers} replay consumer(s) cloned from Deployment "
+            f"{found.spec.consumer.deployment_ref.name if found.spec.consumer.deployment_ref else '(template)'}; "
+            f"the live group is not touched"
+        )
     lines.append(f"Nothing was created. To run it: kubectl apply -n {found.namespace} -f {source}")
     return "\n".join(lines)
 
@@ -107,10 +129,15 @@ def get_table(items: list[tuple[KindDefinition, dict]], now: datetime, all_names
         status = body.get("status") or {}
         progress = status.get("progress") or {}
         percent = progress.get("percent")
-        row = [f"{kind.singular}/{body['metadata']['name']}", status.get("phase", "Pending"), mode_of(kind, body),
-               f"{percent}%" if percent is not None else "", progress.get("lag", ""),
-               duration(progress.get("etaSeconds")) if progress.get("etaSeconds") is not None else "",
-               age(body["metadata"].get("creationTimestamp"), now)]
+        row = [
+            f"{kind.singular}/{body['metadata']['name']}",
+            status.get("phase", "Pending"),
+            mode_of(kind, body),
+            f"{percent}%" if percent is not None else "",
+            progress.get("lag", ""),
+            duration(progress.get("etaSeconds")) if progress.get("etaSeconds") is not None else "",
+            age(body["metadata"].get("creationTimestamp"), now),
+        ]
         if all_namespaces:
             row.insert(0, body["metadata"].get("namespace", ""))
         rows.append(row)
@@ -131,13 +158,28 @@ def status_text(kind: KindDefinition, body: dict, now: datetime) -> str:
     if spec.get("consumerGroup"):
         lines.append(f"live group {spec['consumerGroup']}, topics {', '.join(spec.get('topics') or [])}")
     if progress:
-        lines.append(f"progress {progress.get('percent', 0)}%  {progress.get('processed', 0)}/{progress.get('totalRecords', 0)} "
-                     f"records  lag {progress.get('lag', 0)}  ETA {duration(progress.get('etaSeconds'))}")
+        lines.append(
+            f"progress {progress.get('percent', 0)}%  {progress.get('processed', 0)}/{progress.get('totalRecords', 0)} "
+            f"records  lag {progress.get('lag', 0)}  ETA {duration(progress.get('etaSeconds'))}"
+        )
     conditions = status.get("conditions") or []
     if conditions:
-        lines += ["", table(("CONDITION", "STATUS", "REASON", "SINCE", "MESSAGE"),
-                            [(c.get("type"), c.get("status"), c.get("reason", ""), age(c.get("lastTransitionTime"), now),
-                              c.get("message", "")) for c in conditions])]
+        lines += [
+            "",
+            table(
+                ("CONDITION", "STATUS", "REASON", "SINCE", "MESSAGE"),
+                [
+                    (
+                        c.get("type"),
+                        c.get("status"),
+                        c.get("reason", ""),
+                        age(c.get("lastTransitionTime"), now),
+                        c.get("message", ""),
+                    )
+                    for c in conditions
+                ],
+            ),
+        ]
     plan = {(p["topic"], p["partition"]): p for p in (status.get("plan") or {}).get("partitions") or []}
     parts = {(p["topic"], p["partition"]): p for p in progress.get("partitions") or []}
     keys = sorted(set(plan) | set(parts))
@@ -145,15 +187,31 @@ def status_text(kind: KindDefinition, body: dict, now: datetime) -> str:
         rows = []
         for key in keys:
             planned, now_at = plan.get(key, {}), parts.get(key, {})
-            rows.append((key[0], key[1], planned.get("startOffset", ""), planned.get("endOffset", ""),
-                         now_at.get("position", ""), now_at.get("handoverOffset", ""), now_at.get("lag", ""),
-                         now_at.get("state", "Pending" if planned else ""), planned.get("retentionRisk", "")))
-        lines += ["", table(("TOPIC", "PARTITION", "START", "END", "POSITION", "HANDOVER", "LAG", "STATE", "RETENTION"), rows)]
+            rows.append(
+                (
+                    key[0],
+                    key[1],
+                    planned.get("startOffset", ""),
+                    planned.get("endOffset", ""),
+                    now_at.get("position", ""),
+                    now_at.get("handoverOffset", ""),
+                    now_at.get("lag", ""),
+                    now_at.get("state", "Pending" if planned else ""),
+                    planned.get("retentionRisk", ""),
+                )
+            )
+        lines += [
+            "",
+            table(("TOPIC", "PARTITION", "START", "END", "POSITION", "HANDOVER", "LAG", "STATE", "RETENTION"), rows),
+        ]
     lines += verification_lines(meta["name"], status)
     rollback = status.get("rollback") or {}
     if rollback.get("configMap"):
-        lines += ["", f"rollback snapshot in ConfigMap {rollback['configMap']} (taken {rollback.get('takenAt', '-')}): "
-                      f"kubectl reprise rollback {meta['name']}"]
+        lines += [
+            "",
+            f"rollback snapshot in ConfigMap {rollback['configMap']} (taken {rollback.get('takenAt', '-')}): "
+            f"kubectl reprise rollback {meta['name']}",
+        ]
     return "\n".join(lines)
 
 
@@ -162,15 +220,20 @@ def verification_lines(name: str, status: dict) -> list[str]:
     verification = status.get("verification") or {}
     if not verification:
         return []
-    lines = ["", f"verification {verification.get('state', 'Waiting')}"
-                 + (f"   Job {verification['job']} (run {verification.get('run', 1)})" if verification.get("job") else "")]
+    lines = [
+        "",
+        f"verification {verification.get('state', 'Waiting')}"
+        + (f"   Job {verification['job']} (run {verification.get('run', 1)})" if verification.get("job") else ""),
+    ]
     if verification.get("message"):
         lines.append(f"  {verification['message']}")
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
     if (conditions.get("CutoverApproved") or {}).get("status") == "False":
         lines.append(f"holding for the cutover: kubectl reprise approve {name}")
     if status.get("phase") == "Failed" and (conditions.get("Failed") or {}).get("reason") == "VerifyFailed":
-        lines.append(f"the replay's children are kept; after a fix, run the check again: kubectl reprise reverify {name}")
+        lines.append(
+            f"the replay's children are kept; after a fix, run the check again: kubectl reprise reverify {name}"
+        )
     return lines
 
 

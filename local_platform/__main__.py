@@ -58,7 +58,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         cached = component.built()
         paths = ensure(component, announce=_say)
         where = paths[0].parent
-        _say(f"{component.name} {component.version}: {'cached' if cached else f'built in {time.monotonic() - began:.0f}s'} ({where})")
+        _say(
+            f"{component.name} {component.version}: {'cached' if cached else f'built in {time.monotonic() - began:.0f}s'} ({where})"
+        )
     if not args.skip_kafka:
         began = time.monotonic()
         version = kafka_version()
@@ -72,12 +74,16 @@ def cmd_build(args: argparse.Namespace) -> int:
         began = time.monotonic()
         jars = ensure_spark_jars()
         crd = ensure_sparkapplication_crd()
-        _say(f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})")
+        _say(
+            f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})"
+        )
         from .spark_jvm import archive_path, ensure_class_data_archive
 
         began, cached = time.monotonic(), archive_path().is_file()
         archive = ensure_class_data_archive()
-        _say(f"spark: class-data archive {'cached' if cached else f'dumped in {time.monotonic() - began:.0f}s'} ({archive})")
+        _say(
+            f"spark: class-data archive {'cached' if cached else f'dumped in {time.monotonic() - began:.0f}s'} ({archive})"
+        )
     _say(f"everything is in the cache ({time.monotonic() - total:.0f}s)")
     return 0
 
@@ -93,7 +99,9 @@ def _wait_for_signal() -> None:
 
 
 def _platform_summary(platform: Any) -> None:
-    _say(f"local platform up in {platform.started_in:.1f}s (control plane {platform.control_plane.startup_seconds:.1f}s)")
+    _say(
+        f"local platform up in {platform.started_in:.1f}s (control plane {platform.control_plane.startup_seconds:.1f}s)"
+    )
     _say(f"  kubeconfig: {platform.kubeconfig}")
     _say(f"  export KUBECONFIG={platform.kubeconfig}")
     if platform.bootstrap:
@@ -146,8 +154,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         _say(json.dumps(state, indent=2))
         return 0 if state["owner_alive"] else 1
     owner = state["owner"][0]
-    _say(f"local platform of process {owner}: {'running' if state['owner_alive'] else 'NOT running (stale; run `down`)'}"
-         f" since {state.get('started_at')}")
+    _say(
+        f"local platform of process {owner}: {'running' if state['owner_alive'] else 'NOT running (stale; run `down`)'}"
+        f" since {state.get('started_at')}"
+    )
     _say(f"  export KUBECONFIG={state['kubeconfig']}")
     if state.get("bootstrap"):
         _say(f"  Kafka bootstrap: {state['bootstrap']}")
@@ -172,7 +182,10 @@ def _reachable(kubeconfig: str) -> str | None:
 
 
 def _operator_command(extra: Sequence[str]) -> list[str]:
-    if importlib.util.find_spec("reprise_operator") is None or importlib.util.find_spec("reprise_operator.__main__") is None:
+    if (
+        importlib.util.find_spec("reprise_operator") is None
+        or importlib.util.find_spec("reprise_operator.__main__") is None
+    ):
         raise PlatformError(
             "the operator cannot run yet: reprise_operator has no __main__ module (operator/reprise_operator/__main__.py)"
         )
@@ -217,8 +230,10 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     if kubeconfig and not args.local:
         problem = _reachable(kubeconfig)
         if problem is None:
-            _say(f"running the operator on the cluster of KUBECONFIG={kubeconfig} "
-                 "(its CRDs are not installed for you there: kubectl apply -f crds/)")
+            _say(
+                f"running the operator on the cluster of KUBECONFIG={kubeconfig} "
+                "(its CRDs are not installed for you there: kubectl apply -f crds/)"
+            )
             return _run_foreground(argv, _operator_env(kubeconfig))
         _say(f"KUBECONFIG={kubeconfig} is not reachable ({problem}); starting the local platform instead")
 
@@ -234,21 +249,48 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     try:
         platform.up()
         applied = subprocess.run(
-            [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "apply", "--server-side", *sum((["-f", c] for c in crds), [])],
-            capture_output=True, text=True,
+            [
+                str(platform.kubectl),
+                f"--kubeconfig={platform.kubeconfig}",
+                "apply",
+                "--server-side",
+                *sum((["-f", c] for c in crds), []),
+            ],
+            capture_output=True,
+            text=True,
         )
         if applied.returncode != 0:
-            raise PlatformError(f"installing crds/ failed: {applied.stderr.strip().splitlines()[-1] if applied.stderr.strip() else applied.returncode}")
+            raise PlatformError(
+                f"installing crds/ failed: {applied.stderr.strip().splitlines()[-1] if applied.stderr.strip() else applied.returncode}"
+            )
         subprocess.run(
-            [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "wait", "--for=condition=Established",
-             "--timeout=60s", *sum((["-f", c] for c in crds), [])],
-            capture_output=True, text=True,
+            [
+                str(platform.kubectl),
+                f"--kubeconfig={platform.kubeconfig}",
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                *sum((["-f", c] for c in crds), []),
+            ],
+            capture_output=True,
+            text=True,
         )
         # Established is not yet served: a new resource's storage answers 429 for a moment, which the
         # operator's first watch would log as an error.
         deadline = time.monotonic() + 30
-        while subprocess.run([str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "get",
-                              "reconsumes,backfills,lakereplays", "-A"], capture_output=True).returncode != 0:
+        while (
+            subprocess.run(
+                [
+                    str(platform.kubectl),
+                    f"--kubeconfig={platform.kubeconfig}",
+                    "get",
+                    "reconsumes,backfills,lakereplays",
+                    "-A",
+                ],
+                capture_output=True,
+            ).returncode
+            != 0
+        ):
             if time.monotonic() > deadline:
                 raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
             time.sleep(0.2)
@@ -263,17 +305,27 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         _platform_summary(platform)
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")
-        _say(f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
-             f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log")
+        _say(
+            f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
+            f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log"
+        )
         aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
-        _say(f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
-             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})")
+        _say(
+            f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
+            f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})"
+        )
         _say("running the operator (Ctrl-C stops it and the platform) ...")
-        return _run_foreground(argv, _operator_env(str(platform.kubeconfig), {
-            "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
-            # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
-            "REPRISE_SPARK_VERSION": pyspark_version(),
-        }))
+        return _run_foreground(
+            argv,
+            _operator_env(
+                str(platform.kubeconfig),
+                {
+                    "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
+                    # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
+                    "REPRISE_SPARK_VERSION": pyspark_version(),
+                },
+            ),
+        )
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
@@ -286,19 +338,29 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m local_platform", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m local_platform",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    build = sub.add_parser("build", help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
-                           description="Build etcd, the Kubernetes control plane, kubectl, helm and the Spark operator from the Go module "
-                                       "proxy and resolve Kafka's jars from Maven Central, unless already cached.")
+    build = sub.add_parser(
+        "build",
+        help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
+        description="Build etcd, the Kubernetes control plane, kubectl, helm and the Spark operator from the Go module "
+        "proxy and resolve Kafka's jars from Maven Central, unless already cached.",
+    )
     build.add_argument("--skip-kafka", action="store_true", help="only the Go-built binaries")
     build.set_defaults(func=cmd_build)
 
-    up = sub.add_parser("up", help="start Kafka + Kubernetes + the node agent in the foreground until Ctrl-C",
-                        description="Start the local platform and keep it running until Ctrl-C or SIGTERM; prints the "
-                                    "kubeconfig path and the Kafka bootstrap address.")
+    up = sub.add_parser(
+        "up",
+        help="start Kafka + Kubernetes + the node agent in the foreground until Ctrl-C",
+        description="Start the local platform and keep it running until Ctrl-C or SIGTERM; prints the "
+        "kubeconfig path and the Kafka bootstrap address.",
+    )
     up.add_argument("--no-kafka", action="store_true", help="only Kubernetes")
     up.set_defaults(func=cmd_up)
 
@@ -313,9 +375,9 @@ def parser() -> argparse.ArgumentParser:
         "run-operator",
         help="run the operator on $KUBECONFIG's cluster, or on a fresh local platform",
         description="If KUBECONFIG is set and its cluster answers, run `python -m reprise_operator` there. Otherwise "
-                    "start the local platform, install crds/*.yaml, print the KUBECONFIG export and the Kafka "
-                    "bootstrap, run the operator in the foreground, and stop everything on Ctrl-C/SIGTERM. "
-                    "Arguments after `--` go to the operator.",
+        "start the local platform, install crds/*.yaml, print the KUBECONFIG export and the Kafka "
+        "bootstrap, run the operator in the foreground, and stop everything on Ctrl-C/SIGTERM. "
+        "Arguments after `--` go to the operator.",
     )
     run.add_argument("--local", action="store_true", help="use a local platform even if KUBECONFIG is set")
     run.add_argument("operator_args", nargs=argparse.REMAINDER, help="arguments for the operator (after --)")

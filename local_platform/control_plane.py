@@ -34,29 +34,70 @@ SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 def _openssl(*args: str, cwd: Path) -> None:
     proc = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise PlatformError(f"openssl {args[0]} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+        raise PlatformError(
+            f"openssl {args[0]} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}"
+        )
 
 
 def make_certificates(pki: Path) -> None:
     """CA, serving cert, admin client cert and the service-account key pair, all ECDSA P-256 (fast)."""
     if shutil.which("openssl") is None:
-        raise PlatformError("openssl not found on PATH, needed to make the local cluster's certificates: "
-                            "install it (Debian: apt-get install openssl)")
+        raise PlatformError(
+            "openssl not found on PATH, needed to make the local cluster's certificates: "
+            "install it (Debian: apt-get install openssl)"
+        )
     pki.mkdir(parents=True, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
-             "-subj", "/CN=reprise-local-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=pki)
-    sans = ("subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,"
-            "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=reprise-local-ca",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        cwd=pki,
+    )
+    sans = (
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    )
 
     def leaf(name: str, subject: str, usage: str, *extra: str) -> None:
         # OpenSSL 3: `req -x509 -CA` issues a certificate signed by the CA in one step.
-        _openssl("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "3650",
-                 "-CA", "ca.crt", "-CAkey", "ca.key", "-subj", subject,
-                 "-addext", "basicConstraints=critical,CA:FALSE",
-                 "-addext", "keyUsage=critical,digitalSignature,keyEncipherment",
-                 "-addext", f"extendedKeyUsage={usage}", *extra, cwd=pki)
+        _openssl(
+            "req",
+            "-x509",
+            *ec,
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "3650",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-subj",
+            subject,
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-addext",
+            "keyUsage=critical,digitalSignature,keyEncipherment",
+            "-addext",
+            f"extendedKeyUsage={usage}",
+            *extra,
+            cwd=pki,
+        )
 
     with ThreadPoolExecutor(3) as pool:
         jobs = [
@@ -74,8 +115,15 @@ def admin_kubeconfig(server: str, pki: Path) -> str:
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "reprise-local", "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}],
-            "users": [{"name": "reprise-admin", "user": {"client-certificate": str(pki / "admin.crt"), "client-key": str(pki / "admin.key")}}],
+            "clusters": [
+                {"name": "reprise-local", "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}
+            ],
+            "users": [
+                {
+                    "name": "reprise-admin",
+                    "user": {"client-certificate": str(pki / "admin.crt"), "client-key": str(pki / "admin.key")},
+                }
+            ],
             "contexts": [{"name": "reprise-local", "context": {"cluster": "reprise-local", "user": "reprise-admin"}}],
             "current-context": "reprise-local",
         },
@@ -135,61 +183,104 @@ class ControlPlane:
         try:
             etcd_url = f"http://127.0.0.1:{self.etcd_port}"
             peer_url = f"http://127.0.0.1:{peer_port}"
-            self.processes.append(processes.start("etcd", [
-                str(etcd), "--name", "reprise", "--data-dir", str(self.workdir / "etcd"),
-                "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-                "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                "--initial-cluster", f"reprise={peer_url}",
-                # a throwaway test store: durability costs startup and every write
-                "--unsafe-no-fsync", "--log-level", "warn",
-            ], logs / "etcd.log"))
+            self.processes.append(
+                processes.start(
+                    "etcd",
+                    [
+                        str(etcd),
+                        "--name",
+                        "reprise",
+                        "--data-dir",
+                        str(self.workdir / "etcd"),
+                        "--listen-client-urls",
+                        etcd_url,
+                        "--advertise-client-urls",
+                        etcd_url,
+                        "--listen-peer-urls",
+                        peer_url,
+                        "--initial-advertise-peer-urls",
+                        peer_url,
+                        "--initial-cluster",
+                        f"reprise={peer_url}",
+                        # a throwaway test store: durability costs startup and every write
+                        "--unsafe-no-fsync",
+                        "--log-level",
+                        "warn",
+                    ],
+                    logs / "etcd.log",
+                )
+            )
             # The API server retries etcd while it starts, so both start at once.
-            apiserver = processes.start("kube-apiserver", [
-                str(binaries.apiserver),
-                f"--etcd-servers={etcd_url}",
-                f"--secure-port={self.port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",  # hosts with no default route
-                f"--cert-dir={pki}",
-                f"--tls-cert-file={pki / 'apiserver.crt'}",
-                f"--tls-private-key-file={pki / 'apiserver.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--authorization-mode=RBAC",
-                f"--service-account-issuer={SA_ISSUER}",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                "--allow-privileged=true",
-                "--enable-priority-and-fairness=false",
-                "--profiling=false",
-                "--v=0",
-            ], logs / "kube-apiserver.log")
+            apiserver = processes.start(
+                "kube-apiserver",
+                [
+                    str(binaries.apiserver),
+                    f"--etcd-servers={etcd_url}",
+                    f"--secure-port={self.port}",
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",  # hosts with no default route
+                    f"--cert-dir={pki}",
+                    f"--tls-cert-file={pki / 'apiserver.crt'}",
+                    f"--tls-private-key-file={pki / 'apiserver.key'}",
+                    f"--client-ca-file={pki / 'ca.crt'}",
+                    f"--service-cluster-ip-range={SERVICE_CIDR}",
+                    "--authorization-mode=RBAC",
+                    f"--service-account-issuer={SA_ISSUER}",
+                    f"--service-account-key-file={pki / 'sa.pub'}",
+                    f"--service-account-signing-key-file={pki / 'sa.key'}",
+                    "--allow-privileged=true",
+                    "--enable-priority-and-fairness=false",
+                    "--profiling=false",
+                    "--v=0",
+                ],
+                logs / "kube-apiserver.log",
+            )
             self.processes.append(apiserver)
             # The controller manager and the scheduler wait for /healthz themselves (the controller
             # manager gives up after 10s), so they start as soon as the API server serves at all and
             # load while it finishes its post-start hooks.
             processes.wait_until(apiserver, self._serving, timeout, "serving", interval=0.05)
             common = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--profiling=false"]
-            self.processes.append(processes.start("kube-controller-manager", [
-                str(binaries.controller_manager), *common,
-                f"--service-account-private-key-file={pki / 'sa.key'}",
-                f"--root-ca-file={pki / 'ca.crt'}",
-                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-                f"--cluster-signing-key-file={pki / 'ca.key'}",
-                "--use-service-account-credentials=true",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--secure-port=0",  # no HTTPS endpoint: two platforms on one machine must not clash on 10257
-                # the default 20 requests/s makes a Deployment of 200 replicas take many seconds
-                "--kube-api-qps=200", "--kube-api-burst=400",
-            ], logs / "kube-controller-manager.log"))
-            self.processes.append(processes.start("kube-scheduler", [
-                str(binaries.scheduler), *common,
-                "--secure-port=0",
-            ], logs / "kube-scheduler.log"))
+            self.processes.append(
+                processes.start(
+                    "kube-controller-manager",
+                    [
+                        str(binaries.controller_manager),
+                        *common,
+                        f"--service-account-private-key-file={pki / 'sa.key'}",
+                        f"--root-ca-file={pki / 'ca.crt'}",
+                        f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                        f"--cluster-signing-key-file={pki / 'ca.key'}",
+                        "--use-service-account-credentials=true",
+                        f"--service-cluster-ip-range={SERVICE_CIDR}",
+                        "--secure-port=0",  # no HTTPS endpoint: two platforms on one machine must not clash on 10257
+                        # the default 20 requests/s makes a Deployment of 200 replicas take many seconds
+                        "--kube-api-qps=200",
+                        "--kube-api-burst=400",
+                    ],
+                    logs / "kube-controller-manager.log",
+                )
+            )
+            self.processes.append(
+                processes.start(
+                    "kube-scheduler",
+                    [
+                        str(binaries.scheduler),
+                        *common,
+                        "--secure-port=0",
+                    ],
+                    logs / "kube-scheduler.log",
+                )
+            )
             controller_manager = self.processes[-2]
             processes.wait_until(apiserver, self._ready, timeout, "ready (/readyz)", interval=0.1)
-            processes.wait_until(controller_manager, self._default_service_account, timeout,
-                                 "creating the default ServiceAccount", interval=0.1)
+            processes.wait_until(
+                controller_manager,
+                self._default_service_account,
+                timeout,
+                "creating the default ServiceAccount",
+                interval=0.1,
+            )
             if not self.processes[-1].alive():
                 sched = self.processes[-1]
                 raise PlatformError(f"kube-scheduler exited with code {sched.popen.returncode}; see {sched.log_path}")

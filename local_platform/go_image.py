@@ -55,8 +55,15 @@ def build_go_image(project: Path, reference: str, module: Path = MODULE, log: Pa
         folder.mkdir(parents=True)
         env = {**os.environ, "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
         try:
-            run_build([go, "build", "-o", str(folder / binary), "."], log, GoBuildError, project.name, 1200,
-                      cwd=project, env=env)
+            run_build(
+                [go, "build", "-o", str(folder / binary), "."],
+                log,
+                GoBuildError,
+                project.name,
+                1200,
+                cwd=project,
+                env=env,
+            )
         except GoBuildError:
             shutil.rmtree(folder, ignore_errors=True)
             raise

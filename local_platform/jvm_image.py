@@ -61,8 +61,12 @@ def build_jvm_image(project: Path, reference: str, library: Path = LIBRARY, log:
     problems = [p for p in (missing("java"), missing("mvn")) if p]
     if problems:
         raise JvmBuildError("; ".join(problems))
-    return JvmImage(reference, build_once(reference, project.name, (library, project),
-                                          lambda folder, log: _maven(project, library, folder, log), log))
+    return JvmImage(
+        reference,
+        build_once(
+            reference, project.name, (library, project), lambda folder, log: _maven(project, library, folder, log), log
+        ),
+    )
 
 
 def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
@@ -71,8 +75,14 @@ def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
     work.mkdir(parents=True)
     (work / "pom.xml").write_text(reactor_pom([library, project], work))
     command = [
-        "mvn", "-B", "-q", "-f", str(work / "pom.xml"), "package",
-        "-DskipTests", "-Dmaven.test.skip=true",
+        "mvn",
+        "-B",
+        "-q",
+        "-f",
+        str(work / "pom.xml"),
+        "package",
+        "-DskipTests",
+        "-Dmaven.test.skip=true",
         f"-Dreprise.build.dir={work / 'library'}",
         f"-Dservice.build.dir={work / 'service'}",
         f"-Dservice.image.dir={folder}",

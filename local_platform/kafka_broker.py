@@ -118,8 +118,9 @@ def _record_class_archive(libs: Path) -> None:
     partial = archive.with_suffix(".partial")
     partial.unlink(missing_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="kafka-cds-", dir=archive.parent))
-    broker = KafkaBroker(workdir, libs=libs, use_class_archive=False,
-                         jvm_options=[f"-XX:ArchiveClassesAtExit={partial}"])
+    broker = KafkaBroker(
+        workdir, libs=libs, use_class_archive=False, jvm_options=[f"-XX:ArchiveClassesAtExit={partial}"]
+    )
     try:
         broker.start(timeout=300)
         _exercise(broker)
@@ -130,8 +131,11 @@ def _record_class_archive(libs: Path) -> None:
     except Exception as exc:  # noqa: BLE001 - the archive is an optimisation, never a reason to fail
         partial.unlink(missing_ok=True)
         archive.with_suffix(".failed").write_text(f"{exc}\n")
-        _log.warning("no class archive for the Kafka broker, so its starts are slower (%s); delete %s to try again",
-                     exc, archive.with_suffix(".failed"))
+        _log.warning(
+            "no class archive for the Kafka broker, so its starts are slower (%s); delete %s to try again",
+            exc,
+            archive.with_suffix(".failed"),
+        )
     finally:
         broker.stop(kill=True)  # a no-op after the clean stop above
         shutil.rmtree(workdir, ignore_errors=True)
@@ -146,8 +150,14 @@ def _exercise(broker: "KafkaBroker") -> None:
     for i in range(200):
         producer.produce(topic, key=str(i).encode(), value=b"x" * 100)
     producer.flush(60)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "reprise-class-archive",
-                         "auto.offset.reset": "earliest", "logger": _client_log})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "reprise-class-archive",
+            "auto.offset.reset": "earliest",
+            "logger": _client_log,
+        }
+    )
     try:
         consumer.subscribe([topic])
         seen, deadline = 0, time.monotonic() + 60
@@ -169,7 +179,10 @@ def _resolve(version: str, pom: bytes, home: Path, libs: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     log = home / "mvn.log"
     argv = [
-        "mvn", "-q", "-B", "-Dstyle.color=never",
+        "mvn",
+        "-q",
+        "-B",
+        "-Dstyle.color=never",
         f"-Dmaven.repo.local={cache_root() / 'maven-repository'}",
         "dependency:copy-dependencies",
         "-DincludeScope=runtime",
@@ -177,8 +190,9 @@ def _resolve(version: str, pom: bytes, home: Path, libs: Path) -> None:
     ]
     try:
         with open(log, "wb") as out:
-            code = subprocess.run(argv, cwd=build, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT).returncode
+            code = subprocess.run(
+                argv, cwd=build, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT
+            ).returncode
     except subprocess.TimeoutExpired:
         raise PlatformError(
             f"Maven did not resolve Kafka {version} within {_MAVEN_TIMEOUT:.0f}s: check access to Maven Central "
@@ -322,8 +336,9 @@ class KafkaBroker:
 
         return AdminClient({"bootstrap.servers": self.bootstrap, "logger": _client_log, **config})
 
-    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None,
-                     timeout: float = 60.0) -> str:
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None, timeout: float = 60.0
+    ) -> str:
         """Create `name` (replication factor 1) and return it once its every partition has a leader."""
         from confluent_kafka.admin import NewTopic
 
@@ -337,12 +352,18 @@ class KafkaBroker:
         deadline = time.monotonic() + timeout
         while True:
             topic = admin.list_topics(topic=name, timeout=10).topics.get(name)
-            if (topic is not None and topic.error is None and len(topic.partitions) == partitions
-                    and all(p.leader >= 0 for p in topic.partitions.values())):
+            if (
+                topic is not None
+                and topic.error is None
+                and len(topic.partitions) == partitions
+                and all(p.leader >= 0 for p in topic.partitions.values())
+            ):
                 return name
             if time.monotonic() > deadline:
-                raise PlatformError(f"topic {name} was created but has no leader for all {partitions} partitions "
-                                    f"after {timeout:.0f}s; see {self.log_path}")
+                raise PlatformError(
+                    f"topic {name} was created but has no leader for all {partitions} partitions "
+                    f"after {timeout:.0f}s; see {self.log_path}"
+                )
             time.sleep(0.1)
 
     # -- internals
@@ -361,7 +382,8 @@ class KafkaBroker:
             *argv,
             *(self.jvm_options if server else ()),
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-            "-cp", f"{libs}/*",
+            "-cp",
+            f"{libs}/*",
         ]
 
     def _write_config(self) -> None:
@@ -377,18 +399,32 @@ class KafkaBroker:
 
     def _format(self, libs: Path, timeout: float) -> None:
         log = self.workdir / "format.log"
-        argv = [*self._java(libs, server=False), "kafka.tools.StorageTool", "format",
-                f"--cluster-id={new_cluster_id()}", "-c", str(self.config_path)]
+        argv = [
+            *self._java(libs, server=False),
+            "kafka.tools.StorageTool",
+            "format",
+            f"--cluster-id={new_cluster_id()}",
+            "-c",
+            str(self.config_path),
+        ]
         try:
             with open(log, "wb") as out:
-                code = subprocess.run(argv, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=timeout).returncode
+                code = subprocess.run(
+                    argv,
+                    cwd=self.workdir,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    timeout=timeout,
+                ).returncode
         except subprocess.TimeoutExpired:
             raise PlatformError(f"formatting Kafka storage took over {timeout:.0f}s; see {log}") from None
         if code != 0:
             tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
-            raise PlatformError(f"formatting Kafka storage in {self.data_dir} failed (exit {code}): {tail}; "
-                                f"delete {self.workdir} and start again, see {log}")
+            raise PlatformError(
+                f"formatting Kafka storage in {self.data_dir} failed (exit {code}): {tail}; "
+                f"delete {self.workdir} and start again, see {log}"
+            )
 
     def _wait_ready(self, spent: float, timeout: float) -> None:
         assert self._process is not None

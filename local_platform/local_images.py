@@ -87,8 +87,9 @@ def source_hash(*roots: Path) -> str:
 IMAGE_APP = "/app"
 
 
-def build_once(reference: str, name: str, sources: Sequence[Path], build: Callable[[Path, Path], None],
-               log: Path | None = None) -> Path:
+def build_once(
+    reference: str, name: str, sources: Sequence[Path], build: Callable[[Path, Path], None], log: Path | None = None
+) -> Path:
     """The folder holding image `name` built from `sources`, published as `reference` with `/app` mapped to it.
 
     `build(folder, log)` runs only when this exact source has no finished build (its `.built` stamp, written
@@ -107,15 +108,31 @@ def build_once(reference: str, name: str, sources: Sequence[Path], build: Callab
     return folder
 
 
-def run_build(command: list[str], log: Path, error: type[Exception], what: str, timeout: float,
-              cwd: Path | None = None, env: Mapping[str, str] | None = None) -> None:
+def run_build(
+    command: list[str],
+    log: Path,
+    error: type[Exception],
+    what: str,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Run one build command with its output in `log`; `error` with the log's last lines when it fails."""
     with open(log, "w") as out:
-        done = subprocess.run(command, cwd=cwd, env=dict(env) if env is not None else None, stdout=out,
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+        )
     if done.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise error(f"building {what} failed ({' '.join(command)}{' in ' + str(cwd) if cwd else ''}); log {log}:\n{tail}")
+        raise error(
+            f"building {what} failed ({' '.join(command)}{' in ' + str(cwd) if cwd else ''}); log {log}:\n{tail}"
+        )
 
 
 def build_command(module: str, build: Callable[[Path, str], Any]) -> int:

@@ -100,8 +100,17 @@ CONSOLE_SCRIPTS: Mapping[str, str] = {
 
 # Environment a process inherits from the agent; everything else comes from the pod, as in a container.
 PASSTHROUGH_ENV = (
-    "PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "JAVA_HOME", "REPRISE_CACHE",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "JAVA_HOME",
+    "REPRISE_CACHE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
 )
 
 # What a field path like metadata.labels['app'] looks like.
@@ -263,7 +272,9 @@ def container_status(view: ContainerView, is_init: bool = False) -> dict[str, An
         state = {
             "terminated": {
                 "exitCode": view.exit_code,
-                "reason": view.reason if view.reason in TERMINATED_REASONS else ("Completed" if view.exit_code == 0 else "Error"),
+                "reason": view.reason
+                if view.reason in TERMINATED_REASONS
+                else ("Completed" if view.exit_code == 0 else "Error"),
                 "startedAt": view.started_at,
                 "finishedAt": view.finished_at,
                 **({"containerID": view.container_id} if view.container_id else {}),
@@ -455,7 +466,11 @@ def resolve_env(
                 if ref.get("optional"):
                     break
                 what = "secret" if kind == "secretKeyRef" else "configmap"
-                missing = f"{what} {ref.get('name')!r}" if data is None else f"key {ref.get('key')!r} in {what} {ref.get('name')!r}"
+                missing = (
+                    f"{what} {ref.get('name')!r}"
+                    if data is None
+                    else f"key {ref.get('key')!r} in {what} {ref.get('name')!r}"
+                )
                 raise ConfigError(f"{missing} not found (env {name})")
             env[name] = data[ref["key"]].decode(errors="replace")
             break
@@ -568,9 +583,7 @@ def map_paths(text: str, mapping: Mapping[str, str]) -> str:
     mounts = sorted((m for m in mapping if m != "/"), key=len, reverse=True)
     if not mounts:
         return text
-    pattern = re.compile(
-        r"(?<![\w.\-/])(" + "|".join(re.escape(m) for m in mounts) + r")(?=$|/|[\s\"',;:=)\]}])"
-    )
+    pattern = re.compile(r"(?<![\w.\-/])(" + "|".join(re.escape(m) for m in mounts) + r")(?=$|/|[\s\"',;:=)\]}])")
     return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
@@ -739,7 +752,11 @@ class NodeAgent:
         self._watch_api = config.new_client_from_config(config_file=str(self.kubeconfig))
         self._register_node()
         self._renew_lease()
-        for target, name in ((self._heartbeat_loop, "heartbeat"), (self._watch_loop, "pod-watch"), (self._pod_loop, "pods")):
+        for target, name in (
+            (self._heartbeat_loop, "heartbeat"),
+            (self._watch_loop, "pod-watch"),
+            (self._pod_loop, "pods"),
+        ):
             t = threading.Thread(target=target, name=f"node-agent-{name}", daemon=True)
             t.start()
             self._threads.append(t)
@@ -747,7 +764,9 @@ class NodeAgent:
             self.stop()
             from .errors import PlatformError
 
-            raise PlatformError(f"node agent could not list pods within {timeout:.0f}s; is the API server at {self._server} up?")
+            raise PlatformError(
+                f"node agent could not list pods within {timeout:.0f}s; is the API server at {self._server} up?"
+            )
 
     def stop(self, timeout: float = 10.0) -> None:
         """End the threads, then SIGTERM every process group, and SIGKILL what is left after `timeout`."""
@@ -778,7 +797,11 @@ class NodeAgent:
             _close(c)
         self._ports.release_all()
         self._write_pid_file()
-        for api in (getattr(self, "_api", None), getattr(self, "_heartbeat_api", None), getattr(self, "_watch_api", None)):
+        for api in (
+            getattr(self, "_api", None),
+            getattr(self, "_heartbeat_api", None),
+            getattr(self, "_watch_api", None),
+        ):
             if api is not None:
                 api.close()
 
@@ -849,8 +872,14 @@ class NodeAgent:
         s = self.settings
 
         def cond(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
-            return {"type": ctype, "status": status, "reason": reason, "message": message,
-                    "lastHeartbeatTime": now, "lastTransitionTime": self._started_at}
+            return {
+                "type": ctype,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": self._started_at,
+            }
 
         return {
             "capacity": dict(s.allocatable),
@@ -861,7 +890,10 @@ class NodeAgent:
                 cond("PIDPressure", "False", "KubeletHasSufficientPID", "node agent: no PID pressure"),
                 cond("Ready", "True", "KubeletReady", "reprise node agent is posting ready status"),
             ],
-            "addresses": [{"type": "InternalIP", "address": s.host_ip}, {"type": "Hostname", "address": self.node_name}],
+            "addresses": [
+                {"type": "InternalIP", "address": s.host_ip},
+                {"type": "Hostname", "address": self.node_name},
+            ],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
             "nodeInfo": {
                 "machineID": self._boot_id.replace("-", ""),
@@ -1080,8 +1112,11 @@ class NodeAgent:
 
         def containers(specs: Iterable[dict[str, Any]]) -> list[_Container]:
             return [
-                _Container(spec=c, runs_locally=spark or image_runs_locally(c.get("image", ""), pattern),
-                           view=ContainerView(name=c["name"], image=c.get("image", "")))
+                _Container(
+                    spec=c,
+                    runs_locally=spark or image_runs_locally(c.get("image", ""), pattern),
+                    view=ContainerView(name=c["name"], image=c.get("image", "")),
+                )
                 for c in specs
             ]
 
@@ -1131,8 +1166,13 @@ class NodeAgent:
                     volume_dirs[name] = str(d)
                     continue
                 files = volume_files(
-                    pod.obj, vol, secrets, configmaps, lambda aud, secs: self._token(pod, aud, secs),
-                    self.settings.host_ip, self.settings.host_ip,
+                    pod.obj,
+                    vol,
+                    secrets,
+                    configmaps,
+                    lambda aud, secs: self._token(pod, aud, secs),
+                    self.settings.host_ip,
+                    self.settings.host_ip,
                 )
                 d = volumes_root / name
                 d.mkdir(parents=True, exist_ok=True)
@@ -1172,7 +1212,8 @@ class NodeAgent:
             spec["audiences"] = [audience]
         sa = (pod.obj.get("spec") or {}).get("serviceAccountName") or "default"
         resp = self._core.create_namespaced_service_account_token(
-            sa, pod.namespace,
+            sa,
+            pod.namespace,
             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
             _preload_content=False,
         )
@@ -1240,8 +1281,11 @@ class NodeAgent:
             c.next_start = now + delay
             c.restart_pending = True
             v.last_terminated = {
-                "exitCode": exit_code, "reason": v.reason, "startedAt": v.started_at,
-                "finishedAt": v.finished_at, "containerID": v.container_id,
+                "exitCode": exit_code,
+                "reason": v.reason,
+                "startedAt": v.started_at,
+                "finishedAt": v.finished_at,
+                "containerID": v.container_id,
             }
             v.state, v.reason = "waiting", "CrashLoopBackOff"
             v.message = f"back-off {delay:.0f}s restarting failed container={c.name} pod={pod.name}"
@@ -1257,8 +1301,12 @@ class NodeAgent:
             with open(c.log_path, "rb") as f:
                 f.seek(max(0, f.seek(0, os.SEEK_END) - 16 * TERMINATION_LOG_LIMIT))
                 log_tail = f.read()
-        return termination_message(c.spec.get("terminationMessagePolicy"), exit_code,
-                                   written.read_bytes() if written.is_file() else b"", log_tail)
+        return termination_message(
+            c.spec.get("terminationMessagePolicy"),
+            exit_code,
+            written.read_bytes() if written.is_file() else b"",
+            log_tail,
+        )
 
     def _start(self, pod: _Pod, c: _Container, now: float) -> None:
         v = c.view
@@ -1287,8 +1335,13 @@ class NodeAgent:
         c.log_file = open(c.log_path, "ab")
         try:
             c.popen = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdout=c.log_file, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                argv,
+                env=env,
+                cwd=cwd,
+                stdout=c.log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except OSError as exc:
             _close(c)
@@ -1318,8 +1371,13 @@ class NodeAgent:
             c.backoff_count += 1
             c.next_start = now + delay
             c.restart_pending = True
-            v.last_terminated = {"exitCode": 128, "reason": "StartError", "message": v.message,
-                                 "startedAt": v.started_at, "finishedAt": v.finished_at}
+            v.last_terminated = {
+                "exitCode": 128,
+                "reason": "StartError",
+                "message": v.message,
+                "startedAt": v.started_at,
+                "finishedAt": v.finished_at,
+            }
             v.state, v.reason = "waiting", "CrashLoopBackOff"
         else:
             v.state = "terminated"
@@ -1383,7 +1441,9 @@ class NodeAgent:
             if mount_path.startswith("/var/run/secrets/kubernetes.io/serviceaccount") and token.is_file():
                 path = pod.directory / f"kubeconfig-{spec['name']}"
                 ca = Path(local) / "ca.crt"
-                path.write_text(pod_kubeconfig(self._server, str(ca if ca.is_file() else self._ca_file), str(token), pod.namespace))
+                path.write_text(
+                    pod_kubeconfig(self._server, str(ca if ca.is_file() else self._ca_file), str(token), pod.namespace)
+                )
                 return str(path)
         return None
 
@@ -1413,9 +1473,15 @@ class NodeAgent:
 
             try:
                 self._core.delete_namespaced_pod(
-                    pod.name, pod.namespace, grace_period_seconds=0,
-                    body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
-                          "preconditions": {"uid": pod.uid}},
+                    pod.name,
+                    pod.namespace,
+                    grace_period_seconds=0,
+                    body={
+                        "apiVersion": "v1",
+                        "kind": "DeleteOptions",
+                        "gracePeriodSeconds": 0,
+                        "preconditions": {"uid": pod.uid},
+                    },
                 )
             except ApiException as exc:
                 if exc.status not in (404, 409):
@@ -1433,8 +1499,13 @@ class NodeAgent:
         if pod.reported is not None and now < pod.next_report:
             return
         status = pod_status(
-            pod.obj, [c.view for c in pod.init], [c.view for c in pod.main], pod.phase,
-            self.settings.host_ip, pod.start_time, rfc3339(time.time()),
+            pod.obj,
+            [c.view for c in pod.init],
+            [c.view for c in pod.main],
+            pod.phase,
+            self.settings.host_ip,
+            pod.start_time,
+            rfc3339(time.time()),
         )
         if status == pod.reported:
             return
@@ -1443,7 +1514,10 @@ class NodeAgent:
 
         try:
             self._core.patch_namespaced_pod_status(
-                pod.name, pod.namespace, {"status": status}, _content_type="application/merge-patch+json",
+                pod.name,
+                pod.namespace,
+                {"status": status},
+                _content_type="application/merge-patch+json",
                 _preload_content=False,
             )
         except ApiException as exc:

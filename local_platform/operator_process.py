@@ -38,8 +38,12 @@ class OperatorProcess:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "reprise_operator"], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            [sys.executable, "-m", "reprise_operator"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + timeout
@@ -47,7 +51,9 @@ class OperatorProcess:
             if self.popen.poll() is not None:
                 raise AssertionError(f"the operator exited with {self.popen.returncode}:\n{self.log()[-4000:]}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"the operator did not start watching within {timeout:.0f}s:\n{self.log()[-4000:]}")
+                raise AssertionError(
+                    f"the operator did not start watching within {timeout:.0f}s:\n{self.log()[-4000:]}"
+                )
             time.sleep(0.2)
 
     def kill(self) -> None:

@@ -31,8 +31,9 @@ STATE_FILE = REPO_ROOT / ".reprise" / "platform.json"
 class LocalPlatform:
     """Kafka + Kubernetes on loopback, all under `workdir` (replaced at each `up()`)."""
 
-    def __init__(self, workdir: Path | str = DEFAULT_WORKDIR, *, state_file: Path | str | None = STATE_FILE,
-                 kafka: bool = True) -> None:
+    def __init__(
+        self, workdir: Path | str = DEFAULT_WORKDIR, *, state_file: Path | str | None = STATE_FILE, kafka: bool = True
+    ) -> None:
         self.workdir = Path(workdir).resolve()
         self.state_file = Path(state_file) if state_file else None
         self.with_kafka = kafka
@@ -212,7 +213,9 @@ def stop_recorded(state_file: Path = STATE_FILE, timeout: float = 60.0) -> list[
         if _wait_gone([owner], timeout):
             stopped.append(f"platform process {owner[0]}")
         else:
-            raise PlatformError(f"the platform process {owner[0]} did not stop within {timeout:.0f}s; kill it with `kill -9 {owner[0]}`")
+            raise PlatformError(
+                f"the platform process {owner[0]} did not stop within {timeout:.0f}s; kill it with `kill -9 {owner[0]}`"
+            )
     leftovers: list[tuple[str, Any]] = []
     try:
         containers = json.loads(Path(state.get("container_pid_file", "")).read_text()).get("pids", [])

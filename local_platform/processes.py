@@ -211,7 +211,9 @@ def start(
         )
     except FileNotFoundError as exc:
         log_file.close()
-        raise PlatformError(f"cannot start {name}: {argv[0]} not found ({exc.strerror}); run `make platform` to build it") from None
+        raise PlatformError(
+            f"cannot start {name}: {argv[0]} not found ({exc.strerror}); run `make platform` to build it"
+        ) from None
     return ManagedProcess(name=name, popen=popen, log_path=log_path, _log_file=log_file)
 
 
@@ -236,4 +238,6 @@ def wait_until(
         except Exception:  # readiness probes fail in many ways while a server starts
             pass
         time.sleep(interval)
-    raise PlatformError(f"{process.name} was not {what} within {timeout:.0f}s; see {process.log_path}:\n{process.log_tail()}")
+    raise PlatformError(
+        f"{process.name} was not {what} within {timeout:.0f}s; see {process.log_path}:\n{process.log_tail()}"
+    )

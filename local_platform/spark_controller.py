@@ -42,9 +42,11 @@ from .spark_operator import SPARK_OPERATOR_VERSION, ensure_sparkapplication_crd,
 from .toolchain import ensure_spark_operator
 
 #: What `make run` prints about the Spark operator.
-NOTICE = (f"Spark operator: the Kubeflow Spark operator {SPARK_OPERATOR_VERSION} (controller and webhook, built "
-          f"from its Go module); driver pods run through the node agent as local spark-submits in {LOCAL_MASTER} "
-          "(no executor pods, no web UI; docs/local-platform.md)")
+NOTICE = (
+    f"Spark operator: the Kubeflow Spark operator {SPARK_OPERATOR_VERSION} (controller and webhook, built "
+    f"from its Go module); driver pods run through the node agent as local spark-submits in {LOCAL_MASTER} "
+    "(no executor pods, no web UI; docs/local-platform.md)"
+)
 
 #: Where the webhook keeps its certificate Secret (the helm chart's release namespace).
 OPERATOR_NAMESPACE = "spark-operator"
@@ -52,8 +54,11 @@ SERVICE_ACCOUNT = "spark-operator"
 WEBHOOK_NAME = "spark-operator-webhook"
 #: The container spark-submit names in every driver pod.
 DRIVER_CONTAINER = "spark-kubernetes-driver"
-CRD_FILES = ("sparkoperator.k8s.io_sparkapplications.yaml", "sparkoperator.k8s.io_scheduledsparkapplications.yaml",
-             "sparkoperator.k8s.io_sparkconnects.yaml")
+CRD_FILES = (
+    "sparkoperator.k8s.io_sparkapplications.yaml",
+    "sparkoperator.k8s.io_scheduledsparkapplications.yaml",
+    "sparkoperator.k8s.io_sparkconnects.yaml",
+)
 
 
 def install_crd(kubeconfig: str | Path) -> None:
@@ -88,32 +93,62 @@ def webhook_configurations(port: int, namespaces: Sequence[str] = ()) -> list[di
     """The helm chart's webhook configurations (pods, SparkApplications), reaching the webhook by URL."""
     selector: dict[str, Any] = {}
     if namespaces:
-        selector = {"namespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]}}
+        selector = {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}
+                ]
+            }
+        }
 
     def hook(name: str, path: str, rules: dict, **extra: Any) -> dict:
-        return {"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
-                "failurePolicy": "Fail", "timeoutSeconds": 10,
-                "clientConfig": {"url": f"https://localhost:{port}{path}"}, "rules": [rules], **selector, **extra}
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "NoneOnDryRun",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            "clientConfig": {"url": f"https://localhost:{port}{path}"},
+            "rules": [rules],
+            **selector,
+            **extra,
+        }
 
-    apps = {"apiGroups": ["sparkoperator.k8s.io"], "apiVersions": ["v1beta2"], "resources": ["sparkapplications"],
-            "operations": ["CREATE", "UPDATE"]}
+    apps = {
+        "apiGroups": ["sparkoperator.k8s.io"],
+        "apiVersions": ["v1beta2"],
+        "resources": ["sparkapplications"],
+        "operations": ["CREATE", "UPDATE"],
+    }
     mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_NAME},
         "webhooks": [
-            hook("mutate--v1-pod.sparkoperator.k8s.io", "/mutate--v1-pod",
-                 {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
-                 objectSelector={"matchLabels": {"sparkoperator.k8s.io/launched-by-spark-operator": "true"}}),
-            hook("mutate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io",
-                 "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication", apps),
+            hook(
+                "mutate--v1-pod.sparkoperator.k8s.io",
+                "/mutate--v1-pod",
+                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
+                objectSelector={"matchLabels": {"sparkoperator.k8s.io/launched-by-spark-operator": "true"}},
+            ),
+            hook(
+                "mutate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io",
+                "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication",
+                apps,
+            ),
         ],
     }
     validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_NAME},
-        "webhooks": [hook("validate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io",
-                          "/validate-sparkoperator-k8s-io-v1beta2-sparkapplication", apps)],
+        "webhooks": [
+            hook(
+                "validate-sparkoperator-k8s-io-v1beta2-sparkapplication.sparkoperator.k8s.io",
+                "/validate-sparkoperator-k8s-io-v1beta2-sparkapplication",
+                apps,
+            )
+        ],
     }
     return [mutating, validating]
 
@@ -163,26 +198,56 @@ class SparkOperator:
         port = self._ports.claim_port()
         self._apply_webhook_configurations(client, port)
         env = self._environment()
-        common = [f"--namespaces={','.join(self.namespaces)}", "--health-probe-bind-address=0",
-                  "--metrics-bind-address=0", "--zap-log-level=info"]
+        common = [
+            f"--namespaces={','.join(self.namespaces)}",
+            "--health-probe-bind-address=0",
+            "--metrics-bind-address=0",
+            "--zap-log-level=info",
+        ]
         certs = self.workdir / "webhook-certs"
         shutil.rmtree(certs, ignore_errors=True)
         self._ports.release(port)  # the webhook binds it now
         self.webhook = processes.start(
             "spark-operator webhook",
-            [str(binary), "webhook", "start", *common, f"--webhook-port={port}", f"--webhook-cert-dir={certs}",
-             f"--mutating-webhook-name={WEBHOOK_NAME}", f"--validating-webhook-name={WEBHOOK_NAME}",
-             "--webhook-svc-name=spark-operator-webhook-svc", f"--webhook-svc-namespace={OPERATOR_NAMESPACE}",
-             f"--webhook-secret-namespace={OPERATOR_NAMESPACE}"],
-            self.workdir / "webhook.log", env=env, cwd=self.workdir)
-        processes.wait_until(self.webhook, lambda: processes.port_is_open(port) and self._ca_bundles_set(client),
-                             timeout, "serving admission requests (its CA in the webhook configurations)")
+            [
+                str(binary),
+                "webhook",
+                "start",
+                *common,
+                f"--webhook-port={port}",
+                f"--webhook-cert-dir={certs}",
+                f"--mutating-webhook-name={WEBHOOK_NAME}",
+                f"--validating-webhook-name={WEBHOOK_NAME}",
+                "--webhook-svc-name=spark-operator-webhook-svc",
+                f"--webhook-svc-namespace={OPERATOR_NAMESPACE}",
+                f"--webhook-secret-namespace={OPERATOR_NAMESPACE}",
+            ],
+            self.workdir / "webhook.log",
+            env=env,
+            cwd=self.workdir,
+        )
+        processes.wait_until(
+            self.webhook,
+            lambda: processes.port_is_open(port) and self._ca_bundles_set(client),
+            timeout,
+            "serving admission requests (its CA in the webhook configurations)",
+        )
         self.controller = processes.start(
             "spark-operator controller",
             [str(binary), "controller", "start", *common, "--enable-ui-service=false", "--controller-threads=4"],
-            self.controller_log, env=env, cwd=self.workdir)
-        processes.wait_until(self.controller, lambda: "Starting workers" in self.controller.log_tail(400)
-                             or "Starting Controller" in self.controller.log_tail(400), timeout, "started")
+            self.controller_log,
+            env=env,
+            cwd=self.workdir,
+        )
+        processes.wait_until(
+            self.controller,
+            lambda: (
+                "Starting workers" in self.controller.log_tail(400)
+                or "Starting Controller" in self.controller.log_tail(400)
+            ),
+            timeout,
+            "started",
+        )
 
     def _service_account_kubeconfig(self, client: Any) -> Path:
         """A kubeconfig acting as the operator's ServiceAccount (cluster-admin), with a bearer token.
@@ -194,31 +259,53 @@ class SparkOperator:
 
         core, rbac = client.CoreV1Api(self._api), client.RbacAuthorizationV1Api(self._api)
         for create, body in (
-                (lambda b: core.create_namespaced_service_account(OPERATOR_NAMESPACE, b),
-                 {"metadata": {"name": SERVICE_ACCOUNT}}),
-                (rbac.create_cluster_role_binding,
-                 {"metadata": {"name": SERVICE_ACCOUNT},
-                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                  "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": OPERATOR_NAMESPACE}]})):
+            (
+                lambda b: core.create_namespaced_service_account(OPERATOR_NAMESPACE, b),
+                {"metadata": {"name": SERVICE_ACCOUNT}},
+            ),
+            (
+                rbac.create_cluster_role_binding,
+                {
+                    "metadata": {"name": SERVICE_ACCOUNT},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": "cluster-admin",
+                    },
+                    "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": OPERATOR_NAMESPACE}],
+                },
+            ),
+        ):
             try:
                 create(body)
             except ApiException as exc:
                 if exc.status != 409:
                     raise
         token = core.create_namespaced_service_account_token(
-            SERVICE_ACCOUNT, OPERATOR_NAMESPACE,
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 7 * 86400}},
+            SERVICE_ACCOUNT,
+            OPERATOR_NAMESPACE,
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 7 * 86400},
+            },
         ).status.token
         admin = yaml.safe_load(self.kubeconfig.read_text())
         cluster = admin["clusters"][0]["cluster"]
         path = self.workdir / "spark-operator.kubeconfig"
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "local", "cluster": cluster}],
-            "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": SERVICE_ACCOUNT}}],
-            "current-context": "local",
-        }, indent=2))
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "local", "cluster": cluster}],
+                    "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+                    "contexts": [{"name": "local", "context": {"cluster": "local", "user": SERVICE_ACCOUNT}}],
+                    "current-context": "local",
+                },
+                indent=2,
+            )
+        )
         path.chmod(0o600)
         return path
 
@@ -241,10 +328,17 @@ class SparkOperator:
         admission = client.AdmissionregistrationV1Api(self._api)
         mutating, validating = webhook_configurations(port, self.namespaces)
         for body, create, delete in (
-                (mutating, admission.create_mutating_webhook_configuration,
-                 admission.delete_mutating_webhook_configuration),
-                (validating, admission.create_validating_webhook_configuration,
-                 admission.delete_validating_webhook_configuration)):
+            (
+                mutating,
+                admission.create_mutating_webhook_configuration,
+                admission.delete_mutating_webhook_configuration,
+            ),
+            (
+                validating,
+                admission.create_validating_webhook_configuration,
+                admission.delete_validating_webhook_configuration,
+            ),
+        ):
             try:
                 delete(WEBHOOK_NAME)  # one left by an earlier run names another port
             except ApiException as exc:
@@ -272,8 +366,10 @@ class SparkOperator:
             from kubernetes import client
 
             admission = client.AdmissionregistrationV1Api(self._api)
-            for delete in (admission.delete_mutating_webhook_configuration,
-                           admission.delete_validating_webhook_configuration):
+            for delete in (
+                admission.delete_mutating_webhook_configuration,
+                admission.delete_validating_webhook_configuration,
+            ):
                 try:
                     delete(WEBHOOK_NAME, _request_timeout=10)
                 except Exception:  # the API server may be stopping too
@@ -288,8 +384,9 @@ class SparkOperator:
         self.stop()
 
 
-def start_spark_controller(kubeconfig: str | Path, workdir: str | Path, *,
-                           namespaces: Sequence[str] = ()) -> SparkOperator:
+def start_spark_controller(
+    kubeconfig: str | Path, workdir: str | Path, *, namespaces: Sequence[str] = ()
+) -> SparkOperator:
     """The running Spark operator for the SparkApplications of `namespaces` (all when empty); `stop()` it.
 
     Applications should name Spark `pyspark_version()`, the Spark that runs their drivers here (the
@@ -298,5 +395,13 @@ def start_spark_controller(kubeconfig: str | Path, workdir: str | Path, *,
     return SparkOperator(kubeconfig, workdir, namespaces=namespaces).start()
 
 
-__all__ = ["DRIVER_CONTAINER", "NOTICE", "SparkOperator", "driver_log", "driver_pid", "driver_pod_name",
-           "install_crd", "start_spark_controller"]
+__all__ = [
+    "DRIVER_CONTAINER",
+    "NOTICE",
+    "SparkOperator",
+    "driver_log",
+    "driver_pid",
+    "driver_pod_name",
+    "install_crd",
+    "start_spark_controller",
+]

@@ -111,7 +111,7 @@ def _split_property(line: str) -> tuple[str, str]:
             if rest[:1] in ("=", ":") and ch in " \t":
                 rest = rest[1:].lstrip(" \t")
             elif ch in "=:":
-                rest = line[i + 1:].lstrip(" \t")
+                rest = line[i + 1 :].lstrip(" \t")
             return key, rest
         i += 1
     return line, ""
@@ -128,7 +128,7 @@ def _unescape(text: str) -> str:
             continue
         nxt = text[i + 1]
         if nxt == "u" and i + 6 <= len(text):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
             i += 6
             continue
         out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
@@ -156,17 +156,17 @@ def format_properties(props: Mapping[str, str]) -> str:
 def image_path(value: str, path_map: Mapping[str, str]) -> str:
     """`local:///opt/reprise/spark_app/main.py` -> `<checkout>/spark_app/main.py`; longest prefix first.
     A `local://` URI is a file of the container: the scheme goes, whether or not a prefix matched."""
-    text = value[len("local://"):] if value.startswith("local://") else value
+    text = value[len("local://") :] if value.startswith("local://") else value
     for prefix in sorted(path_map, key=len, reverse=True):
         if text == prefix or text.startswith(prefix.rstrip("/") + "/"):
-            return path_map[prefix] + text[len(prefix.rstrip("/")):]
+            return path_map[prefix] + text[len(prefix.rstrip("/")) :]
     return text
 
 
 def image_jar(value: str, resolved: Mapping[str, str], spark_jars_dir: Path | None) -> str | None:
     """A `spark.jars` entry on this machine: None for a jar of the image's `/opt/spark/jars` (pyspark's own, or
     an artifact the image bakes in: both are on the classpath already), unchanged for any other jar."""
-    text = value[len("local://"):] if value.startswith("local://") else value
+    text = value[len("local://") :] if value.startswith("local://") else value
     if not text.startswith(IMAGE_JARS_DIR.rstrip("/") + "/"):
         return value
     name = text.rsplit("/", 1)[1]
@@ -175,12 +175,20 @@ def image_jar(value: str, resolved: Mapping[str, str], spark_jars_dir: Path | No
     m = _JAR_NAME.match(name)
     if m and m.group("artifact") in resolved:
         return None
-    raise SparkImageError(f"{text} is a jar of the Spark image that this machine does not have: the local "
-                          f"platform maps only Spark's own jars and {', '.join(sorted(resolved))}")
+    raise SparkImageError(
+        f"{text} is a jar of the Spark image that this machine does not have: the local "
+        f"platform maps only Spark's own jars and {', '.join(sorted(resolved))}"
+    )
 
 
-def local_driver_properties(props: Mapping[str, str], *, resolved: Mapping[str, str], classpath: Sequence[str],
-                            spark_jars_dir: Path | None, path_map: Mapping[str, str] = IMAGE_PATHS) -> dict[str, str]:
+def local_driver_properties(
+    props: Mapping[str, str],
+    *,
+    resolved: Mapping[str, str],
+    classpath: Sequence[str],
+    spark_jars_dir: Path | None,
+    path_map: Mapping[str, str] = IMAGE_PATHS,
+) -> dict[str, str]:
     """The driver's properties, for a local-mode driver on this machine (see the module docstring).
 
     `resolved`: artifact -> local jar of what the image bakes into /opt/spark/jars; `classpath`: those local
@@ -207,8 +215,9 @@ def local_driver_properties(props: Mapping[str, str], *, resolved: Mapping[str, 
     return out
 
 
-def driver_argv(args: Sequence[str], spark_submit: str, properties: str,
-                path_map: Mapping[str, str] = IMAGE_PATHS) -> list[str]:
+def driver_argv(
+    args: Sequence[str], spark_submit: str, properties: str, path_map: Mapping[str, str] = IMAGE_PATHS
+) -> list[str]:
     """The local spark-submit for the driver container's args (what the image's entrypoint does with
     `driver ...`): client mode, the local properties file, the main file mapped, the job's args as given."""
     if not args or args[0] != "driver":
@@ -227,7 +236,7 @@ def driver_argv(args: Sequence[str], spark_submit: str, properties: str,
             continue
         # The primary resource (the main file), then the application's own arguments, unchanged.
         argv.append(image_path(arg, path_map) if arg.startswith("local://") else arg)
-        argv += rest[i + 1:]
+        argv += rest[i + 1 :]
         break
     return argv
 
@@ -275,8 +284,12 @@ def run_driver(args: Sequence[str]) -> None:
         raise SparkImageError(f"the driver's properties file {source} does not exist (is its ConfigMap mounted?)")
     resolved, classpath = _image_jars()
     spark_submit = spark_submit_executable()
-    props = local_driver_properties(parse_properties(source.read_text()), resolved=resolved, classpath=classpath,
-                                    spark_jars_dir=Path(spark_submit).parent.parent / "jars")
+    props = local_driver_properties(
+        parse_properties(source.read_text()),
+        resolved=resolved,
+        classpath=classpath,
+        spark_jars_dir=Path(spark_submit).parent.parent / "jars",
+    )
     local = Path.cwd() / "spark-local.properties"
     local.write_text(format_properties(props))
     argv = driver_argv(args, spark_submit, str(local))
@@ -295,8 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if role == "driver":
             run_driver(args)
         if role == "executor":
-            raise SparkImageError("executor pods are not run here: the local driver runs Spark in local mode, "
-                                  "its executors are threads of the driver JVM")
+            raise SparkImageError(
+                "executor pods are not run here: the local driver runs Spark in local mode, "
+                "its executors are threads of the driver JVM"
+            )
         raise SparkImageError(f"the Spark image's entrypoint runs `driver` or `executor`, not {role!r}")
     except SparkImageError as exc:
         print(f"local_platform.spark_image: {exc}", file=sys.stderr, flush=True)

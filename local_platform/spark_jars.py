@@ -122,18 +122,30 @@ def resolve_spark_jars(spark_version: str | None = None) -> SparkJars:
             found = cached()
             if found is None:
                 found = _resolve(version, home, exact_only)
-                manifest.write_text(json.dumps({
-                    "pom_digest": digest,
-                    "spark_version": version,
-                    "exact": found.exact,
-                    "versions": found.versions,
-                    "jars": [str(p) for p in found.jars],
-                }, indent=2) + "\n")
+                manifest.write_text(
+                    json.dumps(
+                        {
+                            "pom_digest": digest,
+                            "spark_version": version,
+                            "exact": found.exact,
+                            "versions": found.versions,
+                            "jars": [str(p) for p in found.jars],
+                        },
+                        indent=2,
+                    )
+                    + "\n"
+                )
     if not found.exact:
         _log.warning(
             "Spark %s's Kafka connector is not on Maven Central as seen from here; using %s %s and %s %s of "
-            "the same release line (set %s=1 to refuse)", version, CONNECTOR, found.versions[CONNECTOR],
-            TOKEN_PROVIDER, found.versions[TOKEN_PROVIDER], EXACT_ENV)
+            "the same release line (set %s=1 to refuse)",
+            version,
+            CONNECTOR,
+            found.versions[CONNECTOR],
+            TOKEN_PROVIDER,
+            found.versions[TOKEN_PROVIDER],
+            EXACT_ENV,
+        )
     return found
 
 
@@ -145,8 +157,9 @@ def _resolve(version: str, home: Path, exact_only: bool) -> SparkJars:
     attempts: list[dict[str, str]] = [{"spark.version": version}]
     if not exact_only:
         within_line = line_range(version)
-        attempts.append({"spark.version": version, "spark.kafka.version": within_line,
-                         "spark.token-provider.version": within_line})
+        attempts.append(
+            {"spark.version": version, "spark.kafka.version": within_line, "spark.token-provider.version": within_line}
+        )
     problem = ""
     for number, properties in enumerate(attempts, start=1):
         staging = home / "jars.partial"
@@ -171,7 +184,8 @@ def _resolve(version: str, home: Path, exact_only: bool) -> SparkJars:
 
 def _maven(build: Path, staging: Path, properties: dict[str, str], log: Path, version: str) -> int:
     argv = [
-        "mvn", "-B",
+        "mvn",
+        "-B",
         f"-Dmaven.repo.local={cache_root() / 'maven-repository'}",
         *(f"-D{key}={value}" for key, value in properties.items()),
         "dependency:copy-dependencies",
@@ -180,8 +194,9 @@ def _maven(build: Path, staging: Path, properties: dict[str, str], log: Path, ve
     ]
     try:
         with open(log, "wb") as out:
-            return subprocess.run(argv, cwd=build, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT).returncode
+            return subprocess.run(
+                argv, cwd=build, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT
+            ).returncode
     except subprocess.TimeoutExpired:
         raise PlatformError(
             f"Maven did not resolve Spark {version}'s Kafka connector within {_MAVEN_TIMEOUT:.0f}s: check access "
@@ -194,12 +209,15 @@ def _collect(staging: Path, log: Path) -> tuple[list[Path], dict[str, str]]:
     jars: list[Path] = []
     versions: dict[str, str] = {}
     for artifact in ARTIFACTS:
-        matches = [p for p in staging.glob(f"{artifact}-*.jar")
-                   if re.fullmatch(rf"{re.escape(artifact)}-(\d[^/]*)\.jar", p.name)]
+        matches = [
+            p
+            for p in staging.glob(f"{artifact}-*.jar")
+            if re.fullmatch(rf"{re.escape(artifact)}-(\d[^/]*)\.jar", p.name)
+        ]
         if len(matches) != 1:
             raise PlatformError(f"Maven ran but {artifact} is not (or not once) in {staging}: see {log}, fix {POM}")
         jars.append(matches[0])
-        versions[artifact] = matches[0].name[len(artifact) + 1:-len(".jar")]
+        versions[artifact] = matches[0].name[len(artifact) + 1 : -len(".jar")]
     return jars, versions
 
 

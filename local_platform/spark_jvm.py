@@ -65,11 +65,22 @@ def ensure_class_data_archive() -> Path:
         return archive
     partial = archive.with_name(f"{ARCHIVE_NAME}.{os.getpid()}.partial")
     log_path = archive.with_name("dump.log")
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"{C1_ONLY} -XX:ArchiveClassesAtExit={partial}",
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "SPARK_SUBMIT_OPTS": f"{C1_ONLY} -XX:ArchiveClassesAtExit={partial}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
     with open(log_path, "wb") as log:
-        done = subprocess.run([sys.executable, "-m", "local_platform.spark_jvm"], stdout=log, stderr=subprocess.STDOUT,
-                              env=env, cwd=Path(__file__).resolve().parent.parent, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "local_platform.spark_jvm"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=Path(__file__).resolve().parent.parent,
+            timeout=900,
+        )
     if done.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
         raise PlatformError(f"dumping Spark's class-data archive failed (exit {done.returncode}); see {log_path}")
@@ -95,11 +106,34 @@ def _dump_workload() -> None:
             write_lake(spark, LakeSpec(rows=3000, days=6, keys=50), lake)
             schema = Path(folder) / "latest.json"
             schema.write_text(json.dumps(LATEST_SCHEMA))
-            run_job(spark, parse_settings([
-                "--source", lake, "--partition-column", "dt", "--timestamp-column", "ts", "--key-column", "user_id",
-                "--latest-schema", str(schema), "--to", "2024-01-07T00:00:00Z", "--bootstrap-servers", "127.0.0.1:9",
-                "--topic", "unused", "--progress", f"file://{folder}/progress", "--filter", "event_type <> 'view'",
-                "--dry-run"]))
+            run_job(
+                spark,
+                parse_settings(
+                    [
+                        "--source",
+                        lake,
+                        "--partition-column",
+                        "dt",
+                        "--timestamp-column",
+                        "ts",
+                        "--key-column",
+                        "user_id",
+                        "--latest-schema",
+                        str(schema),
+                        "--to",
+                        "2024-01-07T00:00:00Z",
+                        "--bootstrap-servers",
+                        "127.0.0.1:9",
+                        "--topic",
+                        "unused",
+                        "--progress",
+                        f"file://{folder}/progress",
+                        "--filter",
+                        "event_type <> 'view'",
+                        "--dry-run",
+                    ]
+                ),
+            )
         finally:
             gateway = SparkContext._gateway
             spark.stop()

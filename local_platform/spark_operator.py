@@ -59,8 +59,10 @@ def ensure_sparkapplication_crd(version: str = SPARK_OPERATOR_VERSION) -> Path:
         module_dir = _download(version, home)
         crd = module_dir / CRD_RELATIVE
         if not crd.is_file():
-            raise PlatformError(f"{MODULE}@{version} has no {CRD_RELATIVE}: pin a v2 release that has it "
-                                f"(SPARK_OPERATOR_VERSION in {__file__})")
+            raise PlatformError(
+                f"{MODULE}@{version} has no {CRD_RELATIVE}: pin a v2 release that has it "
+                f"(SPARK_OPERATOR_VERSION in {__file__})"
+            )
         pointer.write_text(f"{module_dir}\n")
         return crd
 
@@ -68,8 +70,10 @@ def ensure_sparkapplication_crd(version: str = SPARK_OPERATOR_VERSION) -> Path:
 def _download(version: str, home: Path) -> Path:
     go = shutil.which("go")
     if go is None:
-        raise PlatformError("go not found on PATH, needed once to fetch the Spark operator's CRD from the Go "
-                            "module proxy: install Go 1.25 or newer and put it on PATH")
+        raise PlatformError(
+            "go not found on PATH, needed once to fetch the Spark operator's CRD from the Go "
+            "module proxy: install Go 1.25 or newer and put it on PATH"
+        )
     env = dict(os.environ)
     # A module cache of its own, so the download is keyed by version and a fresh clone finds it again.
     env.update(GOMODCACHE=str(home / "gomod"), GOFLAGS="-mod=mod", GOTOOLCHAIN="local", GO111MODULE="on")
@@ -77,11 +81,14 @@ def _download(version: str, home: Path) -> Path:
     argv = [go, "mod", "download", "-json", f"{MODULE}@{version}"]
     try:
         # Run in the cache folder: a go.mod in the caller's working directory must not take part.
-        done = subprocess.run(argv, cwd=home, env=env, capture_output=True, stdin=subprocess.DEVNULL,
-                              timeout=_GO_TIMEOUT)
+        done = subprocess.run(
+            argv, cwd=home, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=_GO_TIMEOUT
+        )
     except subprocess.TimeoutExpired:
-        raise PlatformError(f"`go mod download {MODULE}@{version}` took over {_GO_TIMEOUT:.0f}s: check access to "
-                            f"the Go module proxy (GOPROXY) and try again") from None
+        raise PlatformError(
+            f"`go mod download {MODULE}@{version}` took over {_GO_TIMEOUT:.0f}s: check access to "
+            f"the Go module proxy (GOPROXY) and try again"
+        ) from None
     log.write_bytes(done.stdout + b"\n" + done.stderr)
     try:
         info = json.loads(done.stdout.decode() or "{}")
@@ -91,8 +98,10 @@ def _download(version: str, home: Path) -> Path:
         reason = info.get("Error") or done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         if isinstance(reason, list):
             reason = reason[0]
-        raise PlatformError(f"`go mod download {MODULE}@{version}` failed: {reason}; check access to the Go module "
-                            f"proxy (GOPROXY) or pin another v2 release; see {log}")
+        raise PlatformError(
+            f"`go mod download {MODULE}@{version}` failed: {reason}; check access to the Go module "
+            f"proxy (GOPROXY) or pin another v2 release; see {log}"
+        )
     return Path(info["Dir"])
 
 
@@ -110,7 +119,9 @@ def install_sparkapplication_crd(api_client: Any, crd: Path | None = None, timeo
         extensions.create_custom_resource_definition(body)
     except ApiException as exc:
         if exc.status != 409:
-            raise PlatformError(f"the API server refused the SparkApplication CRD: {exc.reason} ({exc.status})") from None
+            raise PlatformError(
+                f"the API server refused the SparkApplication CRD: {exc.reason} ({exc.status})"
+            ) from None
         existing = extensions.read_custom_resource_definition(name)
         body["metadata"]["resourceVersion"] = existing.metadata.resource_version
         extensions.replace_custom_resource_definition(name, body)

@@ -63,12 +63,18 @@ class Component:
         return all(p.is_file() and os.access(p, os.X_OK) for p in self.paths())
 
 
-KUBE = Component("kube", KUBE_VERSION, "kube.sh", "KUBE_VERSION",
-                 ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"))
+KUBE = Component(
+    "kube",
+    KUBE_VERSION,
+    "kube.sh",
+    "KUBE_VERSION",
+    ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+)
 ETCD = Component("etcd", ETCD_VERSION, "etcd.sh", "ETCD_VERSION", ("etcd",))
 HELM = Component("helm", HELM_VERSION, "helm.sh", "HELM_VERSION", ("helm",))
-SPARK_OPERATOR = Component("spark-operator", SPARK_OPERATOR_VERSION, "spark-operator.sh", "SPARK_OPERATOR_VERSION",
-                           ("spark-operator",))
+SPARK_OPERATOR = Component(
+    "spark-operator", SPARK_OPERATOR_VERSION, "spark-operator.sh", "SPARK_OPERATOR_VERSION", ("spark-operator",)
+)
 COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR)
 
 
@@ -111,7 +117,10 @@ def ensure(component: Component, announce=None) -> list[Path]:
         with open(component.log_path, "w") as log:
             rc = subprocess.run(
                 ["bash", str(BUILD_DIR / component.script), str(component.directory)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
             ).returncode
             log.write(f"rc={rc}\n")
         if rc != 0 or not component.built():

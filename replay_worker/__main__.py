@@ -19,8 +19,16 @@ from confluent_kafka.admin import AdminClient
 from . import kafka_clients
 from . import logging as worker_logging
 from .bootstrap import BootstrapError, bootstrap_replay
-from .delivery import (DeadLetters, Delivery, ForwardDelivery, HandlerDelivery, HandlerLoadError,
-                       TransactionalForwardDelivery, choose_partition_mapping, load_handler)
+from .delivery import (
+    DeadLetters,
+    Delivery,
+    ForwardDelivery,
+    HandlerDelivery,
+    HandlerLoadError,
+    TransactionalForwardDelivery,
+    choose_partition_mapping,
+    load_handler,
+)
 from .filters import FilterSpecError, RecordFilter
 from .kafka_clients import KafkaConfigError, load_config_dir
 from .metrics import HealthServer, WorkerMetrics
@@ -45,8 +53,11 @@ def _partition_counts(base: Mapping[str, Any], topics: Sequence[str]) -> dict[st
     for topic in topics:
         found = metadata.topics.get(topic)
         if found is None or found.error is not None:
-            raise _Exit(2, f"topic {topic} does not exist (or is not readable): "
-                           f"{found.error.str() if found is not None and found.error else 'not found'}")
+            raise _Exit(
+                2,
+                f"topic {topic} does not exist (or is not readable): "
+                f"{found.error.str() if found is not None and found.error else 'not found'}",
+            )
         counts[topic] = len(found.partitions)
     return counts
 
@@ -65,16 +76,22 @@ def build_delivery(settings: WorkerSettings, config: Mapping[str, str]) -> Deliv
     target = counts.pop(settings.forward_topic)
     mapping = choose_partition_mapping(counts, target)
     dlq = settings.dlq_topic if settings.poison_policy == "dead-letter" else None
-    log.info("forwarding", extra={"forward_topic": settings.forward_topic, "partition_mapping": mapping,
-                                  "transactional": settings.forward_transactional})
+    log.info(
+        "forwarding",
+        extra={
+            "forward_topic": settings.forward_topic,
+            "partition_mapping": mapping,
+            "transactional": settings.forward_transactional,
+        },
+    )
     if settings.forward_transactional:
-        return TransactionalForwardDelivery(base, settings.forward_topic, mapping, dlq, settings.replay_id,
-                                            settings.member_name)
+        return TransactionalForwardDelivery(
+            base, settings.forward_topic, mapping, dlq, settings.replay_id, settings.member_name
+        )
     return ForwardDelivery(base, settings.forward_topic, mapping, dlq, settings.replay_id)
 
 
-def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: WorkerMetrics,
-               stop_hooks: list) -> int:
+def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: WorkerMetrics, stop_hooks: list) -> int:
     from .consumer import ReplayConsumer
 
     record_filter = RecordFilter.compile(settings.filter)
@@ -83,9 +100,12 @@ def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: Wor
     server = None
     if settings.metrics_port:
         # Served from the start: alive (not ready) while the bootstrap retries against a Kafka that is away.
-        server = HealthServer(settings.metrics_port, metrics.render,
-                              alive=lambda: time.monotonic() - metrics.heartbeat < STALE_AFTER_S,
-                              ready=lambda: bool(holder.get("worker") and holder["worker"].ready)).start()
+        server = HealthServer(
+            settings.metrics_port,
+            metrics.render,
+            alive=lambda: time.monotonic() - metrics.heartbeat < STALE_AFTER_S,
+            ready=lambda: bool(holder.get("worker") and holder["worker"].ready),
+        ).start()
     try:
         state = bootstrap_replay(settings, config)
         delivery = build_delivery(settings, config)

@@ -54,8 +54,15 @@ class LatestByKey:
         self.latest: dict[bytes, Latest] = {}
         self.undecodable = 0
 
-    def offer(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
-              headers: list[tuple[str, bytes | None]] | None) -> None:
+    def offer(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> None:
         if key is None or key not in self.keys:
             return
         if value is not None:
@@ -117,8 +124,14 @@ def run_backfill(settings: WorkerSettings, config: Mapping[str, str], metrics: W
                     consumer.pause([TopicPartition(*key)])
                     continue
                 metrics.consumed.inc()
-                collector.offer(message.topic(), message.partition(), message.offset(), message.key(),
-                                message.value(), message.headers())
+                collector.offer(
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    message.key(),
+                    message.value(),
+                    message.headers(),
+                )
                 if message.offset() + 1 >= ends[key]:
                     remaining.discard(key)
     finally:
@@ -142,8 +155,14 @@ def run_backfill(settings: WorkerSettings, config: Mapping[str, str], metrics: W
         "partitions": {str(p): v for p, v in sorted(produced.items())},
         "source_end_offsets": {f"{t}[{p}]": o for (t, p), o in sorted(ends.items())},
     }
-    log.info("backfill done", extra={"result": {k: v for k, v in result.items() if k not in ("missing", "deleted")},
-                                     "missing_count": len(missing), "deleted_count": len(deleted)})
+    log.info(
+        "backfill done",
+        extra={
+            "result": {k: v for k, v in result.items() if k not in ("missing", "deleted")},
+            "missing_count": len(missing),
+            "deleted_count": len(deleted),
+        },
+    )
     text = json.dumps(result, separators=(",", ":"))
     print(text, flush=True)
     if settings.result_file:
@@ -170,7 +189,9 @@ def _produce(base: Mapping[str, Any], target: str, records: dict[bytes, Latest])
         if error is not None:
             failures.append(error.str())
             return
-        entry = produced.setdefault(message.partition(), {"first": message.offset(), "last": message.offset(), "count": 0})
+        entry = produced.setdefault(
+            message.partition(), {"first": message.offset(), "last": message.offset(), "count": 0}
+        )
         entry["first"] = min(entry["first"], message.offset())
         entry["last"] = max(entry["last"], message.offset())
         entry["count"] += 1

@@ -57,8 +57,9 @@ class Plan:
     starts: tuple[StartInfo, ...]
 
 
-def partition_facts(consumer: Consumer, topics: tuple[str, ...], start_ts: int | None, end_ts: int | None,
-                    timeout: float) -> list[PartitionFacts]:
+def partition_facts(
+    consumer: Consumer, topics: tuple[str, ...], start_ts: int | None, end_ts: int | None, timeout: float
+) -> list[PartitionFacts]:
     """Log start, end and time lookups of every partition of `topics`."""
     metadata = consumer.list_topics(timeout=timeout)
     partitions: list[TopicPartition] = []
@@ -74,16 +75,26 @@ def partition_facts(consumer: Consumer, topics: tuple[str, ...], start_ts: int |
         marks[(tp.topic, tp.partition)] = (low, high)
     start_lookup = _times(consumer, partitions, start_ts, timeout)
     end_lookup = _times(consumer, partitions, end_ts, timeout)
-    return [PartitionFacts(tp.topic, tp.partition, *marks[(tp.topic, tp.partition)],
-                           time_lookup=start_lookup.get((tp.topic, tp.partition)),
-                           end_time_lookup=end_lookup.get((tp.topic, tp.partition)))
-            for tp in partitions]
+    return [
+        PartitionFacts(
+            tp.topic,
+            tp.partition,
+            *marks[(tp.topic, tp.partition)],
+            time_lookup=start_lookup.get((tp.topic, tp.partition)),
+            end_time_lookup=end_lookup.get((tp.topic, tp.partition)),
+        )
+        for tp in partitions
+    ]
 
 
-def _times(consumer: Consumer, partitions: list[TopicPartition], ts: int | None, timeout: float) -> dict[tuple[str, int], int]:
+def _times(
+    consumer: Consumer, partitions: list[TopicPartition], ts: int | None, timeout: float
+) -> dict[tuple[str, int], int]:
     if ts is None:
         return {}
-    found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, ts) for tp in partitions], timeout=timeout)
+    found = consumer.offsets_for_times(
+        [TopicPartition(tp.topic, tp.partition, ts) for tp in partitions], timeout=timeout
+    )
     result = {}
     for tp in found:
         if tp.error is not None:
@@ -92,29 +103,59 @@ def _times(consumer: Consumer, partitions: list[TopicPartition], ts: int | None,
     return result
 
 
-def decide_plan(settings: WorkerSettings, facts: list[PartitionFacts], committed: Mapping[tuple[str, int], int],
-                now: int) -> Plan:
+def decide_plan(
+    settings: WorkerSettings, facts: list[PartitionFacts], committed: Mapping[tuple[str, int], int], now: int
+) -> Plan:
     """The pure part of a bootstrap: start and end of every partition (raises on a start beyond retention)."""
     decisions: list[StartDecision] = []
     for f in facts:
-        decisions.append(decide_partition(settings.start, settings.end, f, allow_clamp=settings.allow_clamp,
-                                          now_ms=now, committed=committed.get((f.topic, f.partition))))
-    replay = ReplayInfo(settings.replay_id, settings.mode, settings.replay_group or "", settings.live_group,
-                        settings.topics, settings.filter.to_obj(inline_keys=True), now)
-    starts = tuple(StartInfo(settings.replay_id, d.topic, d.partition, d.offset, d.end_offset, d.end_timestamp_ms,
-                             d.clamped, now) for d in decisions)
+        decisions.append(
+            decide_partition(
+                settings.start,
+                settings.end,
+                f,
+                allow_clamp=settings.allow_clamp,
+                now_ms=now,
+                committed=committed.get((f.topic, f.partition)),
+            )
+        )
+    replay = ReplayInfo(
+        settings.replay_id,
+        settings.mode,
+        settings.replay_group or "",
+        settings.live_group,
+        settings.topics,
+        settings.filter.to_obj(inline_keys=True),
+        now,
+    )
+    starts = tuple(
+        StartInfo(settings.replay_id, d.topic, d.partition, d.offset, d.end_offset, d.end_timestamp_ms, d.clamped, now)
+        for d in decisions
+    )
     return Plan(replay, starts)
 
 
-def bootstrap_replay(settings: WorkerSettings, client_config: Mapping[str, str] | None = None, *,
-                     timeout: float = 30.0, attempts: int = 20) -> ReplayHandover:
+def bootstrap_replay(
+    settings: WorkerSettings,
+    client_config: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 30.0,
+    attempts: int = 20,
+) -> ReplayHandover:
     """Make sure the replay is bootstrapped; return its handover state. Safe to call from every replica at
     once, and again after any crash. Raises `StartOlderThanRetention`/`SpecError` for a start that cannot
     be honoured (a configuration problem, not retried) and `BootstrapError` when Kafka keeps failing."""
     assert settings.replay_group, "bootstrap needs the replay group"
-    handover = HandoverTopic(settings.bootstrap_servers, settings.handover_topic, client_config, timeout=timeout,
-                             client_id=f"reprise-bootstrap-{settings.member_name}")
-    base = kafka_clients.connection(settings.bootstrap_servers, client_config, f"reprise-bootstrap-{settings.member_name}")
+    handover = HandoverTopic(
+        settings.bootstrap_servers,
+        settings.handover_topic,
+        client_config,
+        timeout=timeout,
+        client_id=f"reprise-bootstrap-{settings.member_name}",
+    )
+    base = kafka_clients.connection(
+        settings.bootstrap_servers, client_config, f"reprise-bootstrap-{settings.member_name}"
+    )
     last_error: Exception | None = None
     try:
         for attempt in range(attempts):
@@ -132,9 +173,11 @@ def bootstrap_replay(settings: WorkerSettings, client_config: Mapping[str, str] 
                 last_error = exc
                 # Fenced by a concurrent bootstrapper, a coordinator moving, a broker restarting: back off
                 # with jitter (so two replicas do not keep fencing each other) and look again.
-                pause = min(5.0, 0.2 * 2 ** attempt) * (0.5 + random.random())
-                log.warning("bootstrap attempt failed, retrying",
-                            extra={"attempt": attempt + 1, "error": str(exc), "retry_in_s": round(pause, 2)})
+                pause = min(5.0, 0.2 * 2**attempt) * (0.5 + random.random())
+                log.warning(
+                    "bootstrap attempt failed, retrying",
+                    extra={"attempt": attempt + 1, "error": str(exc), "retry_in_s": round(pause, 2)},
+                )
                 time.sleep(pause)
         raise BootstrapError(f"could not bootstrap replay {settings.replay_id} after {attempts} attempts: {last_error}")
     finally:
@@ -142,13 +185,18 @@ def bootstrap_replay(settings: WorkerSettings, client_config: Mapping[str, str] 
 
 
 def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopic, timeout: float) -> ReplayHandover:
-    producer = Producer(kafka_clients.producer_config(base, **{
-        "transactional.id": bootstrap_transactional_id(settings.replay_id),
-        # A bootstrapper that dies mid-transaction holds back read_committed readers of the handover topic
-        # until the transaction times out (or the next bootstrapper fences it): keep that short.
-        "transaction.timeout.ms": 15000,
-        "linger.ms": 0,
-    }))
+    producer = Producer(
+        kafka_clients.producer_config(
+            base,
+            **{
+                "transactional.id": bootstrap_transactional_id(settings.replay_id),
+                # A bootstrapper that dies mid-transaction holds back read_committed readers of the handover topic
+                # until the transaction times out (or the next bootstrapper fences it): keep that short.
+                "transaction.timeout.ms": 15000,
+                "linger.ms": 0,
+            },
+        )
+    )
     consumer = Consumer(kafka_clients.consumer_config(base, settings.replay_group or ""))
     try:
         producer.init_transactions(timeout)
@@ -157,9 +205,13 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
         if state.bootstrapped:
             return state
         now = now_ms()
-        facts = partition_facts(consumer, settings.topics, settings.start.lookup_timestamp(now),
-                                settings.end.timestamp_ms if settings.end and settings.end.kind == "timestamp" else None,
-                                timeout)
+        facts = partition_facts(
+            consumer,
+            settings.topics,
+            settings.start.lookup_timestamp(now),
+            settings.end.timestamp_ms if settings.end and settings.end.kind == "timestamp" else None,
+            timeout,
+        )
         committed = {}
         found = consumer.committed([TopicPartition(f.topic, f.partition) for f in facts], timeout=timeout)
         for tp in found:
@@ -172,16 +224,23 @@ def _bootstrap_once(settings: WorkerSettings, base: dict, handover: HandoverTopi
         for record in (plan.replay, *plan.starts):
             key, value = encode(record)
             producer.produce(settings.handover_topic, value=value, key=key, partition=0)
-        offsets = [TopicPartition(s.topic, s.partition, s.offset) for s in plan.starts
-                   if (s.topic, s.partition) not in committed]
+        offsets = [
+            TopicPartition(s.topic, s.partition, s.offset)
+            for s in plan.starts
+            if (s.topic, s.partition) not in committed
+        ]
         if offsets:
             producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout)
         producer.commit_transaction(timeout)
-        log.info("replay bootstrapped", extra={
-            "replay_id": settings.replay_id, "partitions": len(plan.starts),
-            "start_offsets": {f"{s.topic}[{s.partition}]": s.offset for s in plan.starts},
-            "clamped": [f"{s.topic}[{s.partition}]" for s in plan.starts if s.clamped],
-        })
+        log.info(
+            "replay bootstrapped",
+            extra={
+                "replay_id": settings.replay_id,
+                "partitions": len(plan.starts),
+                "start_offsets": {f"{s.topic}[{s.partition}]": s.offset for s in plan.starts},
+                "clamped": [f"{s.topic}[{s.partition}]" for s in plan.starts if s.clamped],
+            },
+        )
         state = ReplayHandover(settings.replay_id)
         for record in (plan.replay, *plan.starts):
             key, value = encode(record)

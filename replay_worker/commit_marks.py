@@ -63,7 +63,7 @@ class CommitMark:
         cannot use comes back with `problem` set (`newer-version`, `malformed`) and no fields. The text ends
         at its first NUL, as confluent-kafka reads it."""
         if text and "\0" in text:
-            text = text[:text.index("\0")]
+            text = text[: text.index("\0")]
         if not text or not text.startswith("{"):
             return None
         try:
@@ -79,7 +79,10 @@ class CommitMark:
         if version > FORMAT_VERSION:
             return cls(replay_id, problem="newer-version")
         finished, skip_from, reread_until = body.get("finished"), body.get("skip_from"), body.get("reread_until")
-        if not isinstance(replay, str) or not (finished is None or isinstance(finished, str)) \
-                or not all(o is None or type(o) is int for o in (skip_from, reread_until)):
+        if (
+            not isinstance(replay, str)
+            or not (finished is None or isinstance(finished, str))
+            or not all(o is None or type(o) is int for o in (skip_from, reread_until))
+        ):
             return cls(replay_id, problem="malformed")
         return cls(replay, finished, skip_from, reread_until)

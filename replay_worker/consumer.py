@@ -66,8 +66,12 @@ MAX_UNCOMMITTED_BATCHES = 2
 #: first fetch that finds nothing new, which the broker holds this long (500 ms by default: most of the time
 #: from a Drain's last record to its finish); at the end, a fetch every 100 ms. Settings of the same name in
 #: the Kafka config folder win.
-FETCH_TUNING = {"fetch.max.bytes": 52428800, "queued.max.messages.kbytes": 32768, "fetch.queue.backoff.ms": 10,
-                "fetch.wait.max.ms": 100}
+FETCH_TUNING = {
+    "fetch.max.bytes": 52428800,
+    "queued.max.messages.kbytes": 32768,
+    "fetch.queue.backoff.ms": 10,
+    "fetch.wait.max.ms": 100,
+}
 
 #: A replica's session: librdkafka may lose a stopping member's LeaveGroup when the replicas stop together (the
 #: Deployment's deletion) in the middle of the rebalance their leaving starts ("Timed out 1 in-flight" on the
@@ -88,8 +92,11 @@ _partition = Message.partition
 _offset = Message.offset
 
 _MEMBERSHIP_ERRORS = {
-    KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
-    KafkaError.FENCED_INSTANCE_ID, KafkaError._ASSIGNMENT_LOST,
+    KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.FENCED_INSTANCE_ID,
+    KafkaError._ASSIGNMENT_LOST,
 }
 
 
@@ -132,10 +139,14 @@ def _facts_of(replay_id: str):
         replay = view.replay(replay_id)
         return _ReplayFacts(
             dict(replay.handover_offsets()),
-            {k: p.guard.seen_until for k, p in replay.partitions.items()
-             if p.guard is not None and p.guard.seen_until is not None},
+            {
+                k: p.guard.seen_until
+                for k, p in replay.partitions.items()
+                if p.guard is not None and p.guard.seen_until is not None
+            },
             frozenset(k for k, p in replay.partitions.items() if p.start is not None),
         )
+
     return derive
 
 
@@ -143,8 +154,15 @@ class ReplayConsumer:
     """One replica of the replay group. `run()` returns when stopped (SIGTERM) or, with `exit_when_done`,
     when every partition of the replay is finished."""
 
-    def __init__(self, settings: WorkerSettings, client_config: Mapping[str, str] | None, delivery: Delivery,
-                 record_filter: RecordFilter, metrics: WorkerMetrics, state: ReplayHandover) -> None:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        client_config: Mapping[str, str] | None,
+        delivery: Delivery,
+        record_filter: RecordFilter,
+        metrics: WorkerMetrics,
+        state: ReplayHandover,
+    ) -> None:
         self.settings = settings
         self.delivery = delivery
         self.filter = record_filter
@@ -153,7 +171,9 @@ class ReplayConsumer:
         self.metrics = metrics
         self.plan = {k: p.start for k, p in state.partitions.items() if p.start is not None}
         self.throttle = Throttle(settings.max_records_per_second, settings.max_bytes_per_second)
-        self._base = kafka_clients.connection(settings.bootstrap_servers, client_config, f"reprise-{settings.member_name}")
+        self._base = kafka_clients.connection(
+            settings.bootstrap_servers, client_config, f"reprise-{settings.member_name}"
+        )
         self._client_config = client_config
         self.parts: dict[tuple[str, int], PartitionProgress] = {}
         self._stop = threading.Event()
@@ -197,27 +217,47 @@ class ReplayConsumer:
 
     def run(self) -> None:
         s = self.settings
-        self._handover = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
-                                       client_id=f"reprise-{s.member_name}")
+        self._handover = HandoverTopic(
+            s.bootstrap_servers, s.handover_topic, self._client_config, client_id=f"reprise-{s.member_name}"
+        )
         # Made now, so its connection and producer id are ready when the first partition finishes (made
         # then, they held the finish up by a few hundred milliseconds on a busy broker).
         self._handover.producer  # noqa: B018 - the property makes the producer
         if s.mode in ("Parallel", "Handover") and s.live_group:
             self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
-        consumer = self._consumer = Consumer(kafka_clients.consumer_config(
-            {**FETCH_TUNING, **GROUP_TUNING, **self._base}, s.replay_group or "", on_commit=self._on_commit))
+        consumer = self._consumer = Consumer(
+            kafka_clients.consumer_config(
+                {**FETCH_TUNING, **GROUP_TUNING, **self._base}, s.replay_group or "", on_commit=self._on_commit
+            )
+        )
         # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
         # thread: each is a request to Kafka, and the consume loop must not wait for them.
-        self._progress_topic = HandoverTopic(s.bootstrap_servers, s.handover_topic, self._client_config,
-                                             client_id=f"reprise-{s.member_name}-progress")
-        self._follower = HandoverFollower(s.bootstrap_servers, s.handover_topic, self._client_config,
-                                          _facts_of(s.replay_id), interval=0.2, on_tick=self._background_checks,
-                                          client_id=f"reprise-{s.member_name}-follower").start()
+        self._progress_topic = HandoverTopic(
+            s.bootstrap_servers, s.handover_topic, self._client_config, client_id=f"reprise-{s.member_name}-progress"
+        )
+        self._follower = HandoverFollower(
+            s.bootstrap_servers,
+            s.handover_topic,
+            self._client_config,
+            _facts_of(s.replay_id),
+            interval=0.2,
+            on_tick=self._background_checks,
+            client_id=f"reprise-{s.member_name}-follower",
+        ).start()
         try:
-            consumer.subscribe(list(s.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+            consumer.subscribe(
+                list(s.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
             self.ready = True
-            log.info("replay consumer started", extra={"mode": s.mode, "topics": list(s.topics),
-                                                        "replay_group": s.replay_group, "partitions_planned": len(self.plan)})
+            log.info(
+                "replay consumer started",
+                extra={
+                    "mode": s.mode,
+                    "topics": list(s.topics),
+                    "replay_group": s.replay_group,
+                    "partitions_planned": len(self.plan),
+                },
+            )
             while not self._stop.is_set():
                 messages = consumer.consume(s.batch_size, self._consume_timeout())
                 self.metrics.beat()
@@ -297,15 +337,22 @@ class ReplayConsumer:
             return False
         # The runs of one partition's records, and the last record of each (a quarter of the cost of a dict
         # over every record's topic and partition).
-        last = [((topic, partition), _offset(deque(run, maxlen=1)[0]))
-                for partition, same_partition in groupby(messages, _partition)
-                for topic, run in groupby(same_partition, _topic)]
+        last = [
+            ((topic, partition), _offset(deque(run, maxlen=1)[0]))
+            for partition, same_partition in groupby(messages, _partition)
+            for topic, run in groupby(same_partition, _topic)
+        ]
         parts = self.parts
         taken = []
         for key, offset in last:
             part = parts.get(key)
-            if part is None or part.finished or part.end_met is not None or part.end_offset is not None \
-                    or part.end_timestamp_ms is not None:
+            if (
+                part is None
+                or part.finished
+                or part.end_met is not None
+                or part.end_offset is not None
+                or part.end_timestamp_ms is not None
+            ):
                 return False
             taken.append((part, offset))
         for part, offset in taken:  # in order: a later run of the same partition is further on
@@ -396,10 +443,17 @@ class ReplayConsumer:
         producer (`MAX_UNCOMMITTED_BATCHES`): the producer keeps sending while the next batch is read, which is
         most of the forward's speed. So the uncommitted window is at most that many batches."""
         # Forced (a stop): every position, synchronously, even those an asynchronous commit may still carry.
-        offsets = [TopicPartition(p.topic, p.partition, p.position) for p in self.parts.values()
-                   if not p.finished and p.position is not None and (force or p.position != p.committed)]
-        if not force and offsets and self._uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES \
-                and self.delivery.in_flight():
+        offsets = [
+            TopicPartition(p.topic, p.partition, p.position)
+            for p in self.parts.values()
+            if not p.finished and p.position is not None and (force or p.position != p.committed)
+        ]
+        if (
+            not force
+            and offsets
+            and self._uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES
+            and self.delivery.in_flight()
+        ):
             self._uncommitted_batches += 1
             return
         if not offsets and not self.delivery.transactional:
@@ -409,8 +463,9 @@ class ReplayConsumer:
         # coordinator moving), this one waits, so a slow or failing commit never lets the uncommitted batches
         # pile up.
         # (A transaction commits the offsets itself: no commit callback ever comes back for it.)
-        asynchronous = (not force and not self.delivery.transactional and not self._commits_in_flight()
-                        and not self._commit_failed)
+        asynchronous = (
+            not force and not self.delivery.transactional and not self._commits_in_flight() and not self._commit_failed
+        )
         self._commit_failed = False
         if asynchronous:
             self._async_sent += 1
@@ -434,8 +489,10 @@ class ReplayConsumer:
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
                 if error.code() in _MEMBERSHIP_ERRORS:
-                    log.warning("commit refused: no longer a member; the partitions move to another replica",
-                                extra={"error": error.str()})
+                    log.warning(
+                        "commit refused: no longer a member; the partitions move to another replica",
+                        extra={"error": error.str()},
+                    )
                     self.metrics.errors.inc()
                     return False
                 if error.fatal() or time.monotonic() > deadline:
@@ -461,9 +518,13 @@ class ReplayConsumer:
             return
         self._commit_failed = True
         self.metrics.errors.inc()
-        log.warning("a commit failed; it is made again with the next batch",
-                    extra={"error": (error or failed[0].error).str(),
-                           "partitions": [f"{tp.topic}[{tp.partition}]" for tp in failed]})
+        log.warning(
+            "a commit failed; it is made again with the next batch",
+            extra={
+                "error": (error or failed[0].error).str(),
+                "partitions": [f"{tp.topic}[{tp.partition}]" for tp in failed],
+            },
+        )
         for tp in failed:
             part = self.parts.get((tp.topic, tp.partition))
             if part is not None and not part.finished:
@@ -508,8 +569,14 @@ class ReplayConsumer:
             guard = guards.get(part.key)
             if guard is not None:
                 live = max(live or 0, guard)
-            reason = replay_finish(mode, part.position, end_offset=part.end_offset, end_timestamp_ms=part.end_timestamp_ms,
-                                   at_end=part.at_end, live_committed=live)
+            reason = replay_finish(
+                mode,
+                part.position,
+                end_offset=part.end_offset,
+                end_timestamp_ms=part.end_timestamp_ms,
+                at_end=part.at_end,
+                live_committed=live,
+            )
             if reason is not None:
                 finishing.append((part, reason))
         if finishing:
@@ -533,14 +600,33 @@ class ReplayConsumer:
             self._reseal_after = self._async_sent
         for part, reason in finishing:
             part.finished = reason
-        self._publish_handover(*[HandoverInfo(self.settings.replay_id, part.topic, part.partition, part.position or 0,
-                                              reason, self.settings.member_name, now_ms()) for part, reason in finishing])
+        self._publish_handover(
+            *[
+                HandoverInfo(
+                    self.settings.replay_id,
+                    part.topic,
+                    part.partition,
+                    part.position or 0,
+                    reason,
+                    self.settings.member_name,
+                    now_ms(),
+                )
+                for part, reason in finishing
+            ]
+        )
         for part, reason in finishing:
             self._pause(consumer, part)
             self.metrics.partition(part.topic, part.partition, position=part.position, state="finished")
             self.metrics.finished_partitions.inc()
-            log.info("partition finished", extra={"topic": part.topic, "partition": part.partition,
-                                                  "handover_offset": part.position, "reason": reason})
+            log.info(
+                "partition finished",
+                extra={
+                    "topic": part.topic,
+                    "partition": part.partition,
+                    "handover_offset": part.position,
+                    "reason": reason,
+                },
+            )
 
     def _reseal_finished(self, consumer: Consumer) -> None:
         if not self._reseal or self._async_answered < self._reseal_after:
@@ -611,8 +697,11 @@ class ReplayConsumer:
     def _end_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
         if self._admin is None:
             self._admin = AdminClient(kafka_clients.admin_config(self._base))
-        futures = self._admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions},
-                                           isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=10)
+        futures = self._admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in partitions},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=10,
+        )
         ends = {}
         for tp, future in futures.items():
             ends[(tp.topic, tp.partition)] = int(future.result(timeout=15).offset)
@@ -638,8 +727,17 @@ class ReplayConsumer:
                 continue
             now = (part.committed, part.at_end)
             if self._reported.get(part.key) != now:
-                records.append(ProgressInfo(self.settings.replay_id, part.topic, part.partition, part.committed,
-                                            part.at_end, self.settings.member_name, now_ms()))
+                records.append(
+                    ProgressInfo(
+                        self.settings.replay_id,
+                        part.topic,
+                        part.partition,
+                        part.committed,
+                        part.at_end,
+                        self.settings.member_name,
+                        now_ms(),
+                    )
+                )
                 self._reported[part.key] = now
         if not records:
             return
@@ -667,8 +765,10 @@ class ReplayConsumer:
             # Served by close() when a rebalance was under way at the stop: the consumer is leaving, so the
             # partitions are only taken to complete the protocol, not read (reading their committed offsets
             # would fail while the consumer is being destroyed). The next owner starts from the commits.
-            log.info("partitions assigned while stopping; left to the next owner",
-                     extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]})
+            log.info(
+                "partitions assigned while stopping; left to the next owner",
+                extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]},
+            )
             return
         committed = self._committed(consumer, partitions)
         to_pause = []
@@ -689,8 +789,10 @@ class ReplayConsumer:
                     # the published start, the same offset the bootstrap committed. Duplicates, never a loss.
                     found = (start.offset, None)
                     consumer.commit(offsets=[TopicPartition(tp.topic, tp.partition, start.offset)], asynchronous=False)
-                    log.warning("planned partition had no committed offset; committed its published start",
-                                extra={"topic": tp.topic, "partition": tp.partition, "start": start.offset})
+                    log.warning(
+                        "planned partition had no committed offset; committed its published start",
+                        extra={"topic": tp.topic, "partition": tp.partition, "start": start.offset},
+                    )
                 offset, mark = found
                 part.position = part.committed = offset
                 part.end_offset, part.end_timestamp_ms = start.end_offset, start.end_timestamp_ms
@@ -699,8 +801,17 @@ class ReplayConsumer:
                     to_pause.append(tp)
                     # The previous owner may have died between its commit and its publish: publish again
                     # (the same H under the same key: idempotent).
-                    self._publish_handover(HandoverInfo(self.settings.replay_id, tp.topic, tp.partition, offset,
-                                                        mark.finished, self.settings.member_name, now_ms()))
+                    self._publish_handover(
+                        HandoverInfo(
+                            self.settings.replay_id,
+                            tp.topic,
+                            tp.partition,
+                            offset,
+                            mark.finished,
+                            self.settings.member_name,
+                            now_ms(),
+                        )
+                    )
                     self.metrics.partition(tp.topic, tp.partition, position=offset, state="finished")
                 else:
                     self.metrics.partition(tp.topic, tp.partition, position=offset, state="replaying")
@@ -708,10 +819,17 @@ class ReplayConsumer:
         if to_pause:
             consumer.pause(to_pause)
         self.metrics.assigned_partitions.set(len(self.parts))
-        log.info("partitions assigned", extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions],
-                                               "finished": [f"{tp.topic}[{tp.partition}]" for tp in to_pause]})
+        log.info(
+            "partitions assigned",
+            extra={
+                "partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions],
+                "finished": [f"{tp.topic}[{tp.partition}]" for tp in to_pause],
+            },
+        )
 
-    def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[tuple[str, int], tuple[int, CommitMark | None]]:
+    def _committed(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> dict[tuple[str, int], tuple[int, CommitMark | None]]:
         found = kafka_clients.read_committed(consumer, partitions, "committed offsets", log)
         result = {}
         for tp in found:
@@ -723,8 +841,11 @@ class ReplayConsumer:
         self.metrics.rebalances.inc()
         # Synchronously, even when an asynchronous commit of the same positions may still be on its way.
         revoked = [self.parts[(tp.topic, tp.partition)] for tp in partitions if (tp.topic, tp.partition) in self.parts]
-        pending = [TopicPartition(part.topic, part.partition, part.position) for part in revoked
-                   if not part.finished and part.position is not None]
+        pending = [
+            TopicPartition(part.topic, part.partition, part.position)
+            for part in revoked
+            if not part.finished and part.position is not None
+        ]
         if pending:
             try:
                 self._commit(consumer, pending)
@@ -736,12 +857,13 @@ class ReplayConsumer:
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
         self._drop(partitions)
-        log.warning("partitions lost (not committed; the new owner resumes from the last commit)",
-                    extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]})
+        log.warning(
+            "partitions lost (not committed; the new owner resumes from the last commit)",
+            extra={"partitions": [f"{tp.topic}[{tp.partition}]" for tp in partitions]},
+        )
 
     def _drop(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.parts.pop((tp.topic, tp.partition), None)
             self.metrics.forget(tp.topic, tp.partition)
         self.metrics.assigned_partitions.set(len(self.parts))
-

@@ -33,8 +33,13 @@ PartitionMapping = Literal["same", "key"]
 Handler = Callable[[list[Message]], Any]
 
 #: Headers a dead letter carries besides the record's own, saying where it came from and why.
-DLQ_HEADERS = ("reprise.error", "reprise.replay", "reprise.source.topic", "reprise.source.partition",
-               "reprise.source.offset")
+DLQ_HEADERS = (
+    "reprise.error",
+    "reprise.replay",
+    "reprise.source.topic",
+    "reprise.source.partition",
+    "reprise.source.offset",
+)
 
 
 class DeliveryError(RuntimeError):
@@ -56,9 +61,16 @@ def choose_partition_mapping(source_partitions: Mapping[str, int], target_partit
     return "key"
 
 
-def forward_args(topic: str, partition: int, key: bytes | None, value: bytes | None,
-                 headers: Sequence[tuple[str, bytes | None]] | None, timestamp: tuple[int, int],
-                 target: str, mapping: PartitionMapping) -> dict[str, Any]:
+def forward_args(
+    topic: str,
+    partition: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    timestamp: tuple[int, int],
+    target: str,
+    mapping: PartitionMapping,
+) -> dict[str, Any]:
     """The `Producer.produce` arguments that copy one record to `target`."""
     args: dict[str, Any] = {"topic": target, "value": value, "key": key}
     if headers:
@@ -71,9 +83,18 @@ def forward_args(topic: str, partition: int, key: bytes | None, value: bytes | N
     return args
 
 
-def dead_letter_args(topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
-                     headers: Sequence[tuple[str, bytes | None]] | None, timestamp: tuple[int, int],
-                     dlq_topic: str, replay_id: str, reason: str) -> dict[str, Any]:
+def dead_letter_args(
+    topic: str,
+    partition: int,
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    timestamp: tuple[int, int],
+    dlq_topic: str,
+    replay_id: str,
+    reason: str,
+) -> dict[str, Any]:
     """The `produce` arguments of a dead letter: the record as it was, plus where it came from and why."""
     own = [h for h in (headers or []) if h[0] not in DLQ_HEADERS]
     extra = [
@@ -131,13 +152,24 @@ class DeadLetters:
             outcome.poison_skipped += 1
             log.warning("poison record skipped", extra={"record": _describe(message), "reason": reason[:300]})
             return
-        args = dead_letter_args(message.topic(), message.partition(), message.offset(), message.key(),
-                                message.value(), message.headers(), message.timestamp(), self.dlq_topic,
-                                self.replay_id, reason)
+        args = dead_letter_args(
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            message.key(),
+            message.value(),
+            message.headers(),
+            message.timestamp(),
+            self.dlq_topic,
+            self.replay_id,
+            reason,
+        )
         _produce(self.producer, args, self._delivered)
         outcome.dead_lettered += 1
-        log.warning("poison record dead-lettered", extra={"record": _describe(message), "reason": reason[:300],
-                                                           "dlq_topic": self.dlq_topic})
+        log.warning(
+            "poison record dead-lettered",
+            extra={"record": _describe(message), "reason": reason[:300], "dlq_topic": self.dlq_topic},
+        )
 
     def _delivered(self, error: KafkaError | None, _message: Any) -> None:
         if error is not None:
@@ -210,8 +242,9 @@ class HandlerDelivery(Delivery):
     """Calls the service's handler with each batch. When the batch call raises, each record is retried on its
     own (`retries` times) to find the poison ones; the others are delivered."""
 
-    def __init__(self, handler: Handler, dead_letters: DeadLetters, retries: int, timeout: float = 60.0,
-                 backoff: float = 0.2) -> None:
+    def __init__(
+        self, handler: Handler, dead_letters: DeadLetters, retries: int, timeout: float = 60.0, backoff: float = 0.2
+    ) -> None:
         super().__init__(dead_letters, timeout)
         self.handler = handler
         self.retries = retries
@@ -226,8 +259,10 @@ class HandlerDelivery(Delivery):
             outcome.delivered = len(records)
             return outcome
         except Exception as exc:  # the handler is the service's code: any failure is possible
-            log.info("handler raised on a batch, retrying record by record",
-                     extra={"records": len(records), "error": f"{type(exc).__name__}: {exc}"[:300]})
+            log.info(
+                "handler raised on a batch, retrying record by record",
+                extra={"records": len(records), "error": f"{type(exc).__name__}: {exc}"[:300]},
+            )
         for message in records:
             error: Exception | None = None
             for attempt in range(self.retries + 1):
@@ -249,8 +284,15 @@ class HandlerDelivery(Delivery):
 class ForwardDelivery(Delivery):
     """Produces each record to the target topic with an idempotent producer."""
 
-    def __init__(self, base: Mapping[str, Any], target: str, mapping: PartitionMapping, dead_letters_topic: str | None,
-                 replay_id: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        base: Mapping[str, Any],
+        target: str,
+        mapping: PartitionMapping,
+        dead_letters_topic: str | None,
+        replay_id: str,
+        timeout: float = 60.0,
+    ) -> None:
         self.producer = Producer(self._config(base))
         super().__init__(DeadLetters(replay_id, dead_letters_topic, self.producer), timeout)
         self.target = target
@@ -264,13 +306,16 @@ class ForwardDelivery(Delivery):
     TUNING = {"linger.ms": 5, "batch.size": 1048576, "compression.type": "lz4"}
 
     def _config(self, base: Mapping[str, Any]) -> dict[str, Any]:
-        return kafka_clients.producer_config({**self.TUNING, **base}, **{
-            # Java's partitioner, so keys go where the service's Java/Go producers put them.
-            "partitioner": "murmur2_random",
-            # Only failures call back into Python: a callback per record would cost more than the produce.
-            "delivery.report.only.error": True,
-            "on_delivery": self._delivered,
-        })
+        return kafka_clients.producer_config(
+            {**self.TUNING, **base},
+            **{
+                # Java's partitioner, so keys go where the service's Java/Go producers put them.
+                "partitioner": "murmur2_random",
+                # Only failures call back into Python: a callback per record would cost more than the produce.
+                "delivery.report.only.error": True,
+                "on_delivery": self._delivered,
+            },
+        )
 
     def _delivered(self, error: KafkaError | None, _message: Any) -> None:
         if error is not None:
@@ -287,11 +332,27 @@ class ForwardDelivery(Delivery):
                 # Every argument positional: (topic, value, key, partition, callback, on_delivery, timestamp,
                 # headers). A keyword argument costs a third of the call; None callbacks mean the producer's,
                 # a 0 timestamp means now (for a record without one) and None headers none.
-                produce(target, message.value(), message.key(), message.partition() if same else -1, None, None,
-                        ts if ts_type else 0, message.headers())
+                produce(
+                    target,
+                    message.value(),
+                    message.key(),
+                    message.partition() if same else -1,
+                    None,
+                    None,
+                    ts if ts_type else 0,
+                    message.headers(),
+                )
             except BufferError:
-                args = forward_args(message.topic(), message.partition(), message.key(), message.value(),
-                                    message.headers(), message.timestamp(), target, self.mapping)
+                args = forward_args(
+                    message.topic(),
+                    message.partition(),
+                    message.key(),
+                    message.value(),
+                    message.headers(),
+                    message.timestamp(),
+                    target,
+                    self.mapping,
+                )
                 _produce(self.producer, args)
         self.producer.poll(0)
         return Outcome(delivered=len(records))
@@ -314,8 +375,16 @@ class TransactionalForwardDelivery(ForwardDelivery):
     def in_flight(self) -> bool:
         return False  # every batch ends with its transaction
 
-    def __init__(self, base: Mapping[str, Any], target: str, mapping: PartitionMapping, dead_letters_topic: str | None,
-                 replay_id: str, member: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        base: Mapping[str, Any],
+        target: str,
+        mapping: PartitionMapping,
+        dead_letters_topic: str | None,
+        replay_id: str,
+        member: str,
+        timeout: float = 60.0,
+    ) -> None:
         self._transactional_id = f"reprise-forward-{replay_id}-{member}"
         super().__init__(base, target, mapping, dead_letters_topic, replay_id, timeout)
         self.producer.init_transactions(timeout)

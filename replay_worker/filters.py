@@ -83,25 +83,34 @@ class FilterSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise FilterSpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
-                                      field=what, code="not-json") from None
+                raise FilterSpecError(
+                    f"{what}: not valid JSON ({exc.msg} at position {exc.pos})", field=what, code="not-json"
+                ) from None
         if not isinstance(obj, Mapping):
-            raise FilterSpecError(f"{what}: expected a JSON object with headers, keys, keysFile or json",
-                                  field=what, code="not-an-object")
+            raise FilterSpecError(
+                f"{what}: expected a JSON object with headers, keys, keysFile or json", field=what, code="not-an-object"
+            )
         unknown = set(obj) - {"headers", "keys", "keysFile", "json"}
         if unknown:
-            raise FilterSpecError(f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json",
-                                  field=f"{what}.{sorted(unknown)[0]}", code="unknown-field")
+            raise FilterSpecError(
+                f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json",
+                field=f"{what}.{sorted(unknown)[0]}",
+                code="unknown-field",
+            )
         headers: list[tuple[str, tuple[str, ...]]] = []
         raw_headers = obj.get("headers") or {}
         if not isinstance(raw_headers, Mapping):
-            raise FilterSpecError(f"{what}.headers: expected {{\"name\": [\"value\", ...]}}",
-                                  field=f"{what}.headers", code="bad-headers")
+            raise FilterSpecError(
+                f'{what}.headers: expected {{"name": ["value", ...]}}', field=f"{what}.headers", code="bad-headers"
+            )
         for name, values in raw_headers.items():
             values = [values] if isinstance(values, str) else values
             if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-                raise FilterSpecError(f"{what}.headers.{name}: expected a string or a non-empty list of strings",
-                                      field=f"{what}.headers.{name}", code="bad-header-values")
+                raise FilterSpecError(
+                    f"{what}.headers.{name}: expected a string or a non-empty list of strings",
+                    field=f"{what}.headers.{name}",
+                    code="bad-header-values",
+                )
             headers.append((str(name), tuple(values)))
         keys = obj.get("keys")
         if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
@@ -114,16 +123,22 @@ class FilterSpec:
         if isinstance(raw_json, Mapping):
             raw_json = [raw_json]
         if not isinstance(raw_json, list):
-            raise FilterSpecError(f"{what}.json: expected a list of {{path, equals|in|exists}}",
-                                  field=f"{what}.json", code="bad-json")
+            raise FilterSpecError(
+                f"{what}.json: expected a list of {{path, equals|in|exists}}", field=f"{what}.json", code="bad-json"
+            )
         for index, cond in enumerate(raw_json):
             where = f"{what}.json[{index}]"
             if not isinstance(cond, Mapping) or not isinstance(cond.get("path"), str) or not cond["path"]:
-                raise FilterSpecError(f"{where}: expected {{\"path\": \"a.b\", \"equals\": value}} (or in / exists)",
-                                      field=where, code="bad-condition")
+                raise FilterSpecError(
+                    f'{where}: expected {{"path": "a.b", "equals": value}} (or in / exists)',
+                    field=where,
+                    code="bad-condition",
+                )
             ops = [op for op in ("equals", "in", "exists") if op in cond]
             if len(ops) != 1:
-                raise FilterSpecError(f"{where}: give exactly one of equals, in, exists", field=where, code="bad-operator")
+                raise FilterSpecError(
+                    f"{where}: give exactly one of equals, in, exists", field=where, code="bad-operator"
+                )
             path = tuple(cond["path"].split("."))
             if ops[0] == "equals":
                 matches.append(JsonMatch(path, (cond["equals"],)))
@@ -134,8 +149,9 @@ class FilterSpec:
             else:
                 if not isinstance(cond["exists"], bool):
                     # "false" (a string) must not read as true: a guard would skip what the replay ignores.
-                    raise FilterSpecError(f"{where}.exists: expected true or false", field=f"{where}.exists",
-                                          code="bad-exists")
+                    raise FilterSpecError(
+                        f"{where}.exists: expected true or false", field=f"{where}.exists", code="bad-exists"
+                    )
                 matches.append(JsonMatch(path, exists=cond["exists"]))
         return cls(tuple(headers), tuple(keys) if keys is not None else None, keys_file, tuple(matches))
 
@@ -166,8 +182,11 @@ class FilterSpec:
             try:
                 text = Path(self.keys_file).read_text(encoding="utf-8")
             except OSError as exc:
-                raise FilterSpecError(f"filter.keysFile {self.keys_file}: cannot read it ({exc.strerror})",
-                                      field="filter.keysFile", code="keys-file-unreadable") from None
+                raise FilterSpecError(
+                    f"filter.keysFile {self.keys_file}: cannot read it ({exc.strerror})",
+                    field="filter.keysFile",
+                    code="keys-file-unreadable",
+                ) from None
             keys.update(line.strip() for line in text.splitlines() if line.strip())
         return keys
 
@@ -250,8 +269,13 @@ class RecordFilter:
         if self.headers or self.keys is not None or len(self.json_conditions) != 1:
             return None
         cond = self.json_conditions[0]
-        if len(cond.path) != 1 or cond.exists is not None or len(cond.values) != 1 \
-                or not isinstance(cond.values[0], str) or not cond.needles:
+        if (
+            len(cond.path) != 1
+            or cond.exists is not None
+            or len(cond.values) != 1
+            or not isinstance(cond.values[0], str)
+            or not cond.needles
+        ):
             return None
         return _string_field_predicate(cond.path[0], cond.values[0], cond.needles[0])
 
@@ -382,8 +406,11 @@ def published_filter(obj: Any) -> RecordFilter:
     guard that cannot evaluate the filter skips nothing for that replay; HANDOVER.md section 4)."""
     spec = FilterSpec.parse(obj)
     if spec.keys_file is not None:
-        raise FilterSpecError("filter.keysFile: a published filter carries its keys inline (keys), not a file",
-                              field="filter.keysFile", code="keys-file-not-published")
+        raise FilterSpecError(
+            "filter.keysFile: a published filter carries its keys inline (keys), not a file",
+            field="filter.keysFile",
+            code="keys-file-not-published",
+        )
     return RecordFilter.compile(spec)
 
 
@@ -391,4 +418,3 @@ def compile_filter(spec: FilterSpec | Mapping[str, Any] | str | None) -> RecordF
     if not isinstance(spec, FilterSpec):
         spec = FilterSpec.parse(spec)
     return RecordFilter.compile(spec)
-

@@ -1,5 +1,4 @@
-"""When the replay stops a partition: per mode (HANDOVER.md section 1), and where a bounded replay ends. Pure.
-"""
+"""When the replay stops a partition: per mode (HANDOVER.md section 1), and where a bounded replay ends. Pure."""
 
 from __future__ import annotations
 
@@ -38,7 +37,9 @@ def replay_finish(
     raise ValueError(f"unknown mode {mode!r}")
 
 
-def record_ends_partition(end_offset: int | None, end_timestamp_ms: int | None, offset: int, timestamp_ms: int | None) -> bool:
+def record_ends_partition(
+    end_offset: int | None, end_timestamp_ms: int | None, offset: int, timestamp_ms: int | None
+) -> bool:
     """A bounded replay stops before this record: at the end offset, or at the first record at/after the end time."""
     if end_offset is not None and offset >= end_offset:
         return True

@@ -64,9 +64,22 @@ _offset_of = Message.offset
 _value_of = Message.value
 
 #: Settings of the service's consumer that the guard's own clients (reader, producer, admin) reuse.
-_CONNECTION_PREFIXES = ("bootstrap.servers", "security.protocol", "sasl.", "ssl.", "ssl_", "oauthbearer",
-                        "client.dns.lookup", "broker.address.family", "socket.", "reconnect.", "api.version",
-                        "broker.version.fallback", "logger", "client.rack")
+_CONNECTION_PREFIXES = (
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.",
+    "ssl.",
+    "ssl_",
+    "oauthbearer",
+    "client.dns.lookup",
+    "broker.address.family",
+    "socket.",
+    "reconnect.",
+    "api.version",
+    "broker.version.fallback",
+    "logger",
+    "client.rack",
+)
 
 
 def connection_settings(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,8 +101,14 @@ class GuardStats:
 class GuardedConsumer:
     """A confluent-kafka consumer for a live service, guarded for handovers (see the module docstring)."""
 
-    def __init__(self, config: Mapping[str, Any], *, handover_topic: str = DEFAULT_TOPIC,
-                 member: str | None = None, progress_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        handover_topic: str = DEFAULT_TOPIC,
+        member: str | None = None,
+        progress_interval: float = 1.0,
+    ) -> None:
         if "group.id" not in config:
             raise ValueError("GuardedConsumer needs group.id: the guard acts for one live group")
         self.group_id = str(config["group.id"])
@@ -119,16 +138,27 @@ class GuardedConsumer:
         self.stats = GuardStats()
         group = self.group_id
         self._follower: HandoverFollower[dict[TopicPartitionKey, ActiveHandover]] = HandoverFollower(
-            bootstrap, handover_topic, self._connection, lambda view: view.active_for(group),
-            interval=0.1, on_tick=self._tick, client_id=f"reprise-guard-{self.member}-follower").start()
+            bootstrap,
+            handover_topic,
+            self._connection,
+            lambda view: view.active_for(group),
+            interval=0.1,
+            on_tick=self._tick,
+            client_id=f"reprise-guard-{self.member}-follower",
+        ).start()
         self._user_callbacks: dict[str, Callable[..., Any] | None] = {}
         self._last_ack_check = 0.0
         self._closing = False
 
     # -- subscription and rebalances
 
-    def subscribe(self, topics: list[str], on_assign: Callable[..., Any] | None = None,
-                  on_revoke: Callable[..., Any] | None = None, on_lost: Callable[..., Any] | None = None) -> None:
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: Callable[..., Any] | None = None,
+        on_revoke: Callable[..., Any] | None = None,
+        on_lost: Callable[..., Any] | None = None,
+    ) -> None:
         self._user_callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
         self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
 
@@ -169,10 +199,14 @@ class GuardedConsumer:
         for tp in partitions:
             self._book.drop((tp.topic, tp.partition))
 
-    def _committed(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[TopicPartitionKey, tuple[int | None, CommitMark | None]]:
+    def _committed(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> dict[TopicPartitionKey, tuple[int | None, CommitMark | None]]:
         found = kafka_clients.read_committed(consumer, partitions, "the live group's committed offsets", log)
-        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, CommitMark.decode(tp.metadata))
-                for tp in found}
+        return {
+            (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, CommitMark.decode(tp.metadata))
+            for tp in found
+        }
 
     # -- the state the handover topic gives
 
@@ -200,8 +234,15 @@ class GuardedConsumer:
     def _seek(self, key: TopicPartitionKey, target: int) -> None:
         rules = self._book.parts[key].rules
         self.stats.seeks += 1
-        log.info("guard seeks back to the handover offset", extra={
-            "topic": key[0], "partition": key[1], "offset": target, "replay_id": rules.replay_id or rules.reread_replay})
+        log.info(
+            "guard seeks back to the handover offset",
+            extra={
+                "topic": key[0],
+                "partition": key[1],
+                "offset": target,
+                "replay_id": rules.replay_id or rules.reread_replay,
+            },
+        )
         self._consumer.seek(TopicPartition(key[0], key[1], target))
 
     # -- consuming
@@ -243,16 +284,20 @@ class GuardedConsumer:
             self._consumer.store_offsets(offsets=[_offset(*s_) for s_ in _fields(stores)])
         return result
 
-    def _judge_runs(self, messages: list[Message], held: set[TopicPartitionKey],
-                    touched: set[TopicPartitionKey]) -> list[Message]:
+    def _judge_runs(
+        self, messages: list[Message], held: set[TopicPartitionKey], touched: set[TopicPartitionKey]
+    ) -> list[Message]:
         """The records of a batch without events that go to the service, judged a run of one partition at a
         time where the rules allow (`GuardBook.judge_run`: the filter's value predicate mapped over the run,
         iterated in C), else record by record."""
         book = self._book
         parts = book.parts
         result: list[Message] = []
-        runs = ((topic, partition, list(run)) for partition, same_partition in groupby(messages, _partition_of)
-                for topic, run in groupby(same_partition, _topic_of))
+        runs = (
+            (topic, partition, list(run))
+            for partition, same_partition in groupby(messages, _partition_of)
+            for topic, run in groupby(same_partition, _topic_of)
+        )
         for topic, partition, run in runs:
             key = (topic, partition)
             part = parts.get(key)
@@ -269,8 +314,9 @@ class GuardedConsumer:
             result.extend(compress(run, handed))
         return result
 
-    def _judge_each(self, messages: list[Message], held: set[TopicPartitionKey],
-                    touched: set[TopicPartitionKey]) -> list[Message]:
+    def _judge_each(
+        self, messages: list[Message], held: set[TopicPartitionKey], touched: set[TopicPartitionKey]
+    ) -> list[Message]:
         """The records that go to the service, judged one by one (events are passed on as they are)."""
         book = self._book
         parts = book.parts
@@ -312,8 +358,9 @@ class GuardedConsumer:
             offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         self._consumer.store_offsets(offsets=self._marked(offsets or []))
 
-    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
-               asynchronous: bool = True) -> Any:
+    def commit(
+        self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
+    ) -> Any:
         if message is not None:
             offsets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         if offsets is not None:
@@ -343,16 +390,41 @@ class GuardedConsumer:
             return
         self._last_progress = now
         for report in book.skip_reports():
-            self._publish(GuardInfo(report.replay_id, report.topic, report.partition, report.first_skipped,
-                                    report.seen_until, self.member, now_ms()))
+            self._publish(
+                GuardInfo(
+                    report.replay_id,
+                    report.topic,
+                    report.partition,
+                    report.first_skipped,
+                    report.seen_until,
+                    self.member,
+                    now_ms(),
+                )
+            )
         for problem in book.problem_reports():
             # Once per partition and problem: the guard skips nothing here for this replay (at-least-once).
-            log.warning("guard cannot follow the replay on this partition and skips nothing for it", extra={
-                "topic": problem.topic, "partition": problem.partition, "replay_id": problem.replay_id,
-                "problem": problem.problem})
+            log.warning(
+                "guard cannot follow the replay on this partition and skips nothing for it",
+                extra={
+                    "topic": problem.topic,
+                    "partition": problem.partition,
+                    "replay_id": problem.replay_id,
+                    "problem": problem.problem,
+                },
+            )
             if problem.replay_id:
-                self._publish(GuardInfo(problem.replay_id, problem.topic, problem.partition, problem.first_skipped,
-                                        problem.seen_until, self.member, now_ms(), problem.problem))
+                self._publish(
+                    GuardInfo(
+                        problem.replay_id,
+                        problem.topic,
+                        problem.partition,
+                        problem.first_skipped,
+                        problem.seen_until,
+                        self.member,
+                        now_ms(),
+                        problem.problem,
+                    )
+                )
         for store in book.floor_commits(self._position):
             offsets = [TopicPartition(store.topic, store.partition, store.offset)]
             try:
@@ -390,8 +462,11 @@ class GuardedConsumer:
             return
         with self._follower.locked_view() as view:
             # Only while the replay still says this H: after a cleanup (tombstones) an ack would bring a key back.
-            todo = {k: v for k, v in pending.items() if _handover_of(view, v[0], k) == v[1]
-                    and not _acknowledged(view, v[0], k, v[1])}
+            todo = {
+                k: v
+                for k, v in pending.items()
+                if _handover_of(view, v[0], k) == v[1] and not _acknowledged(view, v[0], k, v[1])
+            }
         if not todo:
             return
         try:
@@ -400,8 +475,10 @@ class GuardedConsumer:
             committed = {}
             for tp in self._offsets.committed([TopicPartition(t, p) for t, p in todo], timeout=15):
                 if tp.error is None:
-                    committed[(tp.topic, tp.partition)] = (tp.offset if tp.offset >= 0 else None,
-                                                           CommitMark.decode(tp.metadata))
+                    committed[(tp.topic, tp.partition)] = (
+                        tp.offset if tp.offset >= 0 else None,
+                        CommitMark.decode(tp.metadata),
+                    )
         except Exception as exc:
             log.warning("reading the live group's offsets for acknowledgements failed", extra={"error": str(exc)})
             return
@@ -411,8 +488,16 @@ class GuardedConsumer:
                 assert offset is not None
                 self._publish(AckInfo(replay_id, key[0], key[1], handover, offset, self.member, now_ms()))
                 self.stats.acks += 1
-                log.info("handover acknowledged", extra={"replay_id": replay_id, "topic": key[0], "partition": key[1],
-                                                         "handover_offset": handover, "committed": offset})
+                log.info(
+                    "handover acknowledged",
+                    extra={
+                        "replay_id": replay_id,
+                        "topic": key[0],
+                        "partition": key[1],
+                        "handover_offset": handover,
+                        "committed": offset,
+                    },
+                )
         self._producer.flush(10)
 
     # -- the rest of the Consumer API

@@ -130,13 +130,16 @@ class GuardBook:
     @property
     def guarded(self) -> bool:
         """Some partition needs per-record decisions (else the batch is handed as it is)."""
-        return any(p.ticket is not None or p.rules.start is not None or p.rules.reread_until is not None
-                   for p in self.parts.values())
+        return any(
+            p.ticket is not None or p.rules.start is not None or p.rules.reread_until is not None
+            for p in self.parts.values()
+        )
 
     # -- per batch
 
-    def judge(self, key: TopicPartitionKey, offset: int, record_key: bytes | None, headers: Headers,
-              value: bytes | None) -> bool:
+    def judge(
+        self, key: TopicPartitionKey, offset: int, record_key: bytes | None, headers: Headers, value: bytes | None
+    ) -> bool:
         """True when the record goes to the service."""
         part = self.parts[key]
         if part.rules.verdict(offset, record_key, headers, value) is Verdict.PROCESS:
@@ -263,9 +266,14 @@ class GuardBook:
         reports = []
         for key, part in self.parts.items():
             rules = part.rules
-            if part.ticket is None and rules.handover is None and rules.first_skipped is not None \
-                    and rules.replay_id is not None and rules.seen_until is not None \
-                    and rules.seen_until != part.reported_seen:
+            if (
+                part.ticket is None
+                and rules.handover is None
+                and rules.first_skipped is not None
+                and rules.replay_id is not None
+                and rules.seen_until is not None
+                and rules.seen_until != part.reported_seen
+            ):
                 reports.append(SkipReport(rules.replay_id, key[0], key[1], rules.first_skipped, rules.seen_until))
                 part.reported_seen = rules.seen_until
         return reports
@@ -279,12 +287,17 @@ class GuardBook:
                 continue
             part.reported_problem = problem
             if problem is not None:
-                reports.append(ProblemReport(problem[0], key[0], key[1], problem[1], part.rules.first_skipped,
-                                             part.rules.seen_until))
+                reports.append(
+                    ProblemReport(
+                        problem[0], key[0], key[1], problem[1], part.rules.first_skipped, part.rules.seen_until
+                    )
+                )
         return reports
 
     def pending_acks(self) -> dict[TopicPartitionKey, tuple[str, int]]:
         """Partitions whose handover offset is known: (replay id, H) to acknowledge once committed past H."""
-        return {key: (part.rules.replay_id, part.rules.handover)  # type: ignore[misc]
-                for key, part in self.parts.items()
-                if part.ticket is None and part.rules.pending_ack}
+        return {
+            key: (part.rules.replay_id, part.rules.handover)  # type: ignore[misc]
+            for key, part in self.parts.items()
+            if part.ticket is None and part.rules.pending_ack
+        }

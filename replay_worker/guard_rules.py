@@ -123,8 +123,13 @@ class GuardPartition:
             # A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
             active = None
         # (`filter` is set whenever `problem` is not: `handover.active_handovers` builds them together.)
-        if self.reread_until is not None and self.reread_matcher is None and active is not None \
-                and active.filter is not None and active.replay_id == self.reread_replay:
+        if (
+            self.reread_until is not None
+            and self.reread_matcher is None
+            and active is not None
+            and active.filter is not None
+            and active.replay_id == self.reread_replay
+        ):
             self.reread_matcher = active.filter.matches
         if active is not None and self.replay_id is not None and active.replay_id != self.replay_id:
             # A different replay took over this partition: the old one is gone as far as this guard knows.
@@ -160,8 +165,12 @@ class GuardPartition:
     def _abandon(self) -> int | None:
         """The replay went away. If it went before publishing H, nobody covers what was skipped: re-read it."""
         seek = None
-        if self.handover is None and self.first_skipped is not None and self.seen_until is not None \
-                and self.seen_until > self.first_skipped:
+        if (
+            self.handover is None
+            and self.first_skipped is not None
+            and self.seen_until is not None
+            and self.seen_until > self.first_skipped
+        ):
             seek = self._reread(self.first_skipped, self.seen_until, self.replay_id, self.matcher)
         self.replay_id = self.start = self.handover = self.matcher = self.first_skipped = None
         self.value_matcher = None
@@ -244,8 +253,12 @@ class GuardPartition:
         """The mark a commit of `offset` for this partition must carry now (None: a plain commit)."""
         if self.reread_until is not None and offset < self.reread_until and self.reread_replay is not None:
             return CommitMark(self.reread_replay, reread_until=self.reread_until)
-        if self.handover is None and self.first_skipped is not None and offset > self.first_skipped \
-                and self.replay_id is not None:
+        if (
+            self.handover is None
+            and self.first_skipped is not None
+            and offset > self.first_skipped
+            and self.replay_id is not None
+        ):
             return CommitMark(self.replay_id, skip_from=self.first_skipped)
         return None
 

@@ -12,8 +12,21 @@ from typing import Any, Iterable, Literal, Mapping
 
 from .filters import FilterSpecError, RecordFilter, published_filter
 from .guard_rules import ActiveHandover
-from .wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, HandoverRecord, ProgressInfo, RecordKey,
-                   ReplayInfo, ResultInfo, StartInfo, TopicPartitionKey, decode, decode_key)
+from .wire import (
+    AckInfo,
+    GuardInfo,
+    HandoverFormatError,
+    HandoverInfo,
+    HandoverRecord,
+    ProgressInfo,
+    RecordKey,
+    ReplayInfo,
+    ResultInfo,
+    StartInfo,
+    TopicPartitionKey,
+    decode,
+    decode_key,
+)
 
 #: Kinds whose unreadable value stops the guard from acting on the replay (the others are advisory).
 GOVERNING_KINDS = ("replay", "start", "handover")
@@ -233,6 +246,7 @@ class HandoverView:
                 if part_problem is not None:
                     result[key] = ActiveHandover(replay.replay_id, start, None, None, part_problem)
                 elif start is not None and matcher is not None:
-                    result[key] = ActiveHandover(replay.replay_id, start, part.handover_offset if part else None,
-                                                 matcher)
+                    result[key] = ActiveHandover(
+                        replay.replay_id, start, part.handover_offset if part else None, matcher
+                    )
         return result

@@ -51,8 +51,15 @@ def now_ms() -> int:
 class HandoverTopic:
     """Blocking reads and durable writes of the handover topic."""
 
-    def __init__(self, bootstrap_servers: str, topic: str = DEFAULT_TOPIC, config: Mapping[str, str] | None = None,
-                 *, timeout: float = 30.0, client_id: str = "reprise-handover") -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str = DEFAULT_TOPIC,
+        config: Mapping[str, str] | None = None,
+        *,
+        timeout: float = 30.0,
+        client_id: str = "reprise-handover",
+    ) -> None:
         self.topic = topic
         self.timeout = timeout
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
@@ -89,18 +96,29 @@ class HandoverTopic:
         missing = found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
         if missing:
             if not create:
-                raise HandoverTopicError(f"handover topic {self.topic} does not exist: create it (1 partition, "
-                                         f"cleanup.policy=compact) or let the operator create it")
+                raise HandoverTopicError(
+                    f"handover topic {self.topic} does not exist: create it (1 partition, "
+                    f"cleanup.policy=compact) or let the operator create it"
+                )
             futures = self.admin.create_topics(
-                [NewTopic(self.topic, num_partitions=1, replication_factor=-1,
-                          config={"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"})],
-                request_timeout=self.timeout)
+                [
+                    NewTopic(
+                        self.topic,
+                        num_partitions=1,
+                        replication_factor=-1,
+                        config={"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"},
+                    )
+                ],
+                request_timeout=self.timeout,
+            )
             try:
                 futures[self.topic].result(timeout=self.timeout)
                 log.info("created the handover topic", extra={"topic": self.topic})
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise HandoverTopicError(f"cannot create handover topic {self.topic}: {exc.args[0].str()}") from None
+                    raise HandoverTopicError(
+                        f"cannot create handover topic {self.topic}: {exc.args[0].str()}"
+                    ) from None
             self._wait_for_leader()
             return
         if found.error is not None:
@@ -108,14 +126,19 @@ class HandoverTopic:
         if len(found.partitions) != 1:
             raise HandoverTopicError(
                 f"handover topic {self.topic} has {len(found.partitions)} partitions; the protocol needs exactly 1 "
-                f"(one total order of every replay's records): recreate it with 1 partition")
+                f"(one total order of every replay's records): recreate it with 1 partition"
+            )
 
     def _wait_for_leader(self) -> None:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             found = self.admin.list_topics(topic=self.topic, timeout=self.timeout).topics.get(self.topic)
-            if found is not None and found.error is None and found.partitions and \
-                    all(p.leader >= 0 for p in found.partitions.values()):
+            if (
+                found is not None
+                and found.error is None
+                and found.partitions
+                and all(p.leader >= 0 for p in found.partitions.values())
+            ):
                 return
             time.sleep(0.1)
         raise HandoverTopicError(f"handover topic {self.topic} has no leader after {self.timeout:.0f}s")
@@ -127,8 +150,11 @@ class HandoverTopic:
         found = metadata.topics.get(self.topic)
         if found is None or found.error is not None:
             return None
-        futures = self.admin.list_offsets({TopicPartition(self.topic, 0): OffsetSpec.latest()},
-                                          isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout)
+        futures = self.admin.list_offsets(
+            {TopicPartition(self.topic, 0): OffsetSpec.latest()},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=self.timeout,
+        )
         (future,) = futures.values()
         return int(future.result(timeout=self.timeout).offset)
 
@@ -147,8 +173,10 @@ class HandoverTopic:
             position = 0
             while position < end:
                 if time.monotonic() > deadline:
-                    raise HandoverTopicError(f"reading handover topic {self.topic} to offset {end} took over "
-                                             f"{self.timeout:.0f}s (reached {position})")
+                    raise HandoverTopicError(
+                        f"reading handover topic {self.topic} to offset {end} took over "
+                        f"{self.timeout:.0f}s (reached {position})"
+                    )
                 for message in consumer.consume(1000, 0.05):
                     error = message.error()
                     if error is not None:
@@ -194,12 +222,15 @@ class HandoverTopic:
     def _flush(self, failures: list[str]) -> None:
         remaining = self.producer.flush(self.timeout)
         if remaining:
-            raise HandoverTopicError(f"{remaining} handover record(s) not acknowledged by Kafka within {self.timeout:.0f}s")
+            raise HandoverTopicError(
+                f"{remaining} handover record(s) not acknowledged by Kafka within {self.timeout:.0f}s"
+            )
         if failures:
             raise HandoverTopicError(f"writing to handover topic {self.topic} failed: {failures[0]}")
 
-    def force_handover(self, replay_id: str, offsets: Mapping[TopicPartitionKey, int], *, by: str = "operator",
-                       reason: str = "forced") -> list[HandoverInfo]:
+    def force_handover(
+        self, replay_id: str, offsets: Mapping[TopicPartitionKey, int], *, by: str = "operator", reason: str = "forced"
+    ) -> list[HandoverInfo]:
         """Publish H for every listed partition that has none yet; return what was published.
 
         For aborting or finishing a replay from outside: stop the replay group first (scale it to zero) and
@@ -210,7 +241,9 @@ class HandoverTopic:
             part = state.partitions.get((topic, partition))
             if part is None or part.start is None or part.handover is not None:
                 continue
-            records.append(HandoverInfo(replay_id, topic, partition, max(int(offset), part.start.offset), reason, by, now_ms()))
+            records.append(
+                HandoverInfo(replay_id, topic, partition, max(int(offset), part.start.offset), reason, by, now_ms())
+            )
         if records:
             self.publish(*records)
         return records
@@ -245,9 +278,17 @@ class HandoverFollower(Generic[T]):
     - `on_tick`: called in the thread about every `interval` seconds (the guard checks acknowledgements).
     """
 
-    def __init__(self, bootstrap_servers: str, topic: str, config: Mapping[str, str] | None,
-                 derive: Callable[[HandoverView], T], *, interval: float = 0.1,
-                 on_tick: Callable[[], None] | None = None, client_id: str = "reprise-handover-follower") -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        config: Mapping[str, str] | None,
+        derive: Callable[[HandoverView], T],
+        *,
+        interval: float = 0.1,
+        on_tick: Callable[[], None] | None = None,
+        client_id: str = "reprise-handover-follower",
+    ) -> None:
         self.topic = topic
         self._derive = derive
         self._interval = interval

@@ -52,7 +52,9 @@ def load_config_dir(path: str | Path | None) -> dict[str, str]:
     return values
 
 
-def connection(bootstrap_servers: str, extra: Mapping[str, str] | None = None, client_id: str = "reprise-worker") -> dict[str, Any]:
+def connection(
+    bootstrap_servers: str, extra: Mapping[str, str] | None = None, client_id: str = "reprise-worker"
+) -> dict[str, Any]:
     """Settings every client shares: where Kafka is and how to authenticate (from the config folder)."""
     config: dict[str, Any] = {"client.id": client_id, **dict(extra or {}), "bootstrap.servers": bootstrap_servers}
     config["logger"] = _client_log
@@ -62,17 +64,19 @@ def connection(bootstrap_servers: str, extra: Mapping[str, str] | None = None, c
 def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) -> dict[str, Any]:
     """A group member that stores and commits only what it processed, and rebalances cooperatively."""
     config = settings_for("consumer", base)
-    config.update({
-        "group.id": group_id,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "partition.assignment.strategy": "cooperative-sticky",
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        # Partitions without a committed offset are outside the replay's plan (see consumer.py); they are
-        # never read, so the reset policy only decides where librdkafka parks them.
-        "auto.offset.reset": "latest",
-    })
+    config.update(
+        {
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            # Partitions without a committed offset are outside the replay's plan (see consumer.py); they are
+            # never read, so the reset policy only decides where librdkafka parks them.
+            "auto.offset.reset": "latest",
+        }
+    )
     config.update(overrides)
     return config
 
@@ -80,14 +84,16 @@ def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) ->
 def reader_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
     """A consumer used with `assign()` only (no group): bounded reads and the handover-topic tail."""
     config = settings_for("consumer", base)
-    config.update({
-        "group.id": "reprise-reader-unused",  # required by librdkafka, never joined: assign() only
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-    })
+    config.update(
+        {
+            "group.id": "reprise-reader-unused",  # required by librdkafka, never joined: assign() only
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+    )
     config.update(overrides)
     return config
 
@@ -158,16 +164,19 @@ def close_within(close: Callable[[], object], seconds: float, what: str) -> bool
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
-        _client_log.warning(f"closing the {what} did not return within {seconds:.0f}s; exiting without it "
-                            "(its positions are committed; the group drops the member after its session timeout)")
+        _client_log.warning(
+            f"closing the {what} did not return within {seconds:.0f}s; exiting without it "
+            "(its positions are committed; the group drops the member after its session timeout)"
+        )
         return False
     if "error" in outcome:
         _client_log.warning(f"closing the {what} failed", extra={"error": str(outcome["error"])})
     return True
 
 
-def read_committed(consumer: Any, partitions: list[Any], what: str, log: logging.Logger,
-                   patience: float = 60.0) -> list[Any]:
+def read_committed(
+    consumer: Any, partitions: list[Any], what: str, log: logging.Logger, patience: float = 60.0
+) -> list[Any]:
     """The group's committed offsets of `partitions` (TopicPartitions with offset and metadata), read in a
     rebalance callback. Failures are retried for `patience` seconds, because a coordinator that moves or is
     still loading its offsets refuses for a while, and an unreadable offset must never be taken for "none"

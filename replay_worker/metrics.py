@@ -33,27 +33,55 @@ class WorkerMetrics:
         def gauge(name: str, doc: str, extra: tuple[str, ...] = ()) -> Gauge:
             return Gauge(name, doc, [*labels, *extra], registry=self.registry)
 
-        self.consumed = counter("reprise_worker_records_consumed", "Records read from the source topics").labels(**labels)
+        self.consumed = counter("reprise_worker_records_consumed", "Records read from the source topics").labels(
+            **labels
+        )
         self.matched = counter("reprise_worker_records_matched", "Records that matched the filter").labels(**labels)
-        self.delivered = counter("reprise_worker_records_delivered", "Records handed to the handler or forwarded").labels(**labels)
+        self.delivered = counter(
+            "reprise_worker_records_delivered", "Records handed to the handler or forwarded"
+        ).labels(**labels)
         self.skipped = counter("reprise_worker_records_skipped", "Records the filter did not match").labels(**labels)
-        self.dead_lettered = counter("reprise_worker_records_dead_lettered", "Poison records sent to the dead-letter topic").labels(**labels)
-        self.poison_skipped = counter("reprise_worker_records_poison_skipped", "Poison records counted and skipped (no DLQ)").labels(**labels)
+        self.dead_lettered = counter(
+            "reprise_worker_records_dead_lettered", "Poison records sent to the dead-letter topic"
+        ).labels(**labels)
+        self.poison_skipped = counter(
+            "reprise_worker_records_poison_skipped", "Poison records counted and skipped (no DLQ)"
+        ).labels(**labels)
         self.bytes = counter("reprise_worker_bytes_consumed", "Key and value bytes read").labels(**labels)
         self.commits = counter("reprise_worker_commits", "Offset commits (or committed transactions)").labels(**labels)
         self.rebalances = counter("reprise_worker_rebalances", "Partitions assigned, revoked or lost").labels(**labels)
         self.errors = counter("reprise_worker_errors", "Errors the loop recovered from").labels(**labels)
-        self._position = gauge("reprise_worker_partition_position", "Next offset the replay processes", ("topic", "partition"))
-        self._end = gauge("reprise_worker_partition_end", "End offset (high watermark) last seen", ("topic", "partition"))
-        self._lag = gauge("reprise_worker_partition_lag", "Records left to the end (or to the stop offset)", ("topic", "partition"))
-        self._state = gauge("reprise_worker_partition_state", "0 replaying, 1 finished (handed over / drained), 2 paused",
-                            ("topic", "partition"))
-        self.finished_partitions = gauge("reprise_worker_partitions_finished", "Partitions finished in this replay").labels(**labels)
-        self.assigned_partitions = gauge("reprise_worker_partitions_assigned", "Partitions assigned to this replica").labels(**labels)
+        self._position = gauge(
+            "reprise_worker_partition_position", "Next offset the replay processes", ("topic", "partition")
+        )
+        self._end = gauge(
+            "reprise_worker_partition_end", "End offset (high watermark) last seen", ("topic", "partition")
+        )
+        self._lag = gauge(
+            "reprise_worker_partition_lag", "Records left to the end (or to the stop offset)", ("topic", "partition")
+        )
+        self._state = gauge(
+            "reprise_worker_partition_state",
+            "0 replaying, 1 finished (handed over / drained), 2 paused",
+            ("topic", "partition"),
+        )
+        self.finished_partitions = gauge(
+            "reprise_worker_partitions_finished", "Partitions finished in this replay"
+        ).labels(**labels)
+        self.assigned_partitions = gauge(
+            "reprise_worker_partitions_assigned", "Partitions assigned to this replica"
+        ).labels(**labels)
         self.heartbeat = time.monotonic()
 
-    def partition(self, topic: str, partition: int, *, position: int | None = None, end: int | None = None,
-                  state: str | None = None) -> None:
+    def partition(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        position: int | None = None,
+        end: int | None = None,
+        state: str | None = None,
+    ) -> None:
         labels = {**self._labels, "topic": topic, "partition": str(partition)}
         if position is not None:
             self._position.labels(**labels).set(position)
@@ -83,8 +111,14 @@ class WorkerMetrics:
 class HealthServer:
     """Serves `/metrics`, `/healthz` (the loop beat within `stale_after` seconds) and `/readyz`."""
 
-    def __init__(self, port: int, render: Callable[[], bytes], alive: Callable[[], bool], ready: Callable[[], bool],
-                 host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        port: int,
+        render: Callable[[], bytes],
+        alive: Callable[[], bool],
+        ready: Callable[[], bool],
+        host: str = "0.0.0.0",
+    ) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -24,26 +24,74 @@ ClientType = Literal["consumer", "producer", "admin"]
 
 PREFIXES: dict[str, ClientType] = {"consumer.": "consumer", "producer.": "producer", "admin.": "admin"}
 
-CONSUMER_ONLY = frozenset({
-    "auto.commit.enable", "auto.commit.interval.ms", "auto.offset.reset", "check.crcs",
-    "consume.callback.max.messages", "coordinator.query.interval.ms", "enable.auto.commit",
-    "enable.auto.offset.store", "enable.partition.eof", "fetch.error.backoff.ms", "fetch.max.bytes",
-    "fetch.message.max.bytes", "fetch.min.bytes", "fetch.queue.backoff.ms", "fetch.wait.max.ms", "group.id",
-    "group.instance.id", "group.protocol", "group.protocol.type", "group.remote.assignor",
-    "heartbeat.interval.ms", "isolation.level", "max.partition.fetch.bytes", "max.poll.interval.ms",
-    "max.poll.records", "offset.store.method", "offset.store.path", "offset.store.sync.interval.ms",
-    "partition.assignment.strategy", "queued.max.messages.kbytes", "queued.min.messages", "session.timeout.ms",
-    "share.acknowledgement.mode",
-})
+CONSUMER_ONLY = frozenset(
+    {
+        "auto.commit.enable",
+        "auto.commit.interval.ms",
+        "auto.offset.reset",
+        "check.crcs",
+        "consume.callback.max.messages",
+        "coordinator.query.interval.ms",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "enable.partition.eof",
+        "fetch.error.backoff.ms",
+        "fetch.max.bytes",
+        "fetch.message.max.bytes",
+        "fetch.min.bytes",
+        "fetch.queue.backoff.ms",
+        "fetch.wait.max.ms",
+        "group.id",
+        "group.instance.id",
+        "group.protocol",
+        "group.protocol.type",
+        "group.remote.assignor",
+        "heartbeat.interval.ms",
+        "isolation.level",
+        "max.partition.fetch.bytes",
+        "max.poll.interval.ms",
+        "max.poll.records",
+        "offset.store.method",
+        "offset.store.path",
+        "offset.store.sync.interval.ms",
+        "partition.assignment.strategy",
+        "queued.max.messages.kbytes",
+        "queued.min.messages",
+        "session.timeout.ms",
+        "share.acknowledgement.mode",
+    }
+)
 
-PRODUCER_ONLY = frozenset({
-    "acks", "batch.num.messages", "batch.size", "compression.codec", "compression.level", "compression.type",
-    "delivery.report.only.error", "delivery.timeout.ms", "enable.gapless.guarantee", "enable.idempotence",
-    "linger.ms", "message.send.max.retries", "message.timeout.ms", "partitioner", "produce.offset.report",
-    "queue.buffering.backpressure.threshold", "queue.buffering.max.kbytes", "queue.buffering.max.messages",
-    "queue.buffering.max.ms", "queuing.strategy", "request.required.acks", "request.timeout.ms", "retries",
-    "sticky.partitioning.linger.ms", "transaction.timeout.ms", "transactional.id",
-})
+PRODUCER_ONLY = frozenset(
+    {
+        "acks",
+        "batch.num.messages",
+        "batch.size",
+        "compression.codec",
+        "compression.level",
+        "compression.type",
+        "delivery.report.only.error",
+        "delivery.timeout.ms",
+        "enable.gapless.guarantee",
+        "enable.idempotence",
+        "linger.ms",
+        "message.send.max.retries",
+        "message.timeout.ms",
+        "partitioner",
+        "produce.offset.report",
+        "queue.buffering.backpressure.threshold",
+        "queue.buffering.max.kbytes",
+        "queue.buffering.max.messages",
+        "queue.buffering.max.ms",
+        "queuing.strategy",
+        "request.required.acks",
+        "request.timeout.ms",
+        "retries",
+        "sticky.partitioning.linger.ms",
+        "transaction.timeout.ms",
+        "transactional.id",
+    }
+)
 
 
 def applies_to(key: str, client: ClientType) -> bool:
@@ -65,6 +113,6 @@ def settings_for(client: ClientType, settings: Mapping[str, Any]) -> dict[str, A
             if applies_to(key, client):
                 found[key] = value
         elif PREFIXES[prefix] == client:
-            prefixed[key[len(prefix):]] = value
+            prefixed[key[len(prefix) :]] = value
     found.update(prefixed)
     return found

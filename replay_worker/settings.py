@@ -125,43 +125,69 @@ class WorkerSettings:
         need(bool(self.topics), "REPRISE_TOPICS (--topics) is required: the source topics, comma-separated")
         need(self.role in ROLES, f"REPRISE_ROLE (--role) {self.role!r} is not one of {', '.join(ROLES)}")
         need(self.mode in MODES, f"REPRISE_MODE (--mode) {self.mode!r} is not one of {', '.join(MODES)}")
-        need(self.poison_policy in POISON_POLICIES,
-             f"REPRISE_POISON_POLICY (--poison-policy) {self.poison_policy!r} is not one of {', '.join(POISON_POLICIES)}")
+        need(
+            self.poison_policy in POISON_POLICIES,
+            f"REPRISE_POISON_POLICY (--poison-policy) {self.poison_policy!r} is not one of {', '.join(POISON_POLICIES)}",
+        )
         need(self.batch_size >= 1, "REPRISE_BATCH_SIZE (--batch-size) must be at least 1")
         need(self.handler_retries >= 0, "REPRISE_HANDLER_RETRIES (--handler-retries) must be >= 0")
         need(0 <= self.metrics_port <= 65535, "REPRISE_METRICS_PORT (--metrics-port) must be 0..65535")
         need(self.check_interval > 0, "REPRISE_CHECK_INTERVAL (--check-interval) must be > 0")
-        need(self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
-             "REPRISE_LOG_LEVEL (--log-level) must be DEBUG, INFO, WARNING or ERROR")
-        need(not (self.poison_policy == "dead-letter" and not self.dlq_topic),
-             "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC (--dlq-topic)")
-        need(not (self.forward_transactional and not self.forward_topic),
-             "REPRISE_FORWARD_TRANSACTIONAL needs REPRISE_FORWARD_TOPIC (--forward-topic)")
+        need(
+            self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
+            "REPRISE_LOG_LEVEL (--log-level) must be DEBUG, INFO, WARNING or ERROR",
+        )
+        need(
+            not (self.poison_policy == "dead-letter" and not self.dlq_topic),
+            "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC (--dlq-topic)",
+        )
+        need(
+            not (self.forward_transactional and not self.forward_topic),
+            "REPRISE_FORWARD_TRANSACTIONAL needs REPRISE_FORWARD_TOPIC (--forward-topic)",
+        )
         if self.role == "replay":
             need(bool(self.replay_group), "REPRISE_REPLAY_GROUP (--replay-group) is required for role replay")
-            need(bool(self.handler) != bool(self.forward_topic),
-                 "give exactly one of REPRISE_HANDLER (--handler) and REPRISE_FORWARD_TOPIC (--forward-topic)")
+            need(
+                bool(self.handler) != bool(self.forward_topic),
+                "give exactly one of REPRISE_HANDLER (--handler) and REPRISE_FORWARD_TOPIC (--forward-topic)",
+            )
             if self.mode in ("Parallel", "Handover"):
                 need(bool(self.live_group), f"REPRISE_LIVE_GROUP (--live-group) is required in mode {self.mode}")
-                need(self.live_group != self.replay_group,
-                     "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own")
-            need(not self.follow or self.mode == "Parallel",
-                 "REPRISE_FOLLOW (--follow) is for mode Parallel only: a Handover's guard skips the replayed records "
-                 "until the handover, so it cannot be held open")
+                need(
+                    self.live_group != self.replay_group,
+                    "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own",
+                )
+            need(
+                not self.follow or self.mode == "Parallel",
+                "REPRISE_FOLLOW (--follow) is for mode Parallel only: a Handover's guard skips the replayed records "
+                "until the handover, so it cannot be held open",
+            )
             if self.mode == "Handover":
-                need(self.end is None, "REPRISE_END (--end) cannot be used with mode Handover: the live group takes "
-                                       "over at the handover offset, so the replay has no end of its own")
+                need(
+                    self.end is None,
+                    "REPRISE_END (--end) cannot be used with mode Handover: the live group takes "
+                    "over at the handover offset, so the replay has no end of its own",
+                )
             if self.handler:
                 module, _, function = self.handler.partition(":")
-                need(bool(module) and bool(function),
-                     f"REPRISE_HANDLER (--handler) {self.handler!r} must look like package.module:function")
+                need(
+                    bool(module) and bool(function),
+                    f"REPRISE_HANDLER (--handler) {self.handler!r} must look like package.module:function",
+                )
             if self.forward_topic:
-                need(self.forward_topic not in self.topics,
-                     "REPRISE_FORWARD_TOPIC must not be one of REPRISE_TOPICS: the replay would read its own output")
+                need(
+                    self.forward_topic not in self.topics,
+                    "REPRISE_FORWARD_TOPIC must not be one of REPRISE_TOPICS: the replay would read its own output",
+                )
         else:
-            need(bool(self.forward_topic), "role backfill needs REPRISE_FORWARD_TOPIC (--forward-topic): the target topic")
-            need(self.filter.keys is not None or self.filter.keys_file is not None,
-                 "role backfill needs the keys to re-emit: REPRISE_FILTER with keys or keysFile")
+            need(
+                bool(self.forward_topic),
+                "role backfill needs REPRISE_FORWARD_TOPIC (--forward-topic): the target topic",
+            )
+            need(
+                self.filter.keys is not None or self.filter.keys_file is not None,
+                "role backfill needs the keys to re-emit: REPRISE_FILTER with keys or keysFile",
+            )
 
     # -- the contract with the operator
 
@@ -219,8 +245,10 @@ class WorkerSettings:
 
     def described(self) -> dict[str, Any]:
         """The settings for a log line: no credentials live here, but the key set may be long, so it is counted."""
-        body = {f.name: _FIELDS[f.name].render(getattr(self, f.name)) if getattr(self, f.name) is not None else None
-                for f in fields(self)}
+        body = {
+            f.name: _FIELDS[f.name].render(getattr(self, f.name)) if getattr(self, f.name) is not None else None
+            for f in fields(self)
+        }
         if self.filter.keys is not None:
             body["filter"] = json.dumps({**self.filter.to_obj(), "keys": f"<{len(self.filter.keys)} keys>"})
         return body
@@ -276,6 +304,7 @@ def _choice(options: tuple[str, ...], fold: Callable[[str], str] = lambda s: s) 
             if fold(option) == fold(text):
                 return option
         raise ValueError(f"{text!r} is not one of {', '.join(options)}")
+
     return parse
 
 
@@ -311,14 +340,20 @@ _FIELDS: dict[str, _Field] = {
     "filter": _Field("REPRISE_FILTER", "filter", FilterSpec.parse, lambda v: v.to_json(), metavar="JSON"),
     "handler": _Field("REPRISE_HANDLER", "handler", _text, metavar="PKG.MOD:FUNC"),
     "forward_topic": _Field("REPRISE_FORWARD_TOPIC", "forward-topic", _text, metavar="TOPIC"),
-    "forward_transactional": _Field("REPRISE_FORWARD_TRANSACTIONAL", "forward-transactional", _bool, _render_bool, is_flag=True),
+    "forward_transactional": _Field(
+        "REPRISE_FORWARD_TRANSACTIONAL", "forward-transactional", _bool, _render_bool, is_flag=True
+    ),
     "handover_topic": _Field("REPRISE_HANDOVER_TOPIC", "handover-topic", _text, metavar="TOPIC"),
     "dlq_topic": _Field("REPRISE_DLQ_TOPIC", "dlq-topic", _text, metavar="TOPIC"),
     "poison_policy": _Field("REPRISE_POISON_POLICY", "poison-policy", _choice(POISON_POLICIES, str.lower)),
     "handler_retries": _Field("REPRISE_HANDLER_RETRIES", "handler-retries", _int, metavar="N"),
     "batch_size": _Field("REPRISE_BATCH_SIZE", "batch-size", _int, metavar="N"),
-    "max_records_per_second": _Field("REPRISE_MAX_RECORDS_PER_SECOND", "max-records-per-second", _float, _render_float, metavar="N"),
-    "max_bytes_per_second": _Field("REPRISE_MAX_BYTES_PER_SECOND", "max-bytes-per-second", _float, _render_float, metavar="N"),
+    "max_records_per_second": _Field(
+        "REPRISE_MAX_RECORDS_PER_SECOND", "max-records-per-second", _float, _render_float, metavar="N"
+    ),
+    "max_bytes_per_second": _Field(
+        "REPRISE_MAX_BYTES_PER_SECOND", "max-bytes-per-second", _float, _render_float, metavar="N"
+    ),
     "metrics_port": _Field("REPRISE_METRICS_PORT", "metrics-port", _int, metavar="PORT"),
     "kafka_config_dir": _Field("REPRISE_KAFKA_CONFIG_DIR", "kafka-config-dir", _text, metavar="DIR"),
     "member_name": _Field("REPRISE_MEMBER_NAME", "member-name", _text, metavar="NAME"),
@@ -326,7 +361,9 @@ _FIELDS: dict[str, _Field] = {
     "exit_when_done": _Field("REPRISE_EXIT_WHEN_DONE", "exit-when-done", _bool, _render_bool, is_flag=True),
     "check_interval": _Field("REPRISE_CHECK_INTERVAL", "check-interval", _float, _render_float, metavar="SECONDS"),
     "result_file": _Field("REPRISE_RESULT_FILE", "result-file", _text, metavar="PATH"),
-    "log_level": _Field("REPRISE_LOG_LEVEL", "log-level", lambda raw: _choice(("DEBUG", "INFO", "WARNING", "ERROR"), str.upper)(raw)),
+    "log_level": _Field(
+        "REPRISE_LOG_LEVEL", "log-level", lambda raw: _choice(("DEBUG", "INFO", "WARNING", "ERROR"), str.upper)(raw)
+    ),
 }
 
 #: Environment variable of every field, for the operator and the docs.
@@ -360,8 +397,13 @@ def _field_docs() -> dict[str, str]:
     docs: dict[str, str] = {}
     body = tree.body[0].body  # type: ignore[attr-defined]
     for node, following in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(following, ast.Expr) \
-                and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
             docs[node.target.id] = following.value.value
     return docs
 
@@ -370,10 +412,39 @@ _FIELD_DOCS = _field_docs()
 
 _GROUPS = {
     "Kafka": ("bootstrap_servers", "kafka_config_dir"),
-    "What to replay": ("role", "replay_id", "topics", "mode", "replay_group", "live_group", "start", "allow_clamp", "end", "follow", "filter"),
-    "Delivery": ("handler", "forward_topic", "forward_transactional", "dlq_topic", "poison_policy", "handler_retries", "batch_size"),
-    "Handover and operations": ("handover_topic", "max_records_per_second", "max_bytes_per_second", "metrics_port",
-                                "member_name", "exit_when_done", "check_interval", "result_file", "log_level"),
+    "What to replay": (
+        "role",
+        "replay_id",
+        "topics",
+        "mode",
+        "replay_group",
+        "live_group",
+        "start",
+        "allow_clamp",
+        "end",
+        "follow",
+        "filter",
+    ),
+    "Delivery": (
+        "handler",
+        "forward_topic",
+        "forward_transactional",
+        "dlq_topic",
+        "poison_policy",
+        "handler_retries",
+        "batch_size",
+    ),
+    "Handover and operations": (
+        "handover_topic",
+        "max_records_per_second",
+        "max_bytes_per_second",
+        "metrics_port",
+        "member_name",
+        "exit_when_done",
+        "check_interval",
+        "result_file",
+        "log_level",
+    ),
 }
 
 
@@ -385,16 +456,18 @@ def build_parser() -> argparse.ArgumentParser:
             "start resolved once, and hands each matching record to a handler or forwards it to a topic, until the "
             "mode says the partition is finished (Drain: its end; Parallel: the live group's offset; Handover: the "
             "handover offset, see replay_worker/HANDOVER.md). Role `backfill` re-produces the latest record of each "
-            "named key and exits. Every flag has a REPRISE_* environment variable; flags win."),
+            "named key and exits. Every flag has a REPRISE_* environment variable; flags win."
+        ),
         epilog=(
             "examples:\n"
             "  python -m replay_worker --bootstrap-servers kafka:9092 --replay-id demo --topics orders \\\n"
-            "      --replay-group demo-replay --start '{\"duration\":\"2h\"}' --forward-topic orders-copy\n"
+            '      --replay-group demo-replay --start \'{"duration":"2h"}\' --forward-topic orders-copy\n'
             "  python -m replay_worker --mode Handover --live-group accounts --replay-group accounts-replay \\\n"
             "      --replay-id accounts-1 --topics transactions --bootstrap-servers kafka:9092 \\\n"
             "      --handler examples.accounts_service.handlers:apply_batch\n\n"
             "Kafka credentials: put librdkafka settings as files in a folder (file name = setting) and pass it with\n"
-            "--kafka-config-dir; their values are never logged."),
+            "--kafka-config-dir; their values are never logged."
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for title, names in _GROUPS.items():
@@ -402,7 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
         for name in names:
             spec = _FIELDS[name]
             if spec.is_flag:
-                group.add_argument(f"--{spec.flag}", dest=name, nargs="?", const="true", metavar="BOOL", help=_help_of(name))
+                group.add_argument(
+                    f"--{spec.flag}", dest=name, nargs="?", const="true", metavar="BOOL", help=_help_of(name)
+                )
             else:
                 group.add_argument(f"--{spec.flag}", dest=name, metavar=spec.metavar, help=_help_of(name))
     return parser

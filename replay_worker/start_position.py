@@ -29,8 +29,19 @@ from .durations import parse_duration
 from .spec_error import SpecError
 from .timestamps import epoch_ms, parse_rfc3339
 
-__all__ = ["EndSpec", "PartitionFacts", "SpecError", "StartDecision", "StartOlderThanRetention", "StartSpec",
-           "decide_end", "decide_partition", "decide_start", "parse_duration", "refuse_lost_start"]
+__all__ = [
+    "EndSpec",
+    "PartitionFacts",
+    "SpecError",
+    "StartDecision",
+    "StartOlderThanRetention",
+    "StartSpec",
+    "decide_end",
+    "decide_partition",
+    "decide_start",
+    "parse_duration",
+    "refuse_lost_start",
+]
 
 StartKind = Literal["earliest", "timestamp", "duration", "offsets"]
 EndKind = Literal["snapshot", "timestamp", "offsets"]
@@ -56,8 +67,9 @@ class StartOlderThanRetention(RuntimeError):
 def _ms_from(value: Any, what: str) -> int:
     """Epoch milliseconds from an int/float (ms) or an ISO-8601 string (naive means UTC)."""
     if isinstance(value, bool):
-        raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}",
-                        field=what, code="bad-time")
+        raise SpecError(
+            f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}", field=what, code="bad-time"
+        )
     if isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, str):
@@ -67,10 +79,14 @@ def _ms_from(value: Any, what: str) -> int:
         try:
             return epoch_ms(parse_rfc3339(text))
         except ValueError:
-            raise SpecError(f"{what}: {value!r} is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) "
-                            f"nor epoch milliseconds", field=what, code="bad-time") from None
-    raise SpecError(f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}",
-                    field=what, code="bad-time")
+            raise SpecError(
+                f"{what}: {value!r} is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds",
+                field=what,
+                code="bad-time",
+            ) from None
+    raise SpecError(
+        f"{what}: expected epoch milliseconds or an ISO-8601 time, got {value!r}", field=what, code="bad-time"
+    )
 
 
 def _parse_offsets(value: Any, what: str) -> dict[str, dict[int, int]]:
@@ -88,13 +104,20 @@ def _parse_offsets(value: Any, what: str) -> dict[str, dict[int, int]]:
         else:
             raise TypeError
     except (TypeError, ValueError, KeyError):
-        raise SpecError(f"{what}: expected {{\"topic\": {{\"0\": 12}}}} or a list of {{topic, partition, offset}}, "
-                        f"got {json.dumps(value)[:200]}", field=what, code="bad-offsets") from None
+        raise SpecError(
+            f'{what}: expected {{"topic": {{"0": 12}}}} or a list of {{topic, partition, offset}}, '
+            f"got {json.dumps(value)[:200]}",
+            field=what,
+            code="bad-offsets",
+        ) from None
     for topic, partitions in result.items():
         for partition, offset in partitions.items():
             if partition < 0 or offset < 0:
-                raise SpecError(f"{what}: {topic}[{partition}]={offset}: partitions and offsets are >= 0",
-                                field=what, code="negative-offset")
+                raise SpecError(
+                    f"{what}: {topic}[{partition}]={offset}: partitions and offsets are >= 0",
+                    field=what,
+                    code="negative-offset",
+                )
     return result
 
 
@@ -105,8 +128,9 @@ def _one_of(obj: Any, kinds: tuple[str, ...], what: str) -> tuple[str, Any]:
             return obj, None
         raise SpecError(f"{what}: {obj!r} is not one of {', '.join(kinds)}", field=what, code="unknown-type")
     if not isinstance(obj, Mapping):
-        raise SpecError(f"{what}: expected a JSON object, got {json.dumps(obj)[:200]}",
-                        field=what, code="not-an-object")
+        raise SpecError(
+            f"{what}: expected a JSON object, got {json.dumps(obj)[:200]}", field=what, code="not-an-object"
+        )
     if "type" in obj:
         kind = obj["type"]
         if kind not in kinds:
@@ -114,8 +138,9 @@ def _one_of(obj: Any, kinds: tuple[str, ...], what: str) -> tuple[str, Any]:
         return kind, obj.get(kind)
     present = [k for k in kinds if k in obj]
     if len(present) != 1:
-        raise SpecError(f"{what}: give exactly one of {', '.join(kinds)} (got {sorted(obj)})",
-                        field=what, code="ambiguous-type")
+        raise SpecError(
+            f"{what}: give exactly one of {', '.join(kinds)} (got {sorted(obj)})", field=what, code="ambiguous-type"
+        )
     return present[0], obj[present[0]]
 
 
@@ -134,8 +159,9 @@ class StartSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
-                                field=what, code="not-json") from None
+                raise SpecError(
+                    f"{what}: not valid JSON ({exc.msg} at position {exc.pos})", field=what, code="not-json"
+                ) from None
         kind, value = _one_of(obj, ("earliest", "timestamp", "duration", "offsets"), what)
         if kind == "earliest":
             return cls("earliest")
@@ -153,7 +179,10 @@ class StartSpec:
         elif self.kind == "duration":
             body = {"type": "duration", "duration": self.duration_s}
         else:
-            body = {"type": "offsets", "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()}}
+            body = {
+                "type": "offsets",
+                "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()},
+            }
         return json.dumps(body, separators=(",", ":"))
 
     def lookup_timestamp(self, now_ms: int) -> int | None:
@@ -180,8 +209,9 @@ class EndSpec:
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
-                raise SpecError(f"{what}: not valid JSON ({exc.msg} at position {exc.pos})",
-                                field=what, code="not-json") from None
+                raise SpecError(
+                    f"{what}: not valid JSON ({exc.msg} at position {exc.pos})", field=what, code="not-json"
+                ) from None
         kind, value = _one_of(obj, ("snapshot", "timestamp", "offsets"), what)
         if kind == "snapshot":
             return cls("snapshot")
@@ -195,7 +225,10 @@ class EndSpec:
         elif self.kind == "timestamp":
             body = {"type": "timestamp", "timestamp": self.timestamp_ms}
         else:
-            body = {"type": "offsets", "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()}}
+            body = {
+                "type": "offsets",
+                "offsets": {t: {str(p): o for p, o in ps.items()} for t, ps in self.offsets.items()},
+            }
         return json.dumps(body, separators=(",", ":"))
 
 
@@ -260,12 +293,18 @@ def decide_start(spec: StartSpec, facts: PartitionFacts, allow_clamp: bool) -> S
         return StartDecision(t, p, facts.log_start, oldest_timestamp_ms=oldest)
     if spec.kind == "offsets":
         if t not in spec.offsets or p not in spec.offsets[t]:
-            raise SpecError(f"start.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
-                            field="start.offsets", code="missing-partition-offset")
+            raise SpecError(
+                f"start.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
+                field="start.offsets",
+                code="missing-partition-offset",
+            )
         wanted = spec.offsets[t][p]
         if wanted > facts.end:
-            raise SpecError(f"start.offsets: {t}[{p}]={wanted} is beyond the partition's end offset {facts.end}",
-                            field="start.offsets", code="offset-beyond-end")
+            raise SpecError(
+                f"start.offsets: {t}[{p}]={wanted} is beyond the partition's end offset {facts.end}",
+                field="start.offsets",
+                code="offset-beyond-end",
+            )
         if wanted < facts.log_start:
             if allow_clamp:
                 return StartDecision(t, p, facts.log_start, clamped=True, retention_risk=True, requested=wanted)
@@ -302,8 +341,11 @@ def decide_end(spec: EndSpec | None, facts: PartitionFacts, now_ms: int) -> tupl
     if spec.kind == "offsets":
         t, p = facts.topic, facts.partition
         if t not in spec.offsets or p not in spec.offsets[t]:
-            raise SpecError(f"end.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
-                            field="end.offsets", code="missing-partition-offset")
+            raise SpecError(
+                f"end.offsets has no offset for {t}[{p}]: give one for every partition of the topics",
+                field="end.offsets",
+                code="missing-partition-offset",
+            )
         return spec.offsets[t][p], None
     assert spec.timestamp_ms is not None
     found = facts.end_time_lookup

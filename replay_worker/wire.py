@@ -169,7 +169,13 @@ def _key_of(record: HandoverRecord) -> bytes:
         return encode_key(record.replay_id, "replay")
     if isinstance(record, ResultInfo):
         return encode_key(record.replay_id, "result")
-    kind: RecordKind = {StartInfo: "start", HandoverInfo: "handover", GuardInfo: "guard", AckInfo: "ack", ProgressInfo: "progress"}[type(record)]  # type: ignore[assignment]
+    kind: RecordKind = {
+        StartInfo: "start",
+        HandoverInfo: "handover",
+        GuardInfo: "guard",
+        AckInfo: "ack",
+        ProgressInfo: "progress",
+    }[type(record)]  # type: ignore[assignment]
     return encode_key(record.replay_id, kind, record.topic, record.partition)  # type: ignore[union-attr]
 
 
@@ -177,26 +183,61 @@ def encode(record: HandoverRecord) -> tuple[bytes, bytes]:
     """(key, value) of a record; the value is compact JSON with `v` (format version) and `kind`."""
     if isinstance(record, ReplayInfo):
         body: dict[str, Any] = {
-            "kind": "replay", "mode": record.mode, "replay_group": record.replay_group,
-            "live_group": record.live_group, "topics": list(record.topics), "filter": dict(record.filter),
+            "kind": "replay",
+            "mode": record.mode,
+            "replay_group": record.replay_group,
+            "live_group": record.live_group,
+            "topics": list(record.topics),
+            "filter": dict(record.filter),
         }
     elif isinstance(record, StartInfo):
-        body = {"kind": "start", "topic": record.topic, "partition": record.partition, "offset": record.offset,
-                "end_offset": record.end_offset, "end_timestamp_ms": record.end_timestamp_ms, "clamped": record.clamped}
+        body = {
+            "kind": "start",
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "end_offset": record.end_offset,
+            "end_timestamp_ms": record.end_timestamp_ms,
+            "clamped": record.clamped,
+        }
     elif isinstance(record, HandoverInfo):
-        body = {"kind": "handover", "topic": record.topic, "partition": record.partition, "offset": record.offset,
-                "reason": record.reason, "by": record.by}
+        body = {
+            "kind": "handover",
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "reason": record.reason,
+            "by": record.by,
+        }
     elif isinstance(record, GuardInfo):
-        body = {"kind": "guard", "topic": record.topic, "partition": record.partition,
-                "first_skipped": record.first_skipped, "seen_until": record.seen_until, "member": record.member}
+        body = {
+            "kind": "guard",
+            "topic": record.topic,
+            "partition": record.partition,
+            "first_skipped": record.first_skipped,
+            "seen_until": record.seen_until,
+            "member": record.member,
+        }
         if record.problem is not None:
             body["problem"] = record.problem
     elif isinstance(record, AckInfo):
-        body = {"kind": "ack", "topic": record.topic, "partition": record.partition, "offset": record.offset,
-                "committed": record.committed, "member": record.member}
+        body = {
+            "kind": "ack",
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "committed": record.committed,
+            "member": record.member,
+        }
     elif isinstance(record, ProgressInfo):
-        body = {"kind": "progress", "topic": record.topic, "partition": record.partition, "position": record.position,
-                "at_end": record.at_end, "member": record.member}
+        body = {
+            "kind": "progress",
+            "topic": record.topic,
+            "partition": record.partition,
+            "position": record.position,
+            "at_end": record.at_end,
+            "member": record.member,
+        }
     else:
         body = {"kind": "result", "result": dict(record.body)}
     value = {"v": FORMAT_VERSION, "replay_id": record.replay_id, **body, "at_ms": record.at_ms}
@@ -220,8 +261,9 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
     if not isinstance(v, dict) or not _is_int(v.get("v", 0)):
         raise HandoverFormatError(f"value of {key} is not a handover record", code="malformed-value")
     if v.get("v", 0) > FORMAT_VERSION:
-        raise HandoverFormatError(f"{key} has format version {v.get('v')}, newer than {FORMAT_VERSION}",
-                                  code="newer-version")
+        raise HandoverFormatError(
+            f"{key} has format version {v.get('v')}, newer than {FORMAT_VERSION}", code="newer-version"
+        )
     if v.get("kind") != key.kind:
         raise HandoverFormatError(f"value of {key} does not say kind {key.kind!r}", code="kind-mismatch")
     if key.kind not in RECORD_KINDS:
@@ -235,27 +277,59 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
             topics = _field(v, "topics", list, [])
             if not all(isinstance(t, str) for t in topics):
                 raise TypeError("topics")
-            return key, ReplayInfo(rid, _field(v, "mode", str), _field(v, "replay_group", str),
-                                   _field(v, "live_group", str, None), tuple(topics), _field(v, "filter", dict, {}), at)
+            return key, ReplayInfo(
+                rid,
+                _field(v, "mode", str),
+                _field(v, "replay_group", str),
+                _field(v, "live_group", str, None),
+                tuple(topics),
+                _field(v, "filter", dict, {}),
+                at,
+            )
         if key.kind == "result":
             return key, ResultInfo(rid, _field(v, "result", dict, {}), at)
         t, p = _field(v, "topic", str), _field(v, "partition", int)
         if (t, p) != (key.topic, key.partition):
             raise HandoverFormatError(f"value of {key} names {t}[{p}]", code="key-mismatch")
         if key.kind == "start":
-            return key, StartInfo(rid, t, p, _field(v, "offset", int), _field(v, "end_offset", int, None),
-                                  _field(v, "end_timestamp_ms", int, None), _field(v, "clamped", bool, False), at)
+            return key, StartInfo(
+                rid,
+                t,
+                p,
+                _field(v, "offset", int),
+                _field(v, "end_offset", int, None),
+                _field(v, "end_timestamp_ms", int, None),
+                _field(v, "clamped", bool, False),
+                at,
+            )
         if key.kind == "handover":
-            return key, HandoverInfo(rid, t, p, _field(v, "offset", int), _field(v, "reason", str, ""),
-                                     _field(v, "by", str, "replay"), at)
+            return key, HandoverInfo(
+                rid, t, p, _field(v, "offset", int), _field(v, "reason", str, ""), _field(v, "by", str, "replay"), at
+            )
         if key.kind == "guard":
-            return key, GuardInfo(rid, t, p, _field(v, "first_skipped", int, None), _field(v, "seen_until", int, None),
-                                  _field(v, "member", str, ""), at, _field(v, "problem", str, None))
+            return key, GuardInfo(
+                rid,
+                t,
+                p,
+                _field(v, "first_skipped", int, None),
+                _field(v, "seen_until", int, None),
+                _field(v, "member", str, ""),
+                at,
+                _field(v, "problem", str, None),
+            )
         if key.kind == "progress":
-            return key, ProgressInfo(rid, t, p, _field(v, "position", int), _field(v, "at_end", bool, False),
-                                     _field(v, "member", str, ""), at)
-        return key, AckInfo(rid, t, p, _field(v, "offset", int), _field(v, "committed", int),
-                            _field(v, "member", str, ""), at)
+            return key, ProgressInfo(
+                rid,
+                t,
+                p,
+                _field(v, "position", int),
+                _field(v, "at_end", bool, False),
+                _field(v, "member", str, ""),
+                at,
+            )
+        return key, AckInfo(
+            rid, t, p, _field(v, "offset", int), _field(v, "committed", int), _field(v, "member", str, ""), at
+        )
     except (KeyError, TypeError) as exc:
         raise HandoverFormatError(f"value of {key} is missing or has a bad field: {exc}", code="bad-field") from None
 

@@ -71,8 +71,10 @@ def widens(source: DataType, target: DataType) -> bool:
     if s is FloatType:
         return t is DoubleType
     if s is DecimalType and t is DecimalType:
-        return (target.scale >= source.scale  # type: ignore[attr-defined]
-                and target.precision - target.scale >= source.precision - source.scale)  # type: ignore[attr-defined]
+        return (
+            target.scale >= source.scale  # type: ignore[attr-defined]
+            and target.precision - target.scale >= source.precision - source.scale
+        )  # type: ignore[attr-defined]
     if s is DateType:
         return t in (TimestampType, TimestampNTZType)
     if s is TimestampNTZType:
@@ -91,8 +93,11 @@ def convert(value: Column, source: DataType, target: DataType, path: str) -> Col
         parts = []
         for wanted in target.fields:
             if wanted.name in present:
-                parts.append(convert(value[wanted.name], present[wanted.name].dataType, wanted.dataType,
-                                     f"{path}.{wanted.name}").alias(wanted.name))
+                parts.append(
+                    convert(
+                        value[wanted.name], present[wanted.name].dataType, wanted.dataType, f"{path}.{wanted.name}"
+                    ).alias(wanted.name)
+                )
             elif wanted.nullable:
                 parts.append(F.lit(None).cast(wanted.dataType).alias(wanted.name))
             else:
@@ -102,13 +107,17 @@ def convert(value: Column, source: DataType, target: DataType, path: str) -> Col
         return F.transform(value, lambda item: convert(item, source.elementType, target.elementType, f"{path}[]"))
     if isinstance(source, MapType) and isinstance(target, MapType):
         if source.keyType != target.keyType:
-            raise SchemaError(f"field {path}: map keys changed from {source.keyType.simpleString()} to "
-                              f"{target.keyType.simpleString()}, which is not a widening")
+            raise SchemaError(
+                f"field {path}: map keys changed from {source.keyType.simpleString()} to "
+                f"{target.keyType.simpleString()}, which is not a widening"
+            )
         return F.transform_values(value, lambda _, v: convert(v, source.valueType, target.valueType, f"{path}{{}}"))
     if widens(source, target):
         return value.cast(target)
-    raise SchemaError(f"field {path}: {source.simpleString()} in older records cannot be widened to "
-                      f"{target.simpleString()} of the latest schema")
+    raise SchemaError(
+        f"field {path}: {source.simpleString()} in older records cannot be widened to "
+        f"{target.simpleString()} of the latest schema"
+    )
 
 
 def default_value(field: StructField, value: Any) -> Column:
@@ -139,8 +148,10 @@ def evolve(df: DataFrame, latest: LatestSchema, *, writer_schema_known: bool, ca
         elif target.nullable:
             value = F.lit(None).cast(target.dataType)
         else:
-            raise SchemaError(f"field {target.name} is missing from records written under an older schema, "
-                              f"is not nullable and has no default: give it one (--default {target.name}=...)")
+            raise SchemaError(
+                f"field {target.name} is missing from records written under an older schema, "
+                f"is not nullable and has no default: give it one (--default {target.name}=...)"
+            )
         selected.append(value.alias(target.name))
     selected.extend(column(c) for c in carry)
     return df.select(*selected)

@@ -74,16 +74,24 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
     counts = {row["day"]: int(row["records"]) for row in T.counts_per_day(lake.records()).collect()}
     outcome.day_counts = counts
     outcome.records_in_range = sum(counts.values())
-    log.info("lake %s: %d records in %d day(s) of the range, counted in %.1fs", settings.source,
-             outcome.records_in_range, len(counts), time.monotonic() - began)
+    log.info(
+        "lake %s: %d records in %d day(s) of the range, counted in %.1fs",
+        settings.source,
+        outcome.records_in_range,
+        len(counts),
+        time.monotonic() - began,
+    )
 
     if settings.dry_run:
         began = time.monotonic()
         rows = T.kafka_rows(T.in_key_order(lake.records(), partitions), origin, label)
         topic.write_nowhere(rows)
         outcome.seconds_writing = time.monotonic() - began
-        log.info("dry run: %d records read, evolved and ordered into the noop sink in %.1fs",
-                 outcome.records_in_range, outcome.seconds_writing)
+        log.info(
+            "dry run: %d records read, evolved and ordered into the noop sink in %.1fs",
+            outcome.records_in_range,
+            outcome.seconds_writing,
+        )
         return outcome
 
     client = java_client_settings(load_client_settings(settings.kafka_settings))
@@ -94,16 +102,28 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
 
     progress = progress or HadoopProgress(spark, settings.progress)
     progress.claim(settings.identity())
-    plan = plan_writes(counts, progress.done_days(), progress.started_days(),
-                       max_records_per_write=settings.max_records_per_write,
-                       max_records_per_second=settings.max_records_per_second,
-                       slice_seconds=settings.slice_seconds)
+    plan = plan_writes(
+        counts,
+        progress.done_days(),
+        progress.started_days(),
+        max_records_per_write=settings.max_records_per_write,
+        max_records_per_second=settings.max_records_per_second,
+        slice_seconds=settings.slice_seconds,
+    )
     outcome.plan = plan
     if plan.already_written:
-        log.info("skipping %d day(s) written by an earlier attempt: %s", len(plan.already_written),
-                 _days_text(plan.already_written))
-    log.info("writing %d records of %d day(s) in %d unit(s) to %s", plan.records,
-             sum(len(u.days) for u in plan.units), len(plan.units), settings.topic)
+        log.info(
+            "skipping %d day(s) written by an earlier attempt: %s",
+            len(plan.already_written),
+            _days_text(plan.already_written),
+        )
+    log.info(
+        "writing %d records of %d day(s) in %d unit(s) to %s",
+        plan.records,
+        sum(len(u.days) for u in plan.units),
+        len(plan.units),
+        settings.topic,
+    )
 
     pacer = Pacer(settings.max_records_per_second)
     began = time.monotonic()
@@ -114,16 +134,21 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
             written = T.replay_headers(topic.read(spark, settings.topic, consumer), origin, label, unit.resume)
             written = written.select("day", "key", "seq").persist(StorageLevel.MEMORY_AND_DISK)
             records = T.resorted(T.without_written(records, written), partitions)
-            log.info("unit %d: %s started by an earlier attempt: leaving out records already in the topic (%d)",
-                     number, _days_text(unit.resume), written.count())
+            log.info(
+                "unit %d: %s started by an earlier attempt: leaving out records already in the topic (%d)",
+                number,
+                _days_text(unit.resume),
+                written.count(),
+            )
         if unit.slices > 1:
             records = records.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             pacer.begin()
             per_slice = unit.records // unit.slices
             for index in range(unit.slices):
-                topic.write(T.kafka_rows(T.in_slice(records, index, unit.slices), origin, label),
-                            settings.topic, producer)
+                topic.write(
+                    T.kafka_rows(T.in_slice(records, index, unit.slices), origin, label), settings.topic, producer
+                )
                 last = index == unit.slices - 1
                 outcome.seconds_paced += pacer.wrote(unit.records - per_slice * index if last else per_slice)
         finally:
@@ -134,30 +159,43 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
         for day in unit.days:
             progress.mark_done(day, counts[day])
         outcome.units_written += 1
-        log.info("unit %d/%d written: %s, %d records, %d slice(s)", number, len(plan.units),
-                 _days_text(unit.days), unit.records, unit.slices)
+        log.info(
+            "unit %d/%d written: %s, %d records, %d slice(s)",
+            number,
+            len(plan.units),
+            _days_text(unit.days),
+            unit.records,
+            unit.slices,
+        )
     outcome.seconds_writing = time.monotonic() - began
-    log.info("wrote %d records in %.1fs (%.1fs of it pacing)", plan.records, outcome.seconds_writing,
-             outcome.seconds_paced)
+    log.info(
+        "wrote %d records in %.1fs (%.1fs of it pacing)", plan.records, outcome.seconds_writing, outcome.seconds_paced
+    )
 
     if settings.validate:
         outcome.checks = validate(spark, settings, counts, consumer, label)
     return outcome
 
 
-def validate(spark: SparkSession, settings: ReplaySettings, counts: dict[str, int],
-             consumer: dict[str, str], label: str) -> list[DayCheck]:
+def validate(
+    spark: SparkSession, settings: ReplaySettings, counts: dict[str, int], consumer: dict[str, str], label: str
+) -> list[DayCheck]:
     """Compare the topic with the lake per day; raise ValidationFailed on any difference."""
     began = time.monotonic()
     in_topic = T.read_back_checks(T.replay_headers(topic.read(spark, settings.topic, consumer), settings.origin, label))
-    found = {row["day"]: DayInTopic(int(row["records"]), int(row["duplicates"]), int(row["out_of_order"]))
-             for row in in_topic.collect()}
+    found = {
+        row["day"]: DayInTopic(int(row["records"]), int(row["duplicates"]), int(row["out_of_order"]))
+        for row in in_topic.collect()
+    }
     checks = compare(counts, found)
     bad = failures(checks)
     if bad:
         raise ValidationFailed(bad, settings.topic)
-    log.info("validated %d day(s) in %.1fs: every day's count matches the lake, no duplicates, per-key order kept",
-             len(checks), time.monotonic() - began)
+    log.info(
+        "validated %d day(s) in %.1fs: every day's count matches the lake, no duplicates, per-key order kept",
+        len(checks),
+        time.monotonic() - began,
+    )
     return checks
 
 

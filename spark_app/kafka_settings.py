@@ -31,10 +31,26 @@ PRODUCER_DEFAULTS = {
     "compression.type": "lz4",
 }
 # Spark sets these itself and refuses them as options.
-_SPARK_OWNED = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-                "auto.offset.reset", "enable.auto.commit", "interceptor.classes"}
-_LIBRDKAFKA_ONLY = {"sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location", "ssl.ca.pem",
-                    "ssl.certificate.location", "ssl.certificate.pem", "ssl.key.location", "ssl.key.pem"}
+_SPARK_OWNED = {
+    "key.serializer",
+    "value.serializer",
+    "key.deserializer",
+    "value.deserializer",
+    "auto.offset.reset",
+    "enable.auto.commit",
+    "interceptor.classes",
+}
+_LIBRDKAFKA_ONLY = {
+    "sasl.username",
+    "sasl.password",
+    "sasl.mechanisms",
+    "ssl.ca.location",
+    "ssl.ca.pem",
+    "ssl.certificate.location",
+    "ssl.certificate.pem",
+    "ssl.key.location",
+    "ssl.key.pem",
+}
 _SCRAM = {"SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 
@@ -74,13 +90,17 @@ def java_client_settings(settings: Mapping[str, str]) -> dict[str, str]:
     given = {k.strip(): v for k, v in settings.items()}
     refused = sorted(k for k in given if k in _SPARK_OWNED)
     if refused:
-        raise KafkaSettingsError(f"Kafka client settings may not set {', '.join(refused)}: Spark's Kafka connector sets them")
+        raise KafkaSettingsError(
+            f"Kafka client settings may not set {', '.join(refused)}: Spark's Kafka connector sets them"
+        )
     if "bootstrap.servers" in given:
         raise KafkaSettingsError("Kafka client settings may not set bootstrap.servers: it is --bootstrap-servers")
     conflicting = sorted(k for k, v in given.items() if k in ENFORCED and v.strip().lower() not in _same(k))
     if conflicting:
-        raise KafkaSettingsError(f"Kafka client settings may not change {', '.join(conflicting)}: per-key order "
-                                 f"and duplicate-free retries depend on {', '.join(f'{k}={ENFORCED[k]}' for k in conflicting)}")
+        raise KafkaSettingsError(
+            f"Kafka client settings may not change {', '.join(conflicting)}: per-key order "
+            f"and duplicate-free retries depend on {', '.join(f'{k}={ENFORCED[k]}' for k in conflicting)}"
+        )
     java = {k: v for k, v in given.items() if k not in _LIBRDKAFKA_ONLY}
     if "security.protocol" in java:
         java["security.protocol"] = java["security.protocol"].strip().upper()
@@ -103,8 +123,9 @@ def java_client_settings(settings: Mapping[str, str]) -> dict[str, str]:
         certificate = given.get("ssl.certificate.pem") or _file_value(given, "ssl.certificate.location")
         key = given.get("ssl.key.pem") or _file_value(given, "ssl.key.location")
         if not certificate or not key:
-            raise KafkaSettingsError("Kafka client settings need both a client certificate and its key "
-                                     "(ssl.certificate.* and ssl.key.*)")
+            raise KafkaSettingsError(
+                "Kafka client settings need both a client certificate and its key (ssl.certificate.* and ssl.key.*)"
+            )
         java["ssl.keystore.type"] = "PEM"
         java["ssl.keystore.certificate.chain"] = certificate
         java["ssl.keystore.key"] = key
@@ -120,8 +141,9 @@ def jaas_config(mechanism: str, username: str, password: str) -> str:
     elif mechanism == "PLAIN":
         module = "org.apache.kafka.common.security.plain.PlainLoginModule"
     else:
-        raise KafkaSettingsError(f"sasl.username/sasl.password work with PLAIN or SCRAM, not {mechanism}: "
-                                 "give sasl.jaas.config instead")
+        raise KafkaSettingsError(
+            f"sasl.username/sasl.password work with PLAIN or SCRAM, not {mechanism}: give sasl.jaas.config instead"
+        )
     return f'{module} required username="{_quoted(username)}" password="{_quoted(password)}";'
 
 
@@ -144,8 +166,11 @@ def describe(settings: Mapping[str, str]) -> str:
 
 
 def _same(key: str) -> set[str]:
-    return {"acks": {"all", "-1"}, "enable.idempotence": {"true"},
-            "max.in.flight.requests.per.connection": {"1", "2", "3", "4", "5"}}[key]
+    return {
+        "acks": {"all", "-1"},
+        "enable.idempotence": {"true"},
+        "max.in.flight.requests.per.connection": {"1", "2", "3", "4", "5"},
+    }[key]
 
 
 def _quoted(value: str) -> str:
@@ -174,5 +199,5 @@ def _properties(text: str, place: Path) -> dict[str, str]:
         separator = min((i for i in (stripped.find("="), stripped.find(":")) if i > 0), default=-1)
         if separator < 0:
             raise KafkaSettingsError(f"{place} line {number} is not key=value")
-        values[stripped[:separator].strip()] = stripped[separator + 1:].strip()
+        values[stripped[:separator].strip()] = stripped[separator + 1 :].strip()
     return values

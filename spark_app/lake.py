@@ -82,8 +82,9 @@ class LakeTable:
         else:
             moment = T.event_time(T.type_at(kept, s.timestamp_column), T.path(s.timestamp_column))
             day = F.date_format(moment, T.DAY_FORMAT)
-        labelled = T.label_records(kept, fields=fields, key_column=s.key_column,
-                                   timestamp_column=s.timestamp_column, day=day)
+        labelled = T.label_records(
+            kept, fields=fields, key_column=s.key_column, timestamp_column=s.timestamp_column, day=day
+        )
         if days and not pc:
             labelled = labelled.where(F.col(T.DAY).isin(*days))
         return labelled
@@ -101,8 +102,10 @@ class LakeTable:
         if not pc:
             return df
         if pc not in df.columns:
-            raise LakeLayoutError(f"{self.settings.source} has no column {pc} (--partition-column); "
-                                  f"its columns are {', '.join(df.columns)}")
+            raise LakeLayoutError(
+                f"{self.settings.source} has no column {pc} (--partition-column); "
+                f"its columns are {', '.join(df.columns)}"
+            )
         if days:
             return T.only_days(df, pc, days)
         return T.prune_days(df, pc, self.first_day, self.last_day)
@@ -160,7 +163,7 @@ class LakeTable:
             found, files = [], fs.listFiles(folder, True)
             while files.hasNext():
                 status = files.next()
-                relative = str(status.getPath().toUri().getPath())[len(str(root.toUri().getPath())):]
+                relative = str(status.getPath().toUri().getPath())[len(str(root.toUri().getPath())) :]
                 if not any(part.startswith(("_", ".")) for part in relative.split("/") if part):
                     found.append(str(status.getPath()))
             return found
@@ -170,10 +173,17 @@ class LakeTable:
         prefix = pc + "="
         top = [status.getPath() for status in fs.listStatus(root) if status.isDirectory()]
         if any(p.getName().startswith(prefix) for p in top):
-            return [f for p in top if p.getName().startswith(prefix) and in_range(p.getName()[len(prefix):][:10])
-                    for f in listed(p)]
-        return [f for f in listed(root)
-                if any(part.startswith(prefix) and in_range(part[len(prefix):][:10]) for part in f.split("/"))]
+            return [
+                f
+                for p in top
+                if p.getName().startswith(prefix) and in_range(p.getName()[len(prefix) :][:10])
+                for f in listed(p)
+            ]
+        return [
+            f
+            for f in listed(root)
+            if any(part.startswith(prefix) and in_range(part[len(prefix) :][:10]) for part in f.split("/"))
+        ]
 
     def _by_footer_schema(self, files: list[str]) -> "OrderedDict[str, list[str]]":
         """Files grouped by the schema their footer records (Spark's own schema when Spark wrote them)."""
@@ -185,7 +195,9 @@ class LakeTable:
             if name in self._footer_schemas:
                 groups.setdefault(self._footer_schemas[name], []).append(name)
                 continue
-            source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(name), conf)
+            source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+                jvm.org.apache.hadoop.fs.Path(name), conf
+            )
             reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
             try:
                 metadata = reader.getFooter().getFileMetaData()
@@ -193,12 +205,18 @@ class LakeTable:
                 if not text:
                     if converter is None:
                         sql_conf = self.spark._jsparkSession.sessionState().conf()  # type: ignore[attr-defined]
-                        converter = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter(sql_conf)
+                        converter = (
+                            jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter(
+                                sql_conf
+                            )
+                        )
                     text = converter.convert(metadata.getSchema()).json()
             finally:
                 reader.close()
             # Nullability and metadata do not change what a file holds: group on names and types only.
-            struct = StructType([StructField(f.name, f.dataType, True) for f in StructType.fromJson(json.loads(text)).fields])
+            struct = StructType(
+                [StructField(f.name, f.dataType, True) for f in StructType.fromJson(json.loads(text)).fields]
+            )
             self._footer_schemas[name] = struct.json()
             groups.setdefault(struct.json(), []).append(name)
         return groups
@@ -230,7 +248,11 @@ class LakeTable:
             df = self.spark.read.format(fmt).load(self.settings.source)
         except Exception as exc:
             text = str(exc)
-            if "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text or "Failed to find data source" in text:
+            if (
+                "DATA_SOURCE_NOT_FOUND" in text
+                or "ClassNotFoundException" in text
+                or "Failed to find data source" in text
+            ):
                 raise LakeFormatUnavailable(
                     f"--format {fmt} needs its Spark package, which is not on the classpath: add "
                     f"{_PACKAGES[fmt]} to spark.jars (the Spark image of this job bakes in only the Kafka jars)"

@@ -108,8 +108,9 @@ def write_lake(spark: Any, spec: LakeSpec, uri: str, fmt: str = "parquet", files
     day = n % spec.days
     m = F.floor(n / spec.days)
     second_era, third_era = spec.days // 3, (2 * spec.days) // 3
-    version = (F.when(day < second_era, 1).when(day < third_era, 2)
-               .when((day == third_era) & (m % 2 == 0), 2).otherwise(3))
+    version = (
+        F.when(day < second_era, 1).when(day < third_era, 2).when((day == third_era) & (m % 2 == 0), 2).otherwise(3)
+    )
     ts = F.timestamp_seconds(F.lit(first_epoch) + day * 86400 + (n * SECONDS_STEP) % 86400)
     base = spark.range(0, spec.rows, 1, max(1, spark.sparkContext.defaultParallelism)).select(
         n.alias("n"),
@@ -122,17 +123,38 @@ def write_lake(spark: Any, spec: LakeSpec, uri: str, fmt: str = "parquet", files
         ((m % 100) / F.lit(4.0)).alias("score"),
         F.element_at(F.array(*[F.lit(c) for c in CURRENCIES]), (m % 2 + 1).cast("int")).alias("currency"),
         F.when(m % 10 == 0, F.lit(None).cast("string"))
-        .otherwise(F.element_at(F.array(*[F.lit(c) for c in CHANNELS]), (m % 2 + 1).cast("int"))).alias("channel"),
+        .otherwise(F.element_at(F.array(*[F.lit(c) for c in CHANNELS]), (m % 2 + 1).cast("int")))
+        .alias("channel"),
         F.to_date(ts).alias("dt"),
     )
     versions = {
-        1: [F.col("event_id"), F.col("user_id"), F.col("ts"), F.col("amount").cast("int").alias("amount"),
-            F.col("kind"), F.col("score").cast("float").alias("score")],
-        2: [F.col("event_id"), F.col("user_id"), F.col("ts"), F.col("amount").cast("long").alias("amount"),
-            F.col("kind").alias("event_type"), F.col("score").cast("float").alias("score"), F.col("currency")],
-        3: [F.col("event_id"), F.col("user_id"), F.col("ts"), F.col("amount").cast("long").alias("amount"),
-            F.col("kind").alias("event_type"), F.col("score").cast("double").alias("score"), F.col("currency"),
-            F.col("channel")],
+        1: [
+            F.col("event_id"),
+            F.col("user_id"),
+            F.col("ts"),
+            F.col("amount").cast("int").alias("amount"),
+            F.col("kind"),
+            F.col("score").cast("float").alias("score"),
+        ],
+        2: [
+            F.col("event_id"),
+            F.col("user_id"),
+            F.col("ts"),
+            F.col("amount").cast("long").alias("amount"),
+            F.col("kind").alias("event_type"),
+            F.col("score").cast("float").alias("score"),
+            F.col("currency"),
+        ],
+        3: [
+            F.col("event_id"),
+            F.col("user_id"),
+            F.col("ts"),
+            F.col("amount").cast("long").alias("amount"),
+            F.col("kind").alias("event_type"),
+            F.col("score").cast("double").alias("score"),
+            F.col("currency"),
+            F.col("channel"),
+        ],
     }
     for number, columns in versions.items():
         rows = base.where(F.col("version") == number).select(*columns, F.col("dt"))

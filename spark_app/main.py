@@ -32,14 +32,23 @@ EXIT_FAILED = 1
 EXIT_CONFIGURATION = 2
 EXIT_VALIDATION = 3
 
-CONFIGURATION_ERRORS = (SchemaError, FilterError, KafkaSettingsError, LakeFormatUnavailable, LakeLayoutError,
-                        ProgressMismatch)
+CONFIGURATION_ERRORS = (
+    SchemaError,
+    FilterError,
+    KafkaSettingsError,
+    LakeFormatUnavailable,
+    LakeLayoutError,
+    ProgressMismatch,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     settings = parse_settings(argv)
-    logging.basicConfig(level=os.environ.get("REPRISE_LOG_LEVEL", "INFO").upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("REPRISE_LOG_LEVEL", "INFO").upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     from spark_app.job import run
     from spark_app.session import job_session
 

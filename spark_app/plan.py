@@ -48,9 +48,15 @@ class ReplayPlan:
         return sum(u.records for u in self.units)
 
 
-def plan_writes(day_counts: Mapping[str, int], done: Collection[str], started: Collection[str], *,
-                max_records_per_write: int, max_records_per_second: int = 0,
-                slice_seconds: float = 5.0) -> ReplayPlan:
+def plan_writes(
+    day_counts: Mapping[str, int],
+    done: Collection[str],
+    started: Collection[str],
+    *,
+    max_records_per_write: int,
+    max_records_per_second: int = 0,
+    slice_seconds: float = 5.0,
+) -> ReplayPlan:
     """The write units for the days in `day_counts` (day -> input records) that are not `done`."""
     if max_records_per_write < 1:
         raise ValueError("max_records_per_write must be at least 1")
@@ -86,8 +92,9 @@ def slices_for(records: int, max_records_per_second: int, slice_seconds: float) 
 class Pacer:
     """Keeps the records written since the first write at or below `rate` per second, by waiting between writes."""
 
-    def __init__(self, rate: int, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, rate: int, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.rate = rate
         self._clock = clock
         self._sleep = sleep

@@ -88,8 +88,10 @@ class LatestSchema:
 
     def digest_source(self) -> str:
         """A stable text of the schema (for a replay's identity)."""
-        return json.dumps({"struct": self.struct.jsonValue(), "defaults": dict(self.defaults),
-                           "renames": dict(self.renames)}, sort_keys=True)
+        return json.dumps(
+            {"struct": self.struct.jsonValue(), "defaults": dict(self.defaults), "renames": dict(self.renames)},
+            sort_keys=True,
+        )
 
 
 def parse_type(spec: Any, where: str) -> DataType:
@@ -116,8 +118,10 @@ def parse_latest_schema(text: str) -> LatestSchema:
         return _from_avro(document)
     if isinstance(document.get("fields"), list):
         return _from_short_form(document)
-    raise SchemaError('the latest schema must be an Avro record ({"type": "record", ...}), a Spark StructType '
-                      '({"type": "struct", ...}) or {"fields": [...], "renames": {...}}')
+    raise SchemaError(
+        'the latest schema must be an Avro record ({"type": "record", ...}), a Spark StructType '
+        '({"type": "struct", ...}) or {"fields": [...], "renames": {...}}'
+    )
 
 
 def load_latest_schema(path: str) -> LatestSchema:
@@ -176,8 +180,9 @@ def _checked(struct: StructType, defaults: dict[str, Any], renames: dict[str, st
     return LatestSchema(struct, defaults, renames)
 
 
-def with_overrides(latest: LatestSchema, renames: Mapping[str, str] | None = None,
-                   defaults: Mapping[str, Any] | None = None) -> LatestSchema:
+def with_overrides(
+    latest: LatestSchema, renames: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None
+) -> LatestSchema:
     """`latest` with more renames (old -> new) and defaults (field -> JSON value) laid over its own."""
     merged_renames = {**latest.renames, **dict(renames or {})}
     merged_defaults = {**latest.defaults, **dict(defaults or {})}

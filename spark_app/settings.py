@@ -174,8 +174,9 @@ def _default(text: str) -> tuple[str, str]:
     try:
         json.loads(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"the default of {name.strip()} is not JSON text (a string needs quotes: "
-                                         f"{name.strip()}='\"en\"')") from None
+        raise argparse.ArgumentTypeError(
+            f"the default of {name.strip()} is not JSON text (a string needs quotes: {name.strip()}='\"en\"')"
+        ) from None
     return name.strip(), value
 
 
@@ -195,61 +196,151 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     source = parser.add_argument_group("the lake")
-    source.add_argument("--source", required=True, type=_uri, metavar="URI",
-                        help="Hadoop URI of the lake table (file:///..., s3a://bucket/path)")
-    source.add_argument("--format", choices=FORMATS, default="parquet",
-                        help="table format (default parquet); delta and iceberg need their Spark packages on spark.jars")
-    source.add_argument("--partition-column", type=_column, metavar="NAME",
-                        help="day partition column of the table, values YYYY-MM-DD (e.g. dt): only the days of the "
-                             "range are read; unset: no pruning, days are the UTC dates of the event time")
-    source.add_argument("--timestamp-column", required=True, type=_column, metavar="NAME",
-                        help="event-time column of the latest schema")
-    source.add_argument("--key-column", required=True, type=_column, metavar="NAME",
-                        help="column of the latest schema that becomes the Kafka key")
-    source.add_argument("--from", dest="start", type=parse_time, metavar="RFC3339",
-                        help="inclusive start of the time range, e.g. 2024-03-01T00:00:00Z (default: the oldest)")
-    source.add_argument("--to", dest="end", required=True, type=parse_time, metavar="RFC3339",
-                        help="exclusive end of the time range")
-    source.add_argument("--filter", metavar="SQL",
-                        help="Spark SQL condition over the latest schema, e.g. \"event_type <> 'view'\"")
-    source.add_argument("--latest-schema", metavar="PATH",
-                        help="JSON file: an Avro record schema, a Spark StructType (field metadata 'default', "
-                             "'aliases') or {\"fields\": [{\"name\", \"type\", \"default\"}], \"renames\": {\"old\": \"new\"}}")
-    source.add_argument("--rename", type=_rename, action="append", default=[], metavar="OLD=NEW",
-                        help="a field renamed since older records were written (repeatable)")
-    source.add_argument("--default", type=_default, action="append", default=[], metavar="FIELD=JSON",
-                        help="default, as JSON text, of a field missing from older records (repeatable)")
+    source.add_argument(
+        "--source",
+        required=True,
+        type=_uri,
+        metavar="URI",
+        help="Hadoop URI of the lake table (file:///..., s3a://bucket/path)",
+    )
+    source.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="parquet",
+        help="table format (default parquet); delta and iceberg need their Spark packages on spark.jars",
+    )
+    source.add_argument(
+        "--partition-column",
+        type=_column,
+        metavar="NAME",
+        help="day partition column of the table, values YYYY-MM-DD (e.g. dt): only the days of the "
+        "range are read; unset: no pruning, days are the UTC dates of the event time",
+    )
+    source.add_argument(
+        "--timestamp-column", required=True, type=_column, metavar="NAME", help="event-time column of the latest schema"
+    )
+    source.add_argument(
+        "--key-column",
+        required=True,
+        type=_column,
+        metavar="NAME",
+        help="column of the latest schema that becomes the Kafka key",
+    )
+    source.add_argument(
+        "--from",
+        dest="start",
+        type=parse_time,
+        metavar="RFC3339",
+        help="inclusive start of the time range, e.g. 2024-03-01T00:00:00Z (default: the oldest)",
+    )
+    source.add_argument(
+        "--to", dest="end", required=True, type=parse_time, metavar="RFC3339", help="exclusive end of the time range"
+    )
+    source.add_argument(
+        "--filter", metavar="SQL", help="Spark SQL condition over the latest schema, e.g. \"event_type <> 'view'\""
+    )
+    source.add_argument(
+        "--latest-schema",
+        metavar="PATH",
+        help="JSON file: an Avro record schema, a Spark StructType (field metadata 'default', "
+        '\'aliases\') or {"fields": [{"name", "type", "default"}], "renames": {"old": "new"}}',
+    )
+    source.add_argument(
+        "--rename",
+        type=_rename,
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="a field renamed since older records were written (repeatable)",
+    )
+    source.add_argument(
+        "--default",
+        type=_default,
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="default, as JSON text, of a field missing from older records (repeatable)",
+    )
 
     sink = parser.add_argument_group("the backfill topic")
-    sink.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT,...",
-                      help="bootstrap brokers of the cluster holding the backfill topic")
+    sink.add_argument(
+        "--bootstrap-servers",
+        required=True,
+        metavar="HOST:PORT,...",
+        help="bootstrap brokers of the cluster holding the backfill topic",
+    )
     sink.add_argument("--topic", required=True, metavar="NAME", help="the temporary backfill topic")
-    sink.add_argument("--kafka-settings", metavar="PATH",
-                      help="Kafka client settings, e.g. SASL and TLS: a mounted Secret folder (one librdkafka "
-                           "setting per file, translated for Spark's Java client) or a .properties/.json file; "
-                           "values are never logged")
-    sink.add_argument("--origin-id", default="", metavar="ID",
-                      help="origin written in each record's reprise-origin header (default: the source URI)")
+    sink.add_argument(
+        "--kafka-settings",
+        metavar="PATH",
+        help="Kafka client settings, e.g. SASL and TLS: a mounted Secret folder (one librdkafka "
+        "setting per file, translated for Spark's Java client) or a .properties/.json file; "
+        "values are never logged",
+    )
+    sink.add_argument(
+        "--origin-id",
+        default="",
+        metavar="ID",
+        help="origin written in each record's reprise-origin header (default: the source URI)",
+    )
 
     pacing = parser.add_argument_group("pacing, resuming and checking")
-    pacing.add_argument("--max-records-per-second", type=_non_negative_int, default=0, metavar="N",
-                        help="rate limit across the whole job (default 0: none)")
-    pacing.add_argument("--progress", required=True, type=_uri, metavar="URI",
-                        help="Hadoop URI of a folder recording the days written, so a retry skips them")
-    pacing.add_argument("--validate", action=argparse.BooleanOptionalAction, default=True,
-                        help="compare per-day counts of the lake and the topic at the end (default on)")
-    pacing.add_argument("--max-records-per-write", type=_non_negative_int, default=DEFAULT_MAX_RECORDS_PER_WRITE,
-                        metavar="N", help=f"days are written together up to N records (default {DEFAULT_MAX_RECORDS_PER_WRITE})")
-    pacing.add_argument("--write-partitions", type=_non_negative_int, default=0, metavar="N",
-                        help="Spark tasks writing to Kafka (default: Spark's default parallelism)")
-    pacing.add_argument("--slice-seconds", type=_positive_float, default=DEFAULT_SLICE_SECONDS, metavar="S",
-                        help=f"with a rate limit, write about S seconds' worth per Spark job (default {DEFAULT_SLICE_SECONDS:g})")
-    pacing.add_argument("--dry-run", action="store_true",
-                        help="read and transform, write to Spark's noop sink; no Kafka, progress or validation")
+    pacing.add_argument(
+        "--max-records-per-second",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="rate limit across the whole job (default 0: none)",
+    )
+    pacing.add_argument(
+        "--progress",
+        required=True,
+        type=_uri,
+        metavar="URI",
+        help="Hadoop URI of a folder recording the days written, so a retry skips them",
+    )
+    pacing.add_argument(
+        "--validate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="compare per-day counts of the lake and the topic at the end (default on)",
+    )
+    pacing.add_argument(
+        "--max-records-per-write",
+        type=_non_negative_int,
+        default=DEFAULT_MAX_RECORDS_PER_WRITE,
+        metavar="N",
+        help=f"days are written together up to N records (default {DEFAULT_MAX_RECORDS_PER_WRITE})",
+    )
+    pacing.add_argument(
+        "--write-partitions",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="Spark tasks writing to Kafka (default: Spark's default parallelism)",
+    )
+    pacing.add_argument(
+        "--slice-seconds",
+        type=_positive_float,
+        default=DEFAULT_SLICE_SECONDS,
+        metavar="S",
+        help=f"with a rate limit, write about S seconds' worth per Spark job (default {DEFAULT_SLICE_SECONDS:g})",
+    )
+    pacing.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read and transform, write to Spark's noop sink; no Kafka, progress or validation",
+    )
 
     local = parser.add_argument_group("local runs")
-    local.add_argument("--spark-conf", type=_conf, action="append", default=[], metavar="KEY=VALUE",
-                       help="extra Spark setting for `python -m spark_app` (spark-submit takes --conf itself)")
+    local.add_argument(
+        "--spark-conf",
+        type=_conf,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting for `python -m spark_app` (spark-submit takes --conf itself)",
+    )
     return parser
 
 

@@ -24,10 +24,13 @@ def write_nowhere(rows: DataFrame) -> None:
 
 def read(spark: SparkSession, topic: str, options: Mapping[str, str]) -> DataFrame:
     """Every record in `topic` now: key, value, topic, partition, offset, timestamp, headers."""
-    return (spark.read.format("kafka").options(**options)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .option("endingOffsets", "latest")
-            .option("includeHeaders", "true")
-            .option("failOnDataLoss", "true")
-            .load())
+    return (
+        spark.read.format("kafka")
+        .options(**options)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("includeHeaders", "true")
+        .option("failOnDataLoss", "true")
+        .load()
+    )

@@ -138,8 +138,9 @@ def keep_matching(df: DataFrame, sql: str | None) -> DataFrame:
 # ---------------------------------------------------------------------------------------------- records
 
 
-def label_records(df: DataFrame, *, fields: Sequence[str], key_column: str, timestamp_column: str,
-                  day: Column) -> DataFrame:
+def label_records(
+    df: DataFrame, *, fields: Sequence[str], key_column: str, timestamp_column: str, day: Column
+) -> DataFrame:
     """The record fields plus its day, its Kafka key text, its event time and its value (JSON of the fields).
 
     Null fields are written as null (not omitted), so every value carries the whole latest schema.
@@ -174,8 +175,9 @@ def resorted(df: DataFrame, partitions: int) -> DataFrame:
 def without_written(records: DataFrame, written: DataFrame) -> DataFrame:
     """`records` minus those already in the topic; `written` has columns day, key, seq (from `replay_headers`)."""
     w = written.select(F.col("day").alias("_w_day"), F.col("key").alias("_w_key"), F.col("seq").alias("_w_seq"))
-    condition = ((records[DAY] == w["_w_day"]) & records[KEY].eqNullSafe(w["_w_key"])
-                 & (records[SEQUENCE] == w["_w_seq"]))
+    condition = (
+        (records[DAY] == w["_w_day"]) & records[KEY].eqNullSafe(w["_w_key"]) & (records[SEQUENCE] == w["_w_seq"])
+    )
     return records.join(w, condition, "left_anti")
 
 
@@ -238,14 +240,20 @@ def read_back_checks(records: DataFrame) -> DataFrame:
     previous_day = F.lag(F.col("day")).over(along_log)
     previous_seq = F.lag(F.col("seq")).over(along_log)
     checked = records.select(
-        "day", "key", "seq",
+        "day",
+        "key",
+        "seq",
         # Records without a key have no order to keep: Kafka spreads them over partitions.
         F.when(previous_day.isNull() | F.col("key").isNull(), F.lit(0))
-        .when((F.col("day") < previous_day) | ((F.col("day") == previous_day) & (F.col("seq") < previous_seq)),
-              F.lit(1)).otherwise(F.lit(0)).alias("out_of_order"),
+        .when(
+            (F.col("day") < previous_day) | ((F.col("day") == previous_day) & (F.col("seq") < previous_seq)), F.lit(1)
+        )
+        .otherwise(F.lit(0))
+        .alias("out_of_order"),
     )
-    per_record = checked.groupBy("day", "key", "seq").agg(F.count(F.lit(1)).alias("copies"),
-                                                         F.sum("out_of_order").alias("out_of_order"))
+    per_record = checked.groupBy("day", "key", "seq").agg(
+        F.count(F.lit(1)).alias("copies"), F.sum("out_of_order").alias("out_of_order")
+    )
     return per_record.groupBy("day").agg(
         F.sum("copies").alias("records"),
         F.sum(F.col("copies") - 1).alias("duplicates"),

@@ -27,8 +27,7 @@ class DayCheck:
 
     @property
     def ok(self) -> bool:
-        return (self.found.records == self.expected and self.found.duplicates == 0
-                and self.found.out_of_order == 0)
+        return self.found.records == self.expected and self.found.duplicates == 0 and self.found.out_of_order == 0
 
     def describe(self) -> str:
         problems = []

@@ -87,7 +87,9 @@ def undocumented(text: str) -> list[str]:
 
 
 def _type(value: Any) -> str:
-    return {bool: "bool", int: "int", float: "float", str: "string", list: "list", dict: "object"}.get(type(value), "string")
+    return {bool: "bool", int: "int", float: "float", str: "string", list: "list", dict: "object"}.get(
+        type(value), "string"
+    )
 
 
 def _cell(text: str) -> str:
@@ -97,14 +99,18 @@ def _cell(text: str) -> str:
 def values_table(text: str) -> str:
     rows = ["| Key | Type | Default | Description |", "| --- | --- | --- | --- |"]
     for item in parse(text):
-        default = json.dumps(item.value, separators=(",", ":")) if not isinstance(item.value, str) else json.dumps(item.value)
+        default = (
+            json.dumps(item.value, separators=(",", ":")) if not isinstance(item.value, str) else json.dumps(item.value)
+        )
         rows.append(f"| `{item.path}` | {_type(item.value)} | `{_cell(default)}` | {_cell(item.description)} |")
     return "\n".join(rows) + "\n"
 
 
 def render(chart: Path = CHART) -> str:
     meta = yaml.safe_load((chart / "Chart.yaml").read_text())
-    intro = INTRO.format(version=meta["version"], app_version=meta["appVersion"], description=" ".join(meta["description"].split()))
+    intro = INTRO.format(
+        version=meta["version"], app_version=meta["appVersion"], description=" ".join(meta["description"].split())
+    )
     return intro + values_table((chart / "values.yaml").read_text())
 
 

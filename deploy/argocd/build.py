@@ -67,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     stale = [path for path, text in outputs().items() if not path.exists() or path.read_text() != text]
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(HERE.parents[1])} is out of date: run `python deploy/argocd/build.py`", file=sys.stderr)
+            print(
+                f"{path.relative_to(HERE.parents[1])} is out of date: run `python deploy/argocd/build.py`",
+                file=sys.stderr,
+            )
         return 1 if stale else 0
     for path, text in outputs().items():
         path.write_text(text)

@@ -36,13 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
     signal.signal(signal.SIGINT, lambda *_: running.update(yes=False))
 
-    consumer = GuardedConsumer({
-        "bootstrap.servers": args.bootstrap_servers,
-        "group.id": args.group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "partition.assignment.strategy": "cooperative-sticky",
-    }, handover_topic=args.handover_topic)
+    consumer = GuardedConsumer(
+        {
+            "bootstrap.servers": args.bootstrap_servers,
+            "group.id": args.group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+        },
+        handover_topic=args.handover_topic,
+    )
     store = AccountsStore(args.db)
     consumer.subscribe([args.topic])
     applied = 0
@@ -52,11 +55,14 @@ def main(argv: list[str] | None = None) -> int:
             if not messages:
                 continue
             result = store.apply(messages, args.group)  # apply first ...
-            consumer.commit(asynchronous=False)          # ... then commit: at-least-once, the ledger shows repeats
+            consumer.commit(asynchronous=False)  # ... then commit: at-least-once, the ledger shows repeats
             applied += result.records
             if applied // 10_000 != (applied - result.records) // 10_000:
-                log.info("applied %d user events (%d skipped by the guard while a replay covers them)",
-                         applied, consumer.stats.skipped)
+                log.info(
+                    "applied %d user events (%d skipped by the guard while a replay covers them)",
+                    applied,
+                    consumer.stats.skipped,
+                )
     finally:
         consumer.close()
         store.close()

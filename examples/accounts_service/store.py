@@ -40,12 +40,15 @@ class AccountsStore:
             for message in messages:
                 event = json.loads(message.value())
                 where = f"{message.topic()}[{message.partition()}]@{message.offset()}"
-                self.db.execute("INSERT INTO users (user, locale, updated_from) VALUES (?, ?, ?) "
-                                "ON CONFLICT(user) DO UPDATE SET locale = excluded.locale, updated_from = excluded.updated_from",
-                                (event["user"], event.get("locale"), where))
+                self.db.execute(
+                    "INSERT INTO users (user, locale, updated_from) VALUES (?, ?, ?) "
+                    "ON CONFLICT(user) DO UPDATE SET locale = excluded.locale, updated_from = excluded.updated_from",
+                    (event["user"], event.get("locale"), where),
+                )
                 cursor = self.db.execute(
                     "INSERT INTO ledger VALUES (?, ?, ?, ?, 1) ON CONFLICT DO UPDATE SET applied = applied + 1",
-                    (message.topic(), message.partition(), message.offset(), applied_by))
+                    (message.topic(), message.partition(), message.offset(), applied_by),
+                )
                 result.records += 1
                 if cursor.rowcount and self._applied_before(message, applied_by):
                     result.repeated += 1
@@ -56,13 +59,17 @@ class AccountsStore:
         return result
 
     def _applied_before(self, message: Any, applied_by: str) -> bool:
-        row = self.db.execute("SELECT applied FROM ledger WHERE topic=? AND partition=? AND offset=? AND applied_by=?",
-                              (message.topic(), message.partition(), message.offset(), applied_by)).fetchone()
+        row = self.db.execute(
+            "SELECT applied FROM ledger WHERE topic=? AND partition=? AND offset=? AND applied_by=?",
+            (message.topic(), message.partition(), message.offset(), applied_by),
+        ).fetchone()
         return bool(row and row[0] > 1)
 
     def applied_counts(self) -> dict[tuple[str, int, int], int]:
         """How many times each record was applied, over every group."""
-        rows = self.db.execute("SELECT topic, partition, offset, SUM(applied) FROM ledger GROUP BY topic, partition, offset")
+        rows = self.db.execute(
+            "SELECT topic, partition, offset, SUM(applied) FROM ledger GROUP BY topic, partition, offset"
+        )
         return {(t, p, o): n for t, p, o, n in rows}
 
     def close(self) -> None:

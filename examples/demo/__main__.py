@@ -44,14 +44,37 @@ def main(cluster: Cluster) -> bool:
         produce(cluster.bootstrap, TOPIC, user_events(0, HISTORY))
     cluster.secret(NAMESPACE, "accounts-kafka-client", {"client.rack": "demo"})
     service = {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "accounts-consumer"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "accounts"}},
-                 "template": {"metadata": {"labels": {"app": "accounts"}},
-                              "spec": {"containers": [{"name": "app", "image": "reprise-demo/accounts:dev",
-                                                       "command": ["python", "-m", "examples.accounts_service",
-                                                                   "--bootstrap-servers", cluster.bootstrap,
-                                                                   "--group", LIVE_GROUP, "--topic", TOPIC,
-                                                                   "--db", str(DB)]}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "accounts-consumer"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "accounts"}},
+            "template": {
+                "metadata": {"labels": {"app": "accounts"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "reprise-demo/accounts:dev",
+                            "command": [
+                                "python",
+                                "-m",
+                                "examples.accounts_service",
+                                "--bootstrap-servers",
+                                cluster.bootstrap,
+                                "--group",
+                                LIVE_GROUP,
+                                "--topic",
+                                TOPIC,
+                                "--db",
+                                str(DB),
+                            ],
+                        }
+                    ]
+                },
+            },
+        },
     }
     cluster.apply(NAMESPACE, service)
     say("the accounts service (2 replicas, with the handover guard) is catching up on the topic ...")
@@ -75,39 +98,50 @@ def main(cluster: Cluster) -> bool:
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
     cluster.apply(NAMESPACE, replay)
     name = replay["metadata"]["name"]
-    say(f"applied Reconsume {name} (mode Handover); following it (kubectl get replays -n {NAMESPACE} -w shows the same)")
+    say(
+        f"applied Reconsume {name} (mode Handover); following it (kubectl get replays -n {NAMESPACE} -w shows the same)"
+    )
 
     def describe(status: dict) -> str:
         progress = status.get("progress") or {}
         handed = sum(1 for p in progress.get("partitions") or [] if p.get("state") == "HandedOver")
-        return (f"progress {progress.get('percent', 0):>3}%  lag {progress.get('lag', '-'):>7}  "
-                f"ETA {progress.get('eta', '-'):>6}  handed over {handed}/{PARTITIONS}")
+        return (
+            f"progress {progress.get('percent', 0):>3}%  lag {progress.get('lag', '-'):>7}  "
+            f"ETA {progress.get('eta', '-'):>6}  handed over {handed}/{PARTITIONS}"
+        )
 
     try:
         status = follow(cluster, NAMESPACE, "reconsume", name, describe)["status"]
     finally:
         stop.set()
     children = cluster.kubectl("get", "deployments", "-n", NAMESPACE, "-l", f"reprise.io/replay={name}", "-o", "name")
-    say(f"{status.get('phase')}: standby Deployment {'still there' if children.strip() else 'deleted'}; "
-        f"replay group and handover records removed by the operator")
+    say(
+        f"{status.get('phase')}: standby Deployment {'still there' if children.strip() else 'deleted'}; "
+        f"replay group and handover records removed by the operator"
+    )
     exact = ledger_check(status)
     return status.get("phase") == "Complete" and exact
 
 
 def ledger_check(status: dict) -> bool:
     """From each partition's handover offset on, every record the ledger holds was applied exactly once."""
-    boundaries = {(p["topic"], p["partition"]): p.get("handoverOffset")
-                  for p in (status.get("progress") or {}).get("partitions") or []}
+    boundaries = {
+        (p["topic"], p["partition"]): p.get("handoverOffset")
+        for p in (status.get("progress") or {}).get("partitions") or []
+    }
     store = AccountsStore(str(DB))
     try:
         counts = store.applied_counts()
     finally:
         store.close()
-    after = {key: n for key, n in counts.items()
-             if boundaries.get(key[:2]) is not None and key[2] >= boundaries[key[:2]]}
+    after = {
+        key: n for key, n in counts.items() if boundaries.get(key[:2]) is not None and key[2] >= boundaries[key[:2]]
+    }
     wrong = sum(1 for n in after.values() if n != 1)
-    say(f"ledger: {len(counts):,} records applied; {len(after):,} from the handover offsets on, "
-        f"{wrong} of them applied other than exactly once")
+    say(
+        f"ledger: {len(counts):,} records applied; {len(after):,} from the handover offsets on, "
+        f"{wrong} of them applied other than exactly once"
+    )
     return wrong == 0
 
 

@@ -42,8 +42,14 @@ class Downstream:
             consumer.close()
 
     def _consume(self) -> None:
-        consumer = Consumer({"bootstrap.servers": self.cluster.bootstrap, "group.id": self.group,
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.cluster.bootstrap,
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         consumer.subscribe(["users"])
         try:
             while not self.stop.is_set():
@@ -63,9 +69,15 @@ def main(cluster: Cluster) -> bool:
     for topic, partitions in PARTITIONS.items():
         create_topic(cluster, topic, partitions, {"cleanup.policy": "compact"} if topic == "users-state" else None)
     say(f"writing {VERSIONS} versions of {USERS:,} users to the compacted topic users-state ...")
-    produce(cluster.bootstrap, "users-state", (
-        (f"u-{n}".encode(), json.dumps({"user": f"u-{n}", "version": v}).encode(), [], None)
-        for v in range(1, VERSIONS + 1) for n in range(USERS)))
+    produce(
+        cluster.bootstrap,
+        "users-state",
+        (
+            (f"u-{n}".encode(), json.dumps({"user": f"u-{n}", "version": v}).encode(), [], None)
+            for v in range(1, VERSIONS + 1)
+            for n in range(USERS)
+        ),
+    )
     cluster.secret(NAMESPACE, backfill["spec"]["kafka"]["configFrom"]["secretRef"]["name"], {"client.rack": "demo"})
     before = end_offsets(cluster.bootstrap, "users", PARTITIONS["users"])
     downstream = {group: Downstream(cluster, group) for group in groups}
@@ -76,13 +88,17 @@ def main(cluster: Cluster) -> bool:
     say(f"downstream group {first.group} is consuming users; {second.group} starts once {first.group} has passed")
 
     cluster.apply(NAMESPACE, backfill)
-    say(f"applied examples/backfill-topic.yaml unchanged in namespace {NAMESPACE}: Backfill {name} of {', '.join(keys)}")
+    say(
+        f"applied examples/backfill-topic.yaml unchanged in namespace {NAMESPACE}: Backfill {name} of {', '.join(keys)}"
+    )
 
     def describe(status: dict) -> str:
         barrier = status.get("barrier") or {}
-        return (f"keys produced {status.get('keysProduced', '-')}/{len(keys)}  barrier "
-                f"{barrier.get('groupsPassed', 0)}/{barrier.get('groupsTotal', len(groups))} groups passed, "
-                f"{barrier.get('remaining', '-')} records to go")
+        return (
+            f"keys produced {status.get('keysProduced', '-')}/{len(keys)}  barrier "
+            f"{barrier.get('groupsPassed', 0)}/{barrier.get('groupsTotal', len(groups))} groups passed, "
+            f"{barrier.get('remaining', '-')} records to go"
+        )
 
     def start_second(body: dict) -> None:
         barrier = (body.get("status") or {}).get("barrier") or {}
@@ -98,19 +114,27 @@ def main(cluster: Cluster) -> bool:
             if group.thread.is_alive():
                 group.thread.join(10)
     status = body["status"]
-    say(f"{status['phase']}: produced range "
-        + ", ".join(f"users[{r['partition']}] {r['startOffset']}..{r['endOffset']}" for r in status.get("producedRange") or []))
+    say(
+        f"{status['phase']}: produced range "
+        + ", ".join(
+            f"users[{r['partition']}] {r['startOffset']}..{r['endOffset']}" for r in status.get("producedRange") or []
+        )
+    )
     ok = status["phase"] == "Complete"
     for group in downstream.values():
         got = {}
         for key, value in group.received:
             got.setdefault(key, []).append(value["version"])
-        ok &= check(got == {k: [VERSIONS] for k in keys},
-                    f"{group.group} received {', '.join(sorted(got))} once each, in their latest version {VERSIONS}",
-                    f"{group.group} received {got}, expected each of {keys} once in version {VERSIONS}")
-    ok &= check(status.get("keysProduced") == len(keys) and not status.get("keysNotFound"),
-                f"status: {status.get('keysProduced')} keys produced, none missing",
-                f"status: keysProduced {status.get('keysProduced')}, keysNotFound {status.get('keysNotFound')}")
+        ok &= check(
+            got == {k: [VERSIONS] for k in keys},
+            f"{group.group} received {', '.join(sorted(got))} once each, in their latest version {VERSIONS}",
+            f"{group.group} received {got}, expected each of {keys} once in version {VERSIONS}",
+        )
+    ok &= check(
+        status.get("keysProduced") == len(keys) and not status.get("keysNotFound"),
+        f"status: {status.get('keysProduced')} keys produced, none missing",
+        f"status: keysProduced {status.get('keysProduced')}, keysNotFound {status.get('keysNotFound')}",
+    )
     return ok
 
 

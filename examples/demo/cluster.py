@@ -40,8 +40,9 @@ class Cluster:
         self.bootstrap = state["bootstrap"]
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run([self.kubectl_path, f"--kubeconfig={self.kubeconfig}", *args], input=input,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [self.kubectl_path, f"--kubeconfig={self.kubeconfig}", *args], input=input, capture_output=True, text=True
+        )
         if check and proc.returncode != 0:
             raise SystemExit(f"demo: kubectl {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout
@@ -60,7 +61,9 @@ class Cluster:
 
     def secret(self, namespace: str, name: str, settings: dict[str, str]) -> None:
         """A Kafka client Secret (librdkafka settings) for `spec.kafka.configFrom`."""
-        self.apply(namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": settings})
+        self.apply(
+            namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": settings}
+        )
 
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4})  # not its info lines on exit
@@ -115,7 +118,9 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     try:
         for attempt in range(30):
             try:
-                return {p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+                return {
+                    p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+                }
             except KafkaException:  # a topic created a moment ago has no leader yet
                 if attempt == 29:
                     raise
@@ -157,8 +162,15 @@ def wait_caught_up(bootstrap: str, group: str, topics: dict[str, int], what: str
         time.sleep(2)
 
 
-def follow(cluster: Cluster, namespace: str, kind: str, name: str, describe: Callable[[dict], str],
-           on_status: Callable[[dict], None] | None = None, interval: float = 2.0) -> dict:
+def follow(
+    cluster: Cluster,
+    namespace: str,
+    kind: str,
+    name: str,
+    describe: Callable[[dict], str],
+    on_status: Callable[[dict], None] | None = None,
+    interval: float = 2.0,
+) -> dict:
     """Print `describe(status)` each time it changes until the resource is Complete or Failed; returns its body.
 
     `on_status(body)` runs at every look (to approve a plan, start a consumer ...)."""
@@ -185,8 +197,10 @@ def follow(cluster: Cluster, namespace: str, kind: str, name: str, describe: Cal
 def show_plan(status: dict) -> None:
     """The per-partition plan of a resource at PlanReady, one line each."""
     for p in (status.get("plan") or {}).get("partitions") or []:
-        say(f"    plan {p.get('topic')}[{p.get('partition')}]: offsets {p.get('startOffset')} to {p.get('endOffset')} "
-            f"({p.get('records', '-')} records)")
+        say(
+            f"    plan {p.get('topic')}[{p.get('partition')}]: offsets {p.get('startOffset')} to {p.get('endOffset')} "
+            f"({p.get('records', '-')} records)"
+        )
 
 
 def approve_at_plan_ready(cluster: Cluster, namespace: str, kind: str, name: str) -> Callable[[dict], None]:
@@ -196,7 +210,9 @@ def approve_at_plan_ready(cluster: Cluster, namespace: str, kind: str, name: str
     def approve(body: dict) -> None:
         status = body.get("status") or {}
         if status.get("phase") == "PlanReady" and not approved["done"]:
-            planned = next((c.get("message") for c in status.get("conditions") or [] if c.get("type") == "PlanReady"), "")
+            planned = next(
+                (c.get("message") for c in status.get("conditions") or [] if c.get("type") == "PlanReady"), ""
+            )
             say(f"    plan: {planned}")
             show_plan(status)
             say(f"  approving: kubectl annotate -n {namespace} {kind}/{name} reprise.io/approve=true")

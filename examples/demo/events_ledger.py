@@ -25,14 +25,20 @@ class EventLedger:
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS applied (event_id TEXT, topic TEXT, partition INTEGER, "
-                        "offset INTEGER, applied_by TEXT)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS applied (event_id TEXT, topic TEXT, partition INTEGER, "
+            "offset INTEGER, applied_by TEXT)"
+        )
 
     def apply(self, messages: list, applied_by: str) -> None:
         self.db.execute("BEGIN IMMEDIATE")
-        self.db.executemany("INSERT INTO applied VALUES (?, ?, ?, ?, ?)", [
-            (json.loads(m.value()).get("event_id"), m.topic(), m.partition(), m.offset(), applied_by)
-            for m in messages])
+        self.db.executemany(
+            "INSERT INTO applied VALUES (?, ?, ?, ?, ?)",
+            [
+                (json.loads(m.value()).get("event_id"), m.topic(), m.partition(), m.offset(), applied_by)
+                for m in messages
+            ],
+        )
         self.db.execute("COMMIT")
 
     def rows(self) -> list[tuple[str, str, int, int, str]]:
@@ -57,8 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", default="events-service")
     parser.add_argument("--topic", default="events")
     args = parser.parse_args(argv)
-    consumer = GuardedConsumer({"bootstrap.servers": args.bootstrap_servers, "group.id": args.group,
-                                "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = GuardedConsumer(
+        {
+            "bootstrap.servers": args.bootstrap_servers,
+            "group.id": args.group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     ledger = EventLedger(os.environ["EVENTS_LEDGER"])
     try:
         run_until_stopped(consumer, [args.topic], lambda batch: ledger.apply(batch, "live"))

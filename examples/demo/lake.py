@@ -24,8 +24,19 @@ from datetime import datetime, timezone
 from local_platform.spark_jvm import short_job_options
 from spark_app.lakegen import LATEST_SCHEMA, LakeSpec, expected_records
 
-from .cluster import (WORKDIR, Cluster, approve_at_plan_ready, check, create_topic, example, follow, produce, run,
-                      say, wait_caught_up)
+from .cluster import (
+    WORKDIR,
+    Cluster,
+    approve_at_plan_ready,
+    check,
+    create_topic,
+    example,
+    follow,
+    produce,
+    run,
+    say,
+    wait_caught_up,
+)
 from .events_ledger import EventLedger
 
 NAMESPACE = "lake"
@@ -54,9 +65,24 @@ def generate_lake() -> str:
     # The short-job JVM options the platform's Spark runs use (C1, the class-data archive): half the CPU.
     env = {**os.environ, "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS") or short_job_options()}
     with open(log, "wb") as out:
-        code = subprocess.run([sys.executable, "-m", "spark_app.lakegen", "--rows", str(LAKE.rows), "--days",
-                               str(LAKE.days), "--keys", str(LAKE.keys), "--out", uri],
-                              stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        code = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "spark_app.lakegen",
+                "--rows",
+                str(LAKE.rows),
+                "--days",
+                str(LAKE.days),
+                "--keys",
+                str(LAKE.keys),
+                "--out",
+                uri,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        ).returncode
     if code != 0:
         raise SystemExit(f"demo: the lake generator failed ({code}); see {log}")
     done.touch()
@@ -69,15 +95,37 @@ def live_events() -> list[dict]:
 
 def events_service(cluster: Cluster) -> dict:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": LIVE_GROUP},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": LIVE_GROUP}},
-                 "template": {"metadata": {"labels": {"app": LIVE_GROUP}},
-                              "spec": {"terminationGracePeriodSeconds": 10,
-                                       "containers": [{"name": "app", "image": "reprise-demo/events:dev",
-                                                       "command": ["python", "-m", "examples.demo.events_ledger",
-                                                                   "--bootstrap-servers", cluster.bootstrap,
-                                                                   "--group", LIVE_GROUP, "--topic", LIVE_TOPIC],
-                                                       "env": [{"name": "EVENTS_LEDGER", "value": str(LEDGER)}]}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": LIVE_GROUP},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": LIVE_GROUP}},
+            "template": {
+                "metadata": {"labels": {"app": LIVE_GROUP}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "reprise-demo/events:dev",
+                            "command": [
+                                "python",
+                                "-m",
+                                "examples.demo.events_ledger",
+                                "--bootstrap-servers",
+                                cluster.bootstrap,
+                                "--group",
+                                LIVE_GROUP,
+                                "--topic",
+                                LIVE_TOPIC,
+                            ],
+                            "env": [{"name": "EVENTS_LEDGER", "value": str(LEDGER)}],
+                        }
+                    ],
+                },
+            },
+        },
     }
 
 
@@ -86,13 +134,20 @@ def the_replay(lake_uri: str) -> tuple[dict, list[str]]:
     replay = example("lakereplay-then-reconsume")
     spec = replay["spec"]
     edits = {
-        "source.uri": lake_uri, "source.timestampColumn": "ts", "source.keyColumn": "user_id",
-        "source.partitionColumn": "dt", "source.from": rfc3339(START), "source.to": rfc3339(SEAM),
-        "backfillTopic.partitions": PARTITIONS, "spark.executor.instances": 1,
-        "consumer.deploymentRef.name": LIVE_GROUP, "consumer.replicas": 1,
+        "source.uri": lake_uri,
+        "source.timestampColumn": "ts",
+        "source.keyColumn": "user_id",
+        "source.partitionColumn": "dt",
+        "source.from": rfc3339(START),
+        "source.to": rfc3339(SEAM),
+        "backfillTopic.partitions": PARTITIONS,
+        "spark.executor.instances": 1,
+        "consumer.deploymentRef.name": LIVE_GROUP,
+        "consumer.replicas": 1,
         "consumer.env": [{"name": "REPRISE_HANDLER", "value": "examples.demo.events_ledger:record"}],
         "completion": {"drainedFor": "5s"},
-        "then.reconsume.topics": [LIVE_TOPIC], "then.reconsume.consumerGroup": LIVE_GROUP,
+        "then.reconsume.topics": [LIVE_TOPIC],
+        "then.reconsume.consumerGroup": LIVE_GROUP,
         "then.reconsume.completion": {"drainedFor": "5s"},
     }
     for path, value in edits.items():
@@ -112,7 +167,9 @@ def first_offsets_at_or_after(cluster: Cluster, moment: datetime) -> dict[int, i
     try:
         ms = int(moment.timestamp() * 1000)
         found = reader.offsets_for_times([TopicPartition(LIVE_TOPIC, p, ms) for p in range(PARTITIONS)], timeout=30)
-        ends = {p: reader.get_watermark_offsets(TopicPartition(LIVE_TOPIC, p), timeout=10)[1] for p in range(PARTITIONS)}
+        ends = {
+            p: reader.get_watermark_offsets(TopicPartition(LIVE_TOPIC, p), timeout=10)[1] for p in range(PARTITIONS)
+        }
         return {tp.partition: tp.offset if tp.offset >= 0 else ends[tp.partition] for tp in found}
     finally:
         reader.close()
@@ -135,32 +192,65 @@ def main(cluster: Cluster) -> bool:
     while not create_topic(cluster, LIVE_TOPIC, PARTITIONS, {"retention.ms": "-1"}):  # the deletion settles
         threading.Event().wait(1)
     live = live_events()
-    produce(cluster.bootstrap, LIVE_TOPIC, (
-        (e["user_id"].encode(), json.dumps({**e, "ts": e["ts"].isoformat()}).encode(), [], int(e["ts"].timestamp() * 1000))
-        for e in sorted(live, key=lambda e: (e["ts"], e["event_id"]))))
-    say(f"the live topic {LIVE_TOPIC} holds {len(live):,} events from {rfc3339(KEPT_FROM)} on (half a day before the seam)")
+    produce(
+        cluster.bootstrap,
+        LIVE_TOPIC,
+        (
+            (
+                e["user_id"].encode(),
+                json.dumps({**e, "ts": e["ts"].isoformat()}).encode(),
+                [],
+                int(e["ts"].timestamp() * 1000),
+            )
+            for e in sorted(live, key=lambda e: (e["ts"], e["event_id"]))
+        ),
+    )
+    say(
+        f"the live topic {LIVE_TOPIC} holds {len(live):,} events from {rfc3339(KEPT_FROM)} on (half a day before the seam)"
+    )
     cluster.secret(NAMESPACE, replay["spec"]["kafka"]["configFrom"]["secretRef"]["name"], {"client.rack": "demo"})
     schema = replay["spec"]["source"]["schema"]["configMapRef"]
-    cluster.apply(NAMESPACE, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": schema["name"]},
-                              "data": {schema["key"]: json.dumps(LATEST_SCHEMA)}})
+    cluster.apply(
+        NAMESPACE,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": schema["name"]},
+            "data": {schema["key"]: json.dumps(LATEST_SCHEMA)},
+        },
+    )
     cluster.apply(NAMESPACE, events_service(cluster))
     say(f"the events service (group {LIVE_GROUP}, with the handover guard) is reading {LIVE_TOPIC} ...")
     wait_caught_up(cluster.bootstrap, LIVE_GROUP, {LIVE_TOPIC: PARTITIONS}, "events service")
 
     cluster.apply(NAMESPACE, replay)
-    say(f"applied examples/lakereplay-then-reconsume.yaml in namespace {NAMESPACE}, with the demo's {', '.join(edited)}")
+    say(
+        f"applied examples/lakereplay-then-reconsume.yaml in namespace {NAMESPACE}, with the demo's {', '.join(edited)}"
+    )
 
     def describe(status: dict) -> str:
         spark, progress = status.get("spark") or {}, status.get("progress") or {}
         cont = status.get("continuation") or {}
-        return (f"spark {spark.get('state', '-'):<10} written {spark.get('recordsWritten', '-'):>6}  drain lag "
-                f"{progress.get('lag', '-'):>6}  continuation {cont.get('phase', '-')}")
+        return (
+            f"spark {spark.get('state', '-'):<10} written {spark.get('recordsWritten', '-'):>6}  drain lag "
+            f"{progress.get('lag', '-'):>6}  continuation {cont.get('phase', '-')}"
+        )
 
-    body = follow(cluster, NAMESPACE, "lakereplay", name, describe,
-                  approve_at_plan_ready(cluster, NAMESPACE, "lakereplay", name), interval=3)
+    body = follow(
+        cluster,
+        NAMESPACE,
+        "lakereplay",
+        name,
+        describe,
+        approve_at_plan_ready(cluster, NAMESPACE, "lakereplay", name),
+        interval=3,
+    )
     status = body["status"]
-    ok = check(status["phase"] == "Complete", "the LakeReplay and its continuation are Complete",
-               f"the LakeReplay ended {status['phase']}")
+    ok = check(
+        status["phase"] == "Complete",
+        "the LakeReplay and its continuation are Complete",
+        f"the LakeReplay ended {status['phase']}",
+    )
     return ok & seam_check(cluster, status, live)
 
 
@@ -174,25 +264,37 @@ def seam_check(cluster: Cluster, status: dict, live: list[dict]) -> bool:
     from_lake = [r for r in rows if r[1] == backfill and r[4] == "replay"]
     expected = {r["event_id"]: n for n, r in expected_records(LAKE, START, SEAM)}
     lake_ids = [r[0] for r in from_lake]
-    ok = check(sorted(lake_ids) == sorted(expected),
-               f"the lake side: all {len(expected):,} events from {rfc3339(START)} to the seam applied once, "
-               f"from schema versions {sorted({LAKE.version_of(n) for n in expected.values()})}",
-               f"the lake side: {len(set(expected) - set(lake_ids))} missing, "
-               f"{len(lake_ids) - len(set(lake_ids))} twice, {len(set(lake_ids) - set(expected))} unexpected")
+    ok = check(
+        sorted(lake_ids) == sorted(expected),
+        f"the lake side: all {len(expected):,} events from {rfc3339(START)} to the seam applied once, "
+        f"from schema versions {sorted({LAKE.version_of(n) for n in expected.values()})}",
+        f"the lake side: {len(set(expected) - set(lake_ids))} missing, "
+        f"{len(lake_ids) - len(set(lake_ids))} twice, {len(set(lake_ids) - set(expected))} unexpected",
+    )
     starts = {o["partition"]: o["offset"] for o in (status.get("continuation") or {}).get("startOffsets") or []}
     firsts = first_offsets_at_or_after(cluster, SEAM)
-    say("  seam per partition (continuation start / first offset at or after the seam): "
-        + ", ".join(f"{LIVE_TOPIC}[{p}] {starts.get(p)}/{firsts[p]}" for p in sorted(firsts)))
-    ok &= check(starts == firsts, "the continuation started at exactly the seam on every partition",
-                f"the continuation started at {starts}, the seam is at {firsts}")
+    say(
+        "  seam per partition (continuation start / first offset at or after the seam): "
+        + ", ".join(f"{LIVE_TOPIC}[{p}] {starts.get(p)}/{firsts[p]}" for p in sorted(firsts))
+    )
+    ok &= check(
+        starts == firsts,
+        "the continuation started at exactly the seam on every partition",
+        f"the continuation started at {starts}, the seam is at {firsts}",
+    )
     from_kafka = [r for r in rows if r[1] == LIVE_TOPIC and r[4] == "replay"]
-    ok &= check(not {r[0] for r in from_kafka} & set(lake_ids) and all(r[3] >= starts.get(r[2], 0) for r in from_kafka),
-                f"no event came from both sides; the continuation replayed {len(from_kafka):,} records, none before the seam",
-                "an event came from both sides, or the continuation replayed records before the seam")
+    ok &= check(
+        not {r[0] for r in from_kafka} & set(lake_ids) and all(r[3] >= starts.get(r[2], 0) for r in from_kafka),
+        f"no event came from both sides; the continuation replayed {len(from_kafka):,} records, none before the seam",
+        "an event came from both sides, or the continuation replayed records before the seam",
+    )
     after_seam = {e["event_id"] for e in live if e["ts"] >= SEAM}
     applied = {r[0] for r in rows if r[1] == LIVE_TOPIC}
-    ok &= check(after_seam <= applied, f"all {len(after_seam):,} live events from the seam on were applied",
-                f"{len(after_seam - applied)} live events from the seam on were never applied")
+    ok &= check(
+        after_seam <= applied,
+        f"all {len(after_seam):,} live events from the seam on were applied",
+        f"{len(after_seam - applied)} live events from the seam on were never applied",
+    )
     return ok
 
 

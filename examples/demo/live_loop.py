@@ -19,7 +19,7 @@ def run_until_stopped(consumer: Any, topics: list[str], apply: Callable[[list], 
         while running["yes"]:
             messages = [m for m in consumer.consume(batch, 0.5) if m.error() is None]
             if messages:
-                apply(messages)                      # apply first ...
+                apply(messages)  # apply first ...
                 consumer.commit(asynchronous=False)  # ... then commit
     finally:
         consumer.close()

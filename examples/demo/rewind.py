@@ -22,8 +22,20 @@ from confluent_kafka import KafkaException
 
 from local_platform.kafka_broker import ensure_kafka
 
-from .cluster import (WORKDIR, Cluster, approve_at_plan_ready, check, committed, create_topic, example, follow,
-                      produce, run, say, wait_caught_up)
+from .cluster import (
+    WORKDIR,
+    Cluster,
+    approve_at_plan_ready,
+    check,
+    committed,
+    create_topic,
+    example,
+    follow,
+    produce,
+    run,
+    say,
+    wait_caught_up,
+)
 from .search_indexer import IndexLedger
 
 NAMESPACE = "search"
@@ -40,15 +52,38 @@ def records(topic: str, first: int, count: int):
 
 def indexer(cluster: Cluster, group: str, topics: list[str]) -> dict:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "search-indexer"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "search-indexer"}},
-                 "template": {"metadata": {"labels": {"app": "search-indexer"}},
-                              "spec": {"terminationGracePeriodSeconds": 10,
-                                       "containers": [{"name": "indexer", "image": "reprise-demo/search-indexer:dev",
-                                                       "command": ["python", "-m", "examples.demo.search_indexer",
-                                                                   "--bootstrap-servers", cluster.bootstrap,
-                                                                   "--group", group, "--topics", ",".join(topics),
-                                                                   "--ledger", str(LEDGER)]}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "search-indexer"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "search-indexer"}},
+            "template": {
+                "metadata": {"labels": {"app": "search-indexer"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [
+                        {
+                            "name": "indexer",
+                            "image": "reprise-demo/search-indexer:dev",
+                            "command": [
+                                "python",
+                                "-m",
+                                "examples.demo.search_indexer",
+                                "--bootstrap-servers",
+                                cluster.bootstrap,
+                                "--group",
+                                group,
+                                "--topics",
+                                ",".join(topics),
+                                "--ledger",
+                                str(LEDGER),
+                            ],
+                        }
+                    ],
+                },
+            },
+        },
     }
 
 
@@ -57,8 +92,10 @@ def kafka_consumer_groups() -> str:
     bin_dir = WORKDIR / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "kafka-consumer-groups.sh"
-    script.write_text(f'#!/bin/sh\nexec java -cp "{ensure_kafka()}/*" '
-                      'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "$@"\n')
+    script.write_text(
+        f'#!/bin/sh\nexec java -cp "{ensure_kafka()}/*" '
+        'org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "$@"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(bin_dir)
 
@@ -95,21 +132,31 @@ def main(cluster: Cluster) -> bool:
 
     threading.Thread(target=price_changes, daemon=True).start()
     cluster.apply(NAMESPACE, rewind)
-    say(f"applied examples/reconsume-rewind.yaml (drainedFor 5s) in namespace {NAMESPACE}: Reconsume {name}, "
-        "approval Manual")
+    say(
+        f"applied examples/reconsume-rewind.yaml (drainedFor 5s) in namespace {NAMESPACE}: Reconsume {name}, "
+        "approval Manual"
+    )
 
     def describe(status: dict) -> str:
         progress = status.get("progress") or {}
         return f"progress {progress.get('percent', 0):>3}%  lag {progress.get('lag', '-'):>6}  ETA {progress.get('eta', '-')}"
 
     try:
-        body = follow(cluster, NAMESPACE, "reconsume", name, describe,
-                      approve_at_plan_ready(cluster, NAMESPACE, "reconsume", name))
+        body = follow(
+            cluster,
+            NAMESPACE,
+            "reconsume",
+            name,
+            describe,
+            approve_at_plan_ready(cluster, NAMESPACE, "reconsume", name),
+        )
     finally:
         stop.set()
     status = body["status"]
     ok = check(status["phase"] == "Complete", "the Rewind is Complete", f"the Rewind ended {status['phase']}")
-    ends = {(p["topic"], p["partition"]): p.get("endOffset") for p in (status.get("plan") or {}).get("partitions") or []}
+    ends = {
+        (p["topic"], p["partition"]): p.get("endOffset") for p in (status.get("plan") or {}).get("partitions") or []
+    }
     ledger = IndexLedger(str(LEDGER))
     try:
         times = ledger.times()
@@ -119,11 +166,15 @@ def main(cluster: Cluster) -> bool:
     snapshot = {(o["topic"], o["partition"]): o["offset"] for o in rollback.get("offsets") or []}
     # Records the indexer had indexed before the rewind (below the snapshot) were indexed again after it; the
     # ones written between the snapshot and the rewind's end offsets, at least once.
-    rewound = {(t, p, o): 2 if o < snapshot.get((t, p), 0) else 1 for (t, p), end in ends.items() for o in range(end or 0)}
+    rewound = {
+        (t, p, o): 2 if o < snapshot.get((t, p), 0) else 1 for (t, p), end in ends.items() for o in range(end or 0)
+    }
     short = sum(1 for key, least in rewound.items() if times.get(key, 0) < least)
-    ok &= check(bool(rewound) and short == 0,
-                f"all {len(rewound):,} records up to the rewind's end offsets were indexed after the rewind",
-                f"{short:,} of {len(rewound):,} records up to the end offsets were not indexed after the rewind")
+    ok &= check(
+        bool(rewound) and short == 0,
+        f"all {len(rewound):,} records up to the rewind's end offsets were indexed after the rewind",
+        f"{short:,} of {len(rewound):,} records up to the end offsets were not indexed after the rewind",
+    )
 
     configmap = cluster.get(NAMESPACE, "configmap", rollback.get("configMap", f"{name}-rollback")) or {"data": {}}
     say(f"rollback: ConfigMap {rollback.get('configMap')} holds the offsets of {rollback.get('takenAt')}; restore.sh:")
@@ -143,9 +194,11 @@ def main(cluster: Cluster) -> bool:
             break
         time.sleep(2)
     restored = {(t, p): o for t in topics for p, o in committed(cluster.bootstrap, group, t, PARTITIONS).items()}
-    ok &= check(bool(snapshot) and restored == snapshot,
-                f"the group is back at the snapshot on all {len(snapshot)} partitions",
-                f"after restore.sh the group is at {restored}, the snapshot is {snapshot}\n{done.stdout}{done.stderr}")
+    ok &= check(
+        bool(snapshot) and restored == snapshot,
+        f"the group is back at the snapshot on all {len(snapshot)} partitions",
+        f"after restore.sh the group is at {restored}, the snapshot is {snapshot}\n{done.stdout}{done.stderr}",
+    )
     cluster.kubectl("scale", "deployment", "search-indexer", "-n", NAMESPACE, "--replicas=1")
     return ok
 

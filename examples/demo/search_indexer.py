@@ -25,13 +25,17 @@ class IndexLedger:
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS indexed (topic TEXT, partition INTEGER, offset INTEGER, "
-                        "times INTEGER, PRIMARY KEY (topic, partition, offset))")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS indexed (topic TEXT, partition INTEGER, offset INTEGER, "
+            "times INTEGER, PRIMARY KEY (topic, partition, offset))"
+        )
 
     def index(self, messages: list) -> None:
         self.db.execute("BEGIN IMMEDIATE")
-        self.db.executemany("INSERT INTO indexed VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET times = times + 1",
-                            [(m.topic(), m.partition(), m.offset()) for m in messages])
+        self.db.executemany(
+            "INSERT INTO indexed VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET times = times + 1",
+            [(m.topic(), m.partition(), m.offset()) for m in messages],
+        )
         self.db.execute("COMMIT")
 
     def times(self) -> dict[tuple[str, int, int], int]:
@@ -48,8 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", default="products,product-prices")
     parser.add_argument("--ledger", required=True)
     args = parser.parse_args(argv)
-    consumer = Consumer({"bootstrap.servers": args.bootstrap_servers, "group.id": args.group,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap_servers,
+            "group.id": args.group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     ledger = IndexLedger(args.ledger)
     try:
         run_until_stopped(consumer, args.topics.split(","), ledger.index)

@@ -45,8 +45,12 @@ def produce(bootstrap: str, count: int, first: int = 0) -> None:
     for n in range(first, first + count):
         while True:
             try:
-                producer.produce(TOPIC, key=f"u-{n % 5000}".encode(), value=json.dumps({"n": n}).encode(),
-                                 headers=[("event-type", EVENTS[n % 3])])
+                producer.produce(
+                    TOPIC,
+                    key=f"u-{n % 5000}".encode(),
+                    value=json.dumps({"n": n}).encode(),
+                    headers=[("event-type", EVENTS[n % 3])],
+                )
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -56,15 +60,35 @@ def produce(bootstrap: str, count: int, first: int = 0) -> None:
 
 
 def service(bootstrap: str) -> dict:
-    env = {"ACCOUNTS_BOOTSTRAP_SERVERS": bootstrap, "ACCOUNTS_GROUP": LIVE_GROUP, "ACCOUNTS_TOPIC": TOPIC,
-           "ACCOUNTS_LEDGER_DIR": str(LEDGER), "ACCOUNTS_BATCH": "500",
-           "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx256m"}
+    env = {
+        "ACCOUNTS_BOOTSTRAP_SERVERS": bootstrap,
+        "ACCOUNTS_GROUP": LIVE_GROUP,
+        "ACCOUNTS_TOPIC": TOPIC,
+        "ACCOUNTS_LEDGER_DIR": str(LEDGER),
+        "ACCOUNTS_BATCH": "500",
+        "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx256m",
+    }
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "accounts-jvm"},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "accounts-jvm"}},
-                 "template": {"metadata": {"labels": {"app": "accounts-jvm"}},
-                              "spec": {"containers": [{"name": "app", "image": IMAGE, "command": COMMAND,
-                                                       "env": [{"name": k, "value": v} for k, v in env.items()]}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "accounts-jvm"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "accounts-jvm"}},
+            "template": {
+                "metadata": {"labels": {"app": "accounts-jvm"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": IMAGE,
+                            "command": COMMAND,
+                            "env": [{"name": k, "value": v} for k, v in env.items()],
+                        }
+                    ]
+                },
+            },
+        },
     }
 
 
@@ -87,8 +111,12 @@ def main() -> int:
         say(f"producing {HISTORY:,} user events into {TOPIC} ({PARTITIONS} partitions) ...")
         produce(cluster.bootstrap, HISTORY)
     LEDGER.mkdir(parents=True, exist_ok=True)
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "accounts-kafka-client"},
-              "stringData": {"session.timeout.ms": "10000"}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "accounts-kafka-client"},
+        "stringData": {"session.timeout.ms": "10000"},
+    }
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(secret))
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(service(cluster.bootstrap)))
     say("the Java accounts service (3 replicas, consumers wrapped by GuardedConsumer) is catching up ...")
@@ -113,8 +141,10 @@ def main() -> int:
     replay["spec"]["consumer"]["env"].append({"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": "4000"})
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(replay))
     name = replay["metadata"]["name"]
-    say(f"applied Reconsume {name} (Handover, consumer.entrypoint: Service): the replay consumers run the "
-        "service's own image, which starts Reprise's Java replay role")
+    say(
+        f"applied Reconsume {name} (Handover, consumer.entrypoint: Service): the replay consumers run the "
+        "service's own image, which starts Reprise's Java replay role"
+    )
     status: dict = {}
     last = None
     try:
@@ -123,10 +153,14 @@ def main() -> int:
             status = body.get("status") or {}
             progress = status.get("progress") or {}
             handed = sum(1 for p in progress.get("partitions") or [] if p.get("state") == "HandedOver")
-            waiting = next((c for c in status.get("conditions") or [] if c["type"] == "Waiting" and c["status"] == "True"), None)
-            line = (f"  phase {status.get('phase', '-'):<9} progress {progress.get('percent', 0):>3}%  "
-                    f"lag {progress.get('lag', '-'):>7}  handed over {handed}/{PARTITIONS}"
-                    + (f"  waiting: {waiting['reason']}" if waiting else ""))
+            waiting = next(
+                (c for c in status.get("conditions") or [] if c["type"] == "Waiting" and c["status"] == "True"), None
+            )
+            line = (
+                f"  phase {status.get('phase', '-'):<9} progress {progress.get('percent', 0):>3}%  "
+                f"lag {progress.get('lag', '-'):>7}  handed over {handed}/{PARTITIONS}"
+                + (f"  waiting: {waiting['reason']}" if waiting else "")
+            )
             if line != last:
                 say(line)
                 last = line
@@ -177,9 +211,11 @@ def ledger_check() -> bool:
             after += 1
             both += bool(seen_live[o] and seen_replay[o])
             lost += not (seen_live[o] or seen_replay[o])
-    say(f"ledger: {sum(map(sum, (c.values() for c in live.values()))):,} records by the live group, "
+    say(
+        f"ledger: {sum(map(sum, (c.values() for c in live.values()))):,} records by the live group, "
         f"{sum(map(sum, (c.values() for c in replay.values()))):,} by the replay; {after:,} from the first skipped "
-        f"offsets on: {both} processed by both groups, {lost} by neither")
+        f"offsets on: {both} processed by both groups, {lost} by neither"
+    )
     return both == 0 and lost == 0
 
 

@@ -44,7 +44,7 @@ class EntityStore:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, str] = {}
         for i in range(0, len(wanted), 500):  # SQLite's limit on bound parameters
-            chunk = wanted[i:i + 500]
+            chunk = wanted[i : i + 500]
             marks = ",".join("?" * len(chunk))
             for key, state in self.connection.execute(f"SELECT key, state FROM entities WHERE key IN ({marks})", chunk):
                 found[key] = state

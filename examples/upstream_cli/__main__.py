@@ -33,8 +33,16 @@ def backfill(store: EntityStore, keys: Sequence[str], bootstrap: str, topic: str
 
     `rate` > 0 paces the records (per second), so downstream services are not flooded."""
     current = store.current(keys)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "partitioner": "murmur2_random", "linger.ms": 5, "client.id": "upstream-backfill"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "partitioner": "murmur2_random",
+            "linger.ms": 5,
+            "client.id": "upstream-backfill",
+        }
+    )
     failures: list[str] = []
 
     def delivered(error, _message) -> None:
@@ -45,8 +53,13 @@ def backfill(store: EntityStore, keys: Sequence[str], bootstrap: str, topic: str
     for n, key in enumerate(k for k in keys if k in current):
         if rate > 0:
             time.sleep(max(0.0, started + n / rate - time.monotonic()))
-        producer.produce(topic, key=key.encode(), value=current[key].encode(), on_delivery=delivered,
-                         headers=[("source", b"backfill")])
+        producer.produce(
+            topic,
+            key=key.encode(),
+            value=current[key].encode(),
+            on_delivery=delivered,
+            headers=[("source", b"backfill")],
+        )
         producer.poll(0)
     remaining = producer.flush(60)
     if remaining or failures:
@@ -62,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     run.add_argument("--topic", default=os.environ.get("REPRISE_TOPIC"))
     run.add_argument("--keys-file", default=None, help="default: $REPRISE_KEYS_FILE, else $REPRISE_KEYS")
-    run.add_argument("--max-records-per-second", type=float, default=0.0, help="pace the records; 0: as fast as possible")
+    run.add_argument(
+        "--max-records-per-second", type=float, default=0.0, help="pace the records; 0: as fast as possible"
+    )
     put = commands.add_parser("put", help="store an entity's current state")
     put.add_argument("--database", required=True)
     put.add_argument("key")

@@ -25,8 +25,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "Settings come from REPRISE_* environment variables; see reprise_operator/settings.py."
         ),
     )
-    parser.add_argument("--namespace", action="append", default=None,
-                        help="watch only this namespace (repeatable); default: REPRISE_NAMESPACES or the whole cluster")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        default=None,
+        help="watch only this namespace (repeatable); default: REPRISE_NAMESPACES or the whole cluster",
+    )
     parser.add_argument("--no-leader-election", action="store_true", help="run without taking the leader Lease")
     parser.add_argument("--verbose", action="store_true", help="debug logging")
     return parser.parse_args(argv)
@@ -63,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     def login(**kwargs: object) -> kopf.ConnectionInfo | None:
         # The same credentials as the kubernetes client: in-cluster, else $KUBECONFIG.
         return kopf.login_via_client(**kwargs)
+
     beats: list[asyncio.Task[None]] = []
 
     @kopf.on.startup(registry=registry)

@@ -180,10 +180,14 @@ def describe(position: GroupPosition, now: datetime) -> str:
     waited = format_duration(timedelta(seconds=int(position.unchanged_for(now).total_seconds())))
     where = f"{position.topic} partition {position.partition}"
     if position.committed is None:
-        return (f"group {position.group} has no committed offset on {where} (it must commit at least "
-                f"{position.target}; nothing for {waited})")
-    return (f"group {position.group} is stuck on {where} at offset {position.committed} for {waited} "
-            f"(it must commit at least {position.target}; {position.remaining} records to go)")
+        return (
+            f"group {position.group} has no committed offset on {where} (it must commit at least "
+            f"{position.target}; nothing for {waited})"
+        )
+    return (
+        f"group {position.group} is stuck on {where} at offset {position.committed} for {waited} "
+        f"(it must commit at least {position.target}; {position.remaining} records to go)"
+    )
 
 
 def stalled_message(stalled: Sequence[GroupPosition], now: datetime) -> str:
@@ -193,8 +197,7 @@ def stalled_message(stalled: Sequence[GroupPosition], now: datetime) -> str:
     if more > 0:
         parts.append(f"and {more} more (see status.barrier.partitions)")
     return (
-        "; ".join(parts)
-        + ". The record at the committed offset is not being processed: if it needs an entity this "
+        "; ".join(parts) + ". The record at the committed offset is not being processed: if it needs an entity this "
         "Backfill re-emits later in the same partition (key ordering), skip that record or backfill it too"
     )
 

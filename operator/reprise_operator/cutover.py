@@ -13,27 +13,38 @@ from .backfill import job_state
 from .conditions import rfc3339
 from .constants import LABEL_REPLAY
 from .lifecycle import Failure, Resource
-from .verify import cutover_approved, failure_message, next_gate, rerun_requested, termination_message, verify_job, verify_job_name
+from .verify import (
+    cutover_approved,
+    failure_message,
+    next_gate,
+    rerun_requested,
+    termination_message,
+    verify_job,
+    verify_job_name,
+)
 
 
 def _verification(resource: Resource) -> dict:
     return resource.status.setdefault("verification", {})
 
 
-async def gate(resource: Resource, verify: Verify | None, *, hold: bool, approval: str, env: dict[str, str],
-               caught_up: bool) -> bool:
+async def gate(
+    resource: Resource, verify: Verify | None, *, hold: bool, approval: str, env: dict[str, str], caught_up: bool
+) -> bool:
     """Move the check and the hold one step; True when the replay may cut over (stop and tear down).
 
     `env` is what the check is told about the replay (`verify.verify_env`)."""
     vs = _verification(resource)
     approved = cutover_approved(approval, resource.annotations)
-    step = next_gate(caught_up=caught_up, has_verify=verify is not None, hold=hold,
-                     state=vs.get("state"), cutover_approved=approved)
+    step = next_gate(
+        caught_up=caught_up, has_verify=verify is not None, hold=hold, state=vs.get("state"), cutover_approved=approved
+    )
     if step == "follow":
         if verify is not None and vs.get("state") is None:
             vs["state"] = "Waiting"
-            resource.condition("Verified", "Unknown", "WaitingForCatchUp",
-                               "spec.verify runs once the replay has caught up")
+            resource.condition(
+                "Verified", "Unknown", "WaitingForCatchUp", "spec.verify runs once the replay has caught up"
+            )
         return False
     if step == "verify":
         assert verify is not None
@@ -45,9 +56,13 @@ async def gate(resource: Resource, verify: Verify | None, *, hold: bool, approva
         step = next_gate(caught_up=True, has_verify=True, hold=hold, state="Passed", cutover_approved=approved)
     if step == "await-cutover":
         if not resource.condition_true("CutoverApproved") and _changed(resource, "CutoverApproved", "AwaitingCutover"):
-            resource.condition("CutoverApproved", "False", "AwaitingCutover",
-                               "the shadow follows the live topic; approve the cutover with "
-                               f"kubectl annotate {resource.kind.lower()} {resource.name} {CUTOVER_ANNOTATION}=true")
+            resource.condition(
+                "CutoverApproved",
+                "False",
+                "AwaitingCutover",
+                "the shadow follows the live topic; approve the cutover with "
+                f"kubectl annotate {resource.kind.lower()} {resource.name} {CUTOVER_ANNOTATION}=true",
+            )
             resource.event("AwaitingCutover", "verified; holding for the cutover's approval")
         return False
     if step == "failed":  # only reached when the status says Failed but the phase does not (a restart)
@@ -72,8 +87,9 @@ async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> Non
     vs = _verification(resource)
     run = int(vs.get("run") or 0) + 1
     try:
-        manifest = verify_job(owner=resource.owner(), namespace=resource.namespace, kind=resource.kind,
-                              run=run, verify=verify, env=env)
+        manifest = verify_job(
+            owner=resource.owner(), namespace=resource.namespace, kind=resource.kind, run=run, verify=verify, env=env
+        )
     except ValueError as exc:
         raise Failure("InvalidSpec", str(exc)) from None
     if await rt.kube.aio.get_job(resource.namespace, manifest["metadata"]["name"]) is None:
@@ -106,8 +122,11 @@ async def _poll(resource: Resource) -> bool:
     message = failure_message(name, reason.split(":")[0], termination_message(pods))
     vs.update(state="Failed", message=message[:4096])
     resource.condition("Verified", "False", "VerifyFailed", message)
-    raise Failure("VerifyFailed", f"{message}. The replay's children are kept; fix and re-run with "
-                                  f"kubectl annotate {resource.kind.lower()} {resource.name} {REVERIFY_ANNOTATION}=<new value> --overwrite")
+    raise Failure(
+        "VerifyFailed",
+        f"{message}. The replay's children are kept; fix and re-run with "
+        f"kubectl annotate {resource.kind.lower()} {resource.name} {REVERIFY_ANNOTATION}=<new value> --overwrite",
+    )
 
 
 async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool:

@@ -74,8 +74,7 @@ def key_filter(key_column: str, keys: Sequence[str]) -> str:
         raise SignalError("no keys: the snapshot filter needs at least one")
     literals = [sql_literal(k) for k in keys]
     lists = [
-        f"{key_column} IN ({','.join(literals[i:i + IN_LIST_LIMIT])})"
-        for i in range(0, len(literals), IN_LIST_LIMIT)
+        f"{key_column} IN ({','.join(literals[i : i + IN_LIST_LIMIT])})" for i in range(0, len(literals), IN_LIST_LIMIT)
     ]
     return " OR ".join(lists)
 
@@ -230,16 +229,30 @@ Read = kafka_admin.TopicRead
 
 def send(bootstrap: str, config: Mapping[str, str], topic: str, record: SignalRecord) -> int:
     """Produce `record` to partition 0 of the signal topic (the only one Debezium reads); its offset."""
-    return kafka_admin.produce_one(bootstrap, config, topic, key=record.key, value=record.value,
-                                   headers=list(record.headers), partition=0, client_id="reprise-operator-signal")
+    return kafka_admin.produce_one(
+        bootstrap,
+        config,
+        topic,
+        key=record.key,
+        value=record.value,
+        headers=list(record.headers),
+        partition=0,
+        client_id="reprise-operator-signal",
+    )
 
 
-def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int | None = None,
-               from_offsets: Mapping[int, int] | None = None) -> Read:
+def read_topic(
+    bootstrap: str,
+    config: Mapping[str, str],
+    topic: str,
+    since_ms: int | None = None,
+    from_offsets: Mapping[int, int] | None = None,
+) -> Read:
     """Every record of `topic` from `from_offsets` (else from the first record at or after `since_ms`, else
     from the beginning) up to the end offsets as of the call (see `kafka_admin.read_topic`)."""
-    return kafka_admin.read_topic(bootstrap, config, topic, since_ms=since_ms, from_offsets=from_offsets,
-                                  client_id="reprise-operator-debezium")
+    return kafka_admin.read_topic(
+        bootstrap, config, topic, since_ms=since_ms, from_offsets=from_offsets, client_id="reprise-operator-debezium"
+    )
 
 
 def signal_sent(bootstrap: str, config: Mapping[str, str], topic: str, id_: str, since_ms: int) -> bool:
@@ -254,8 +267,9 @@ def signal_sent(bootstrap: str, config: Mapping[str, str], topic: str, id_: str,
     return False
 
 
-def read_notifications(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int,
-                       from_offsets: Mapping[int, int] | None = None) -> tuple[list[Notification], Mapping[int, int]]:
+def read_notifications(
+    bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int, from_offsets: Mapping[int, int] | None = None
+) -> tuple[list[Notification], Mapping[int, int]]:
     """The notifications written since `since_ms` (or after `from_offsets`), and where to continue."""
     read = read_topic(bootstrap, config, topic, since_ms=since_ms, from_offsets=from_offsets)
     found = [n for n in (parse_notification(value) for _, _, _, value in read.records) if n is not None]

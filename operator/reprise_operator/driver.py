@@ -92,4 +92,3 @@ async def transition(kind: KindLifecycle, resource: Resource, memory: ObjectMemo
             await kind.follow(resource, spec, memory)
     elif phase == Phase.DRAINING:
         await kind.teardown(resource, spec, memory)
-

@@ -50,8 +50,11 @@ def guard_problems(partitions: Iterable[PartitionHandover]) -> list[GuardProblem
 
 def condition_message(problems: list[GuardProblem]) -> str:
     """Names each partition and its reason, and what it means for the data."""
-    named = ", ".join(f"{p.topic}/{p.partition} ({p.problem}{', member ' + p.member if p.member else ''})"
-                      for p in problems[:NAMED])
+    named = ", ".join(
+        f"{p.topic}/{p.partition} ({p.problem}{', member ' + p.member if p.member else ''})" for p in problems[:NAMED]
+    )
     more = f" and {len(problems) - NAMED} more" if len(problems) > NAMED else ""
-    return (f"the live side's guard cannot follow this replay on {named}{more}: it skips nothing there, so those "
-            "partitions are processed by both groups (at-least-once, nothing lost); see HANDOVER.md, Bad input")
+    return (
+        f"the live side's guard cannot follow this replay on {named}{more}: it skips nothing there, so those "
+        "partitions are processed by both groups (at-least-once, nothing lost); see HANDOVER.md, Bad input"
+    )

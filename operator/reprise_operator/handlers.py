@@ -38,8 +38,13 @@ CLEANUP_WAIT = 2.0
 def _controls(body: Any) -> tuple:
     spec = body.get("spec") or {}
     annotations = body["metadata"].get("annotations") or {}
-    return (spec.get("suspend"), spec.get("approval"), annotations.get(APPROVE_ANNOTATION),
-            annotations.get(CUTOVER_ANNOTATION), annotations.get(REVERIFY_ANNOTATION))
+    return (
+        spec.get("suspend"),
+        spec.get("approval"),
+        annotations.get(APPROVE_ANNOTATION),
+        annotations.get(CUTOVER_ANNOTATION),
+        annotations.get(REVERIFY_ANNOTATION),
+    )
 
 
 def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindLifecycle) -> None:

@@ -62,8 +62,9 @@ class HandoverReaders:
         self.topic(bootstrap, config, topic).ensure()
         self._ensured.add(key)
 
-    def replay(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str,
-               wait: float = CATCH_UP_WAIT) -> ReplayHandover:
+    def replay(
+        self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str, wait: float = CATCH_UP_WAIT
+    ) -> ReplayHandover:
         """What the handover topic says of one replay, as of the follower's last read; HandoverBehind while
         a new follower has not caught up with the topic (waiting up to `wait` seconds for it first)."""
         key = self._key(bootstrap, config, topic)
@@ -71,14 +72,21 @@ class HandoverReaders:
             follower = self._followers.get(key)
             if follower is None:
                 follower = HandoverFollower(
-                    bootstrap, topic, dict(config), derive=lambda view: 0, interval=0.2, client_id="reprise-operator-follower"
+                    bootstrap,
+                    topic,
+                    dict(config),
+                    derive=lambda view: 0,
+                    interval=0.2,
+                    client_id="reprise-operator-follower",
                 ).start()
                 self._followers[key] = follower
                 self._caught_up_at[key] = follower.request_sync()
             ticket = self._caught_up_at[key]
         if not follower.synced(ticket) and not follower.wait_synced(ticket, wait):
-            raise HandoverBehind(f"reading handover topic {topic} from its start (a new reader{': ' + follower.error if follower.error else ''}); "
-                                 "progress is reported once it has caught up")
+            raise HandoverBehind(
+                f"reading handover topic {topic} from its start (a new reader{': ' + follower.error if follower.error else ''}); "
+                "progress is reported once it has caught up"
+            )
         with follower.locked_view() as view:
             return copy.deepcopy(view.replay(replay_id))
 
@@ -100,4 +108,3 @@ class HandoverReaders:
             self._followers.clear()
             self._caught_up_at.clear()
             self._topics.clear()
-

@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
-                             TopicPartition)
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from replay_worker.contract import ClientType, settings_for
@@ -67,10 +66,15 @@ def _result(future, what: str):
         return future.result(timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
         error: KafkaError | None = exc.args[0] if exc.args else None
-        if error is not None and not error.retriable() and error.code() not in (
-            KafkaError._TIMED_OUT,
-            KafkaError._TRANSPORT,
-            KafkaError._ALL_BROKERS_DOWN,
+        if (
+            error is not None
+            and not error.retriable()
+            and error.code()
+            not in (
+                KafkaError._TIMED_OUT,
+                KafkaError._TRANSPORT,
+                KafkaError._ALL_BROKERS_DOWN,
+            )
         ):
             raise
         raise KafkaUnavailable(f"{what}: {exc}") from None
@@ -120,8 +124,9 @@ class KafkaCluster:
                 found[topic] = sorted(meta.partitions)
         return found
 
-    def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None,
-                     replication_factor: int | None = None) -> bool:
+    def ensure_topic(
+        self, name: str, partitions: int, config: Mapping[str, str] | None = None, replication_factor: int | None = None
+    ) -> bool:
         """Create the topic unless it exists; True when this call created it. Replication: the broker's
         default unless given."""
         self._count()
@@ -151,8 +156,9 @@ class KafkaCluster:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    def _list_offsets(self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str,
-                      skip_missing: bool = False) -> dict[TopicPartitionKey, OffsetAtTime]:
+    def _list_offsets(
+        self, specs: Mapping[TopicPartitionKey, OffsetSpec], what: str, skip_missing: bool = False
+    ) -> dict[TopicPartitionKey, OffsetAtTime]:
         if not specs:
             return {}
         self._count()
@@ -181,7 +187,9 @@ class KafkaCluster:
         specs = {key: OffsetSpec.earliest() for key in partitions}
         return {k: v.offset for k, v in self._list_offsets(specs, "listing log-start offsets").items()}
 
-    def offsets_for_time(self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int) -> dict[TopicPartitionKey, OffsetAtTime | None]:
+    def offsets_for_time(
+        self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
+    ) -> dict[TopicPartitionKey, OffsetAtTime | None]:
         """The earliest offset whose timestamp is >= `timestamp_ms`; None where no record is that new.
 
         Kafka answers -1 ("no offset") when no record is that new: callers treat that partition's
@@ -191,7 +199,9 @@ class KafkaCluster:
         found = self._list_offsets(specs, "looking up offsets by time")
         return {k: (v if v.offset >= 0 else None) for k, v in found.items()}
 
-    def shared_end_offsets(self, partitions: Iterable[TopicPartitionKey], max_age: float) -> dict[TopicPartitionKey, int]:
+    def shared_end_offsets(
+        self, partitions: Iterable[TopicPartitionKey], max_age: float
+    ) -> dict[TopicPartitionKey, int]:
         """End offsets for a follower, from one batched request per `max_age` for every follower of this cluster.
 
         Each caller registers the partitions it follows; the first caller after the snapshot went stale
@@ -241,8 +251,14 @@ class KafkaCluster:
         with self._lock:
             reader = self._readers.pop(group, None)
             if reader is None:
-                reader = Consumer({**settings_for("consumer", self._config), "group.id": group, "enable.auto.commit": False,
-                                   "client.id": "reprise-operator-offsets"})
+                reader = Consumer(
+                    {
+                        **settings_for("consumer", self._config),
+                        "group.id": group,
+                        "enable.auto.commit": False,
+                        "client.id": "reprise-operator-offsets",
+                    }
+                )
             self._readers[group] = reader  # most recently used last
             while len(self._readers) > MAX_OFFSET_READERS:
                 self._readers.pop(next(iter(self._readers))).close()
@@ -266,7 +282,9 @@ class KafkaCluster:
     def alter_offsets(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """Set the group's committed offsets; Kafka refuses unless the group is Empty or Dead."""
         self._count()
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        )
         futures = self._admin.alter_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
         result = _result(futures[group], f"altering offsets of group {group}")
         for tp in result.topic_partitions or []:
@@ -311,8 +329,9 @@ class AsyncKafkaCluster:
     async def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         return await asyncio.to_thread(self._cluster.partitions, list(topics))
 
-    async def ensure_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None,
-                           replication_factor: int | None = None) -> bool:
+    async def ensure_topic(
+        self, name: str, partitions: int, config: Mapping[str, str] | None = None, replication_factor: int | None = None
+    ) -> bool:
         return await asyncio.to_thread(self._cluster.ensure_topic, name, partitions, config, replication_factor)
 
     async def delete_topic(self, name: str) -> None:
@@ -324,16 +343,19 @@ class AsyncKafkaCluster:
     async def start_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         return await asyncio.to_thread(self._cluster.start_offsets, list(partitions))
 
-    async def offsets_for_time(self, partitions: Iterable[TopicPartitionKey],
-                               timestamp_ms: int) -> dict[TopicPartitionKey, OffsetAtTime | None]:
+    async def offsets_for_time(
+        self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
+    ) -> dict[TopicPartitionKey, OffsetAtTime | None]:
         return await asyncio.to_thread(self._cluster.offsets_for_time, list(partitions), timestamp_ms)
 
-    async def shared_end_offsets(self, partitions: Iterable[TopicPartitionKey],
-                                 max_age: float) -> dict[TopicPartitionKey, int]:
+    async def shared_end_offsets(
+        self, partitions: Iterable[TopicPartitionKey], max_age: float
+    ) -> dict[TopicPartitionKey, int]:
         return await asyncio.to_thread(self._cluster.shared_end_offsets, list(partitions), max_age)
 
-    async def committed_offsets(self, group: str,
-                                partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+    async def committed_offsets(
+        self, group: str, partitions: Iterable[TopicPartitionKey]
+    ) -> dict[TopicPartitionKey, int]:
         return await asyncio.to_thread(self._cluster.committed_offsets, group, list(partitions))
 
     async def describe_group(self, group: str) -> GroupDescription:
@@ -377,9 +399,17 @@ def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, cl
     return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
 
 
-def produce_one(bootstrap: str, config: Mapping[str, str], topic: str, *, key: bytes | str | None,
-                value: bytes | str | None, headers: Sequence[tuple[str, str | bytes | None]], partition: int,
-                client_id: str) -> int:
+def produce_one(
+    bootstrap: str,
+    config: Mapping[str, str],
+    topic: str,
+    *,
+    key: bytes | str | None,
+    value: bytes | str | None,
+    headers: Sequence[tuple[str, str | bytes | None]],
+    partition: int,
+    client_id: str,
+) -> int:
     """Produce one record and wait for its acknowledgement; its offset (Debezium's signals)."""
     producer = Producer({**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True})
     delivered: dict[str, Any] = {}
@@ -388,8 +418,9 @@ def produce_one(bootstrap: str, config: Mapping[str, str], topic: str, *, key: b
         delivered["error"], delivered["offset"] = error, (message.offset() if message is not None else None)
 
     try:
-        producer.produce(topic, key=key, value=value, headers=list(headers), partition=partition,
-                         on_delivery=on_delivery)
+        producer.produce(
+            topic, key=key, value=value, headers=list(headers), partition=partition, on_delivery=on_delivery
+        )
         if producer.flush(IO_TIMEOUT_S) or "offset" not in delivered:
             raise TimeoutError(f"the signal to {topic} was not acknowledged within {IO_TIMEOUT_S:.0f}s")
         if delivered["error"] is not None:
@@ -407,15 +438,28 @@ class TopicRead:
     next_offsets: Mapping[int, int]
 
 
-def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: int | None = None,
-               from_offsets: Mapping[int, int] | None = None, *, client_id: str) -> TopicRead:
+def read_topic(
+    bootstrap: str,
+    config: Mapping[str, str],
+    topic: str,
+    since_ms: int | None = None,
+    from_offsets: Mapping[int, int] | None = None,
+    *,
+    client_id: str,
+) -> TopicRead:
     """Every record of `topic` from `from_offsets` (else from the first record at or after `since_ms`, else
     from the beginning) up to the end offsets as of the call: (partition, offset, key, value) each.
 
     A bounded read with `assign()` and no consumer group: nothing is committed anywhere."""
-    consumer = Consumer({**_client_config(bootstrap, config, client_id, "consumer"),
-                         "group.id": client_id, "enable.auto.commit": False,
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            **_client_config(bootstrap, config, client_id, "consumer"),
+            "group.id": client_id,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=IO_TIMEOUT_S)
         found = metadata.topics.get(topic)
@@ -431,7 +475,9 @@ def read_topic(bootstrap: str, config: Mapping[str, str], topic: str, since_ms: 
         if from_offsets:
             starts.update({p: max(starts[p], o) for p, o in from_offsets.items() if p in starts})
         elif since_ms is not None:
-            at = consumer.offsets_for_times([TopicPartition(topic, p, since_ms) for p in partitions], timeout=IO_TIMEOUT_S)
+            at = consumer.offsets_for_times(
+                [TopicPartition(topic, p, since_ms) for p in partitions], timeout=IO_TIMEOUT_S
+            )
             for tp in at:
                 starts[tp.partition] = tp.offset if tp.offset >= 0 else ends[tp.partition]
         todo = {p for p in partitions if starts[p] < ends[p]}

@@ -165,7 +165,9 @@ class Kube:
 
     def list_pods(self, namespace: str, selector: str) -> list[dict]:
         try:
-            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))["items"]
+            return _json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))[
+                "items"
+            ]
         except ApiException as exc:
             raise KubeUnavailable(f"listing pods: {exc.status} {exc.reason}") from None
 
@@ -316,8 +318,7 @@ class AsyncKube:
     async def suspend_job(self, namespace: str, name: str, suspend: bool) -> bool:
         return await asyncio.to_thread(self._kube.suspend_job, namespace, name, suspend)
 
-    async def patch_custom(self, group: str, version: str, plural: str, namespace: str, name: str,
-                           patch: dict) -> bool:
+    async def patch_custom(self, group: str, version: str, plural: str, namespace: str, name: str, patch: dict) -> bool:
         return await asyncio.to_thread(self._kube.patch_custom, group, version, plural, namespace, name, patch)
 
     async def delete_deployment(self, namespace: str, name: str) -> bool:

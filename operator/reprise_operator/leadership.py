@@ -64,8 +64,9 @@ class Leadership:
             return self.kube.create_lease(self.namespace, {"metadata": {"name": LEASE_NAME}, "spec": spec})
         held = lease.get("spec") or {}
         holder = held.get("holderIdentity")
-        if holder != self.identity and not lease_expired(held.get("renewTime"),
-                                                         held.get("leaseDurationSeconds") or self.duration, now):
+        if holder != self.identity and not lease_expired(
+            held.get("renewTime"), held.get("leaseDurationSeconds") or self.duration, now
+        ):
             return False
         if holder != self.identity:
             spec["acquireTime"] = rfc3339_micros(now)

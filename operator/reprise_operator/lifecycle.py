@@ -287,8 +287,9 @@ async def run_reconcile(
                 break
 
 
-async def _reconcile_once(kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory,
-                          step: Callable[[Resource, ObjectMemory], Any]) -> tuple[str, str]:
+async def _reconcile_once(
+    kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory, step: Callable[[Resource, ObjectMemory], Any]
+) -> tuple[str, str]:
     """One step and its status write; the phase before and after."""
     old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
     old.pop("kopf", None)
@@ -325,8 +326,9 @@ async def _reconcile_once(kind: str, plural: str, rt: Runtime, body: Any, memory
         delay = retry_delay(memory.failures, rt.settings.poll_interval)
         memory.retry_at = utc_now() + timedelta(seconds=delay)
         reason, message = failed
-        resource.condition("Waiting", "True", reason,
-                           f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)")
+        resource.condition(
+            "Waiting", "True", reason, f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)"
+        )
         if _changed_condition(old, resource.status, "Waiting"):
             resource.event(reason, message[:1000], warning=True)
     resource.status["observedGeneration"] = resource.generation

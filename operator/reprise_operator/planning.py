@@ -99,8 +99,16 @@ def plan_partition(start: StartSpec, facts: PartitionFacts, *, allow_clamp: bool
         decision: StartDecision = decide_start(start, facts, allow_clamp)
     except SpecError as exc:
         raise PlanError(f"spec.{exc}") from None
-    return PartitionPlan(facts.topic, facts.partition, decision.offset, facts.end, decision.oldest_timestamp_ms,
-                         decision.retention_risk, decision.clamped, facts.log_start)
+    return PartitionPlan(
+        facts.topic,
+        facts.partition,
+        decision.offset,
+        facts.end,
+        decision.oldest_timestamp_ms,
+        decision.retention_risk,
+        decision.clamped,
+        facts.log_start,
+    )
 
 
 @dataclass(frozen=True)

@@ -120,8 +120,16 @@ def seam_ms(to: datetime) -> int:
 def job_arguments(spec: LakeReplaySpec, *, topic: str, progress: str) -> list[str]:
     """The job's command line (spark_app.settings) for this LakeReplay."""
     source = spec.source
-    args = ["--source", source.uri, "--format", source.format.value,
-            "--timestamp-column", source.timestamp_column, "--key-column", source.key_column]
+    args = [
+        "--source",
+        source.uri,
+        "--format",
+        source.format.value,
+        "--timestamp-column",
+        source.timestamp_column,
+        "--key-column",
+        source.key_column,
+    ]
     if source.partition_column:
         args += ["--partition-column", source.partition_column]
     if source.from_ is not None:
@@ -145,8 +153,13 @@ def job_arguments(spec: LakeReplaySpec, *, topic: str, progress: str) -> list[st
 
 
 def _pod_security() -> dict[str, Any]:
-    return {"runAsNonRoot": True, "runAsUser": SPARK_UID, "runAsGroup": SPARK_UID, "fsGroup": SPARK_UID,
-            "seccompProfile": {"type": "RuntimeDefault"}}
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "runAsGroup": SPARK_UID,
+        "fsGroup": SPARK_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
 
 
 def _container_security() -> dict[str, Any]:
@@ -182,10 +195,15 @@ def spark_application_manifest(
     if spec.source.schema_ is not None:
         driver["configMaps"] = [{"name": spec.source.schema_.config_map_ref.name, "path": SCHEMA_DIR}]
     if spec.kafka.config_from is not None:
-        driver["secrets"] = [{"name": spec.kafka.config_from.secret_ref.name, "path": KAFKA_SETTINGS_DIR,
-                              "secretType": "Generic"}]
-    executor = {"instances": spark.executor.instances, "cores": spark.executor.cores,
-                "memory": spark.executor.memory, **common}
+        driver["secrets"] = [
+            {"name": spec.kafka.config_from.secret_ref.name, "path": KAFKA_SETTINGS_DIR, "secretType": "Generic"}
+        ]
+    executor = {
+        "instances": spark.executor.instances,
+        "cores": spark.executor.cores,
+        "memory": spark.executor.memory,
+        **common,
+    }
     body: dict[str, Any] = {
         "type": "Python",
         "pythonVersion": "3",
@@ -201,8 +219,12 @@ def spark_application_manifest(
         "deps": {"jars": list(defaults.jars) if defaults.jars is not None else connector_jars(version)},
         "driver": driver,
         "executor": executor,
-        "restartPolicy": {"type": "OnFailure", "onFailureRetries": spark.retries.on_failure,
-                          "onFailureRetryInterval": spark.retries.interval_seconds, **SUBMISSION_RETRIES},
+        "restartPolicy": {
+            "type": "OnFailure",
+            "onFailureRetries": spark.retries.on_failure,
+            "onFailureRetryInterval": spark.retries.interval_seconds,
+            **SUBMISSION_RETRIES,
+        },
         "suspend": spec.suspend,
     }
     if spark.hadoop_conf:
@@ -210,8 +232,12 @@ def spark_application_manifest(
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
-                     "ownerReferences": [owner.reference()]},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "ownerReferences": [owner.reference()],
+        },
         "spec": body,
     }
 
@@ -244,8 +270,9 @@ def error_summary(error: str) -> str:
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     if len(lines) <= 1:
         return error.strip()[:ERROR_LIMIT]
-    thrown = next((line for line in lines[1:] if line.startswith("Exception in thread") or line.startswith("Error:")),
-                  None)
+    thrown = next(
+        (line for line in lines[1:] if line.startswith("Exception in thread") or line.startswith("Error:")), None
+    )
     cause = next((line for line in reversed(lines) if line.startswith("Caused by:")), None)
     return " ... ".join(line for line in (lines[0], thrown, cause) if line)[:ERROR_LIMIT]
 
@@ -267,19 +294,30 @@ def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
     error = error_summary(application.get("errorMessage") or "")
     attempts = status.get("submissionAttempts")
     if state == COMPLETED:
-        return SparkOutcome(state, True, False, "SparkCompleted",
-                            f"SparkApplication {name} completed: every record of the range is in the backfill topic",
-                            attempts)
+        return SparkOutcome(
+            state,
+            True,
+            False,
+            "SparkCompleted",
+            f"SparkApplication {name} completed: every record of the range is in the backfill topic",
+            attempts,
+        )
     if state in FAILED_STATES:
         detail = f": {error}" if error else ""
         tries = f" after {attempts} submission attempt(s)" if attempts else ""
-        return SparkOutcome(state, False, True, state_reason(state),
-                            f"SparkApplication {name} is {state}{tries}{detail}", attempts)
+        return SparkOutcome(
+            state, False, True, state_reason(state), f"SparkApplication {name} is {state}{tries}{detail}", attempts
+        )
     if state == NEW:
-        return SparkOutcome(state, False, False, "SparkNew",
-                            f"SparkApplication {name} is created and waits for the Spark operator to submit it",
-                            attempts)
+        return SparkOutcome(
+            state,
+            False,
+            False,
+            "SparkNew",
+            f"SparkApplication {name} is created and waits for the Spark operator to submit it",
+            attempts,
+        )
     detail = f" ({error})" if error else ""
-    return SparkOutcome(state, False, False, state_reason(state), f"SparkApplication {name} is {state}{detail}",
-                        attempts)
-
+    return SparkOutcome(
+        state, False, False, state_reason(state), f"SparkApplication {name} is {state}{detail}", attempts
+    )

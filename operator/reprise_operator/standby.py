@@ -62,13 +62,22 @@ async def live_template(resource: Resource, consumer: Consumer, field: str = "sp
     name = consumer.deployment_ref.name  # type: ignore[union-attr]
     live = await resource.rt.kube.aio.get_deployment(resource.namespace, name)
     if live is None:
-        raise Waiting("DeploymentNotFound",
-                      f"{field}.deploymentRef: Deployment {resource.namespace}/{name} does not exist")
+        raise Waiting(
+            "DeploymentNotFound", f"{field}.deploymentRef: Deployment {resource.namespace}/{name} does not exist"
+        )
     return live["spec"]["template"]
 
 
-def standby_deployment(resource: Resource, *, name: str, component: str, template: dict, consumer: Consumer,
-                       settings: WorkerSettings, kafka: KafkaConnection) -> dict:
+def standby_deployment(
+    resource: Resource,
+    *,
+    name: str,
+    component: str,
+    template: dict,
+    consumer: Consumer,
+    settings: WorkerSettings,
+    kafka: KafkaConnection,
+) -> dict:
     """The standby Deployment: the service's pod template running the replay worker with `settings`, the
     user's `spec.consumer` env and resources on top, owned by the resource."""
     index = service_container(template, consumer.container)
@@ -141,8 +150,9 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
 ROLE_CLOCK = "replay_role_clock"
 
 
-def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, handover_topic: str,
-                        waited_seconds: float) -> str:
+def replay_role_message(
+    deployment: str, ready: int, replicas: int, rid: str, handover_topic: str, waited_seconds: float
+) -> str:
     """What a person reads when a service kept its command (entrypoint Service) and never started the role."""
     return (
         f"Deployment {deployment} ({ready}/{replicas} pods ready) keeps the service's own command "
@@ -155,8 +165,15 @@ def replay_role_message(deployment: str, ready: int, replicas: int, rid: str, ha
     )
 
 
-async def require_replay_role(resource: Resource, memory: ObjectMemory, consumer: Consumer, bootstrapped: bool,
-                              rid: str, handover_topic: str, timeout: float) -> None:
+async def require_replay_role(
+    resource: Resource,
+    memory: ObjectMemory,
+    consumer: Consumer,
+    bootstrapped: bool,
+    rid: str,
+    handover_topic: str,
+    timeout: float,
+) -> None:
     """With entrypoint Service, Reprise cannot know whether the image runs the replay role until a replica
     bootstraps the replay in the handover topic (the protocol's first step: every replica does it on start).
     Until then the clock runs; past `timeout` the resource says so (condition Waiting, reason
@@ -177,5 +194,9 @@ async def require_replay_role(resource: Resource, memory: ObjectMemory, consumer
     name = (resource.status.get("children") or {}).get("deployment") or "?"
     deployment = await resource.rt.kube.aio.get_deployment(resource.namespace, name)
     status = (deployment or {}).get("status") or {}
-    raise Waiting("ReplayRoleNotStarted", replay_role_message(
-        name, int(status.get("readyReplicas") or 0), consumer.replicas, rid, handover_topic, waited))
+    raise Waiting(
+        "ReplayRoleNotStarted",
+        replay_role_message(
+            name, int(status.get("readyReplicas") or 0), consumer.replicas, rid, handover_topic, waited
+        ),
+    )

@@ -139,8 +139,11 @@ def replay_deployment_manifest(
     if keep_command:
         # The service's own ports stay (its code may serve them in the replay role too); a port of its own
         # named `metrics` or on the metrics port number would clash with the role's, so it gives way.
-        own = [p for p in worker.get("ports") or []
-               if p.get("name") != "metrics" and p.get("containerPort") != metrics_port]
+        own = [
+            p
+            for p in worker.get("ports") or []
+            if p.get("name") != "metrics" and p.get("containerPort") != metrics_port
+        ]
         worker["ports"] = own + [metrics]
         worker["env"] = [e for e in env if e["name"] not in DELIVERY_VARIABLES]
     else:
@@ -163,7 +166,9 @@ def replay_deployment_manifest(
     selector = {k: labels[k] for k in (LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY) if k in labels}
     metadata = dict(template.get("metadata") or {})
     metadata["labels"] = dict(labels)
-    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")
+    }
     metadata["annotations"] = annotations
     return {
         "apiVersion": "apps/v1",
@@ -206,7 +211,9 @@ def worker_job_manifest(
     spec: dict = {"restartPolicy": "Never", "containers": [container]}
     spec, container = _with_kafka_secret(spec, container, kafka_secret)
     spec["containers"] = [container]
-    return job_manifest(owner=owner, name=name, namespace=namespace, labels=labels, pod_spec=spec, backoff_limit=backoff_limit)
+    return job_manifest(
+        owner=owner, name=name, namespace=namespace, labels=labels, pod_spec=spec, backoff_limit=backoff_limit
+    )
 
 
 def job_manifest(
@@ -227,7 +234,12 @@ def job_manifest(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "ownerReferences": [owner.reference()]},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "ownerReferences": [owner.reference()],
+        },
         "spec": {
             "backoffLimit": backoff_limit,
             "template": {"metadata": metadata, "spec": spec},

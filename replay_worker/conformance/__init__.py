@@ -40,13 +40,19 @@ def _compact(obj: Any) -> str:
 
 def _render(obj: Any, level: int) -> str:
     one_line = _compact(obj)
-    inline = not isinstance(obj, (dict, list)) or not obj or len(one_line) <= 100 or (
-        isinstance(obj, dict) and ("op" in obj or ("name" in obj and "steps" not in obj)))
+    inline = (
+        not isinstance(obj, (dict, list))
+        or not obj
+        or len(one_line) <= 100
+        or (isinstance(obj, dict) and ("op" in obj or ("name" in obj and "steps" not in obj)))
+    )
     if inline:
         return one_line
     pad, inner = " " * level, " " * (level + 1)
     if isinstance(obj, dict):
-        body = ",\n".join(f"{inner}{json.dumps(k, ensure_ascii=False)}: {_render(v, level + 1)}" for k, v in obj.items())
+        body = ",\n".join(
+            f"{inner}{json.dumps(k, ensure_ascii=False)}: {_render(v, level + 1)}" for k, v in obj.items()
+        )
         return "{\n" + body + "\n" + pad + "}"
     return "[\n" + ",\n".join(inner + _render(v, level + 1) for v in obj) + "\n" + pad + "]"
 
@@ -69,7 +75,10 @@ def drifted(root: Path = REPOSITORY) -> list[str]:
     """Vector files that differ from what the reference generates now (or are missing, or left over)."""
     target = root / VECTOR_DIR
     rendered = render()
-    stale = [name for name, text in rendered.items()
-             if not (target / name).exists() or (target / name).read_text(encoding="utf-8") != text]
+    stale = [
+        name
+        for name, text in rendered.items()
+        if not (target / name).exists() or (target / name).read_text(encoding="utf-8") != text
+    ]
     stale += [p.name for p in sorted(target.glob("*.json")) if p.name not in rendered]
     return stale

@@ -13,8 +13,12 @@ from ..commit_marks import CommitMark
 
 
 def _fields(mark: CommitMark) -> dict[str, Any]:
-    return {"replay": mark.replay_id, "finished": mark.finished, "skip_from": mark.skip_from,
-            "reread_until": mark.reread_until}
+    return {
+        "replay": mark.replay_id,
+        "finished": mark.finished,
+        "skip_from": mark.skip_from,
+        "reread_until": mark.reread_until,
+    }
 
 
 def encode_cases() -> list[dict[str, Any]]:
@@ -26,8 +30,10 @@ def encode_cases() -> list[dict[str, Any]]:
         ("non-ASCII replay id", CommitMark("ns/zürich/1", finished="end-of-partition")),
         ("every field (not written by the reference, readable)", CommitMark("r", "forced", 3, 9)),
     ]
-    return [{"name": name, "mark": _fields(mark), "metadata": mark.encode(), "committed": mark.committed_metadata()}
-            for name, mark in marks]
+    return [
+        {"name": name, "mark": _fields(mark), "metadata": mark.encode(), "committed": mark.committed_metadata()}
+        for name, mark in marks
+    ]
 
 
 def _decode(name: str, metadata: str | None, note: str = "") -> dict[str, Any]:
@@ -54,14 +60,20 @@ def decode_cases() -> list[dict[str, Any]]:
         d("someone else's text", "committed by billing-worker 7"),
         d("someone else's JSON object", '{"owner":"billing","batch":7}'),
         d("someone else's JSON array", '["reprise",1]'),
-        d("JSON with leading whitespace is not a mark", ' {"reprise":1,"replay":"r","skip_from":3}',
-          note="a mark starts with {"),
+        d(
+            "JSON with leading whitespace is not a mark",
+            ' {"reprise":1,"replay":"r","skip_from":3}',
+            note="a mark starts with {",
+        ),
         d("text starting with { that is not JSON", "{not json"),
         d("unknown fields are ignored", '{"reprise":1,"replay":"r","skip_from":3,"by":"guard-2"}'),
         d("spaces inside are fine", '{ "reprise": 1, "replay": "r", "reread_until": 9 }'),
         d("no fields: every record below the offset was processed", '{"reprise":1,"replay":"r"}'),
-        d("newer format version", '{"reprise":2,"replay":"r","skip_from":3}',
-          note="the guard cannot know what a newer guard skipped below the offset"),
+        d(
+            "newer format version",
+            '{"reprise":2,"replay":"r","skip_from":3}',
+            note="the guard cannot know what a newer guard skipped below the offset",
+        ),
         d("newer format version without a replay", '{"reprise":2,"lease":{"until":9}}'),
         d("format version as a string", '{"reprise":"1","replay":"r","skip_from":3}'),
         d("format version 0", '{"reprise":0,"replay":"r"}'),
@@ -73,10 +85,16 @@ def decode_cases() -> list[dict[str, Any]]:
         d("reread_until a boolean", '{"reprise":1,"replay":"r","reread_until":true}'),
         d("finished not a string", '{"reprise":1,"replay":"r","finished":true}'),
         d("null fields are absent fields", '{"reprise":1,"replay":"r","skip_from":null,"finished":null}'),
-        d("as stored: the mark and one NUL", '{"reprise":1,"replay":"r","skip_from":3}\0',
-          note="what a Java or Go client reads back of a mark any side committed"),
-        d("the text ends at the first NUL", '{"reprise":1,"replay":"r","reread_until":9}\0{"reprise":2}',
-          note="confluent-kafka-python reads metadata as a C string"),
+        d(
+            "as stored: the mark and one NUL",
+            '{"reprise":1,"replay":"r","skip_from":3}\0',
+            note="what a Java or Go client reads back of a mark any side committed",
+        ),
+        d(
+            "the text ends at the first NUL",
+            '{"reprise":1,"replay":"r","reread_until":9}\0{"reprise":2}',
+            note="confluent-kafka-python reads metadata as a C string",
+        ),
         d("a NUL alone is no metadata", "\0"),
         d("someone else's text and a NUL", "batch 7\0"),
     ]

@@ -53,7 +53,9 @@ def make_log(pattern: str) -> list[tuple[bytes, bytes | None]]:
 
 
 def replay(rid: str = RID, *, mode: str = "Handover", group: str | None = GROUP, flt: Any = None) -> Raw:
-    return encode(ReplayInfo(rid, mode, "reprise-" + rid.split("/")[1], group, (TOPIC,), PAID if flt is None else flt, 1000))
+    return encode(
+        ReplayInfo(rid, mode, "reprise-" + rid.split("/")[1], group, (TOPIC,), PAID if flt is None else flt, 1000)
+    )
 
 
 def start(offset: int, partition: int = 0, rid: str = RID) -> Raw:
@@ -132,8 +134,10 @@ class Consumer:
             if a.problem is None and a.start is not None and a.handover is not None:
                 self.handed_over.add((key, a.start, a.handover))
         seeks = self.book.apply(self._snapshot())
-        self._emit({"op": "handover", "records": [{"key": to_json(k), "value": to_json(v)} for k, v in records]},
-                   seeks=self._seek(seeks))
+        self._emit(
+            {"op": "handover", "records": [{"key": to_json(k), "value": to_json(v)} for k, v in records]},
+            seeks=self._seek(seeks),
+        )
 
     def assign(self, keys: Iterable[TP], committed: dict[TP, tuple[int, str | None]] | None = None) -> None:
         keys = [k for k in keys if k not in self.book.parts]
@@ -205,8 +209,11 @@ class Consumer:
                 else:
                     verdicts.append("skip")
             stores = [s for s in (book.after_batch(key) for key in touched) if s is not None]
-        self._emit({"op": "batch", "records": [{**_tp(k), "offset": o} for k, o in fetched]},
-                   verdicts=verdicts, stores=_sorted([_store(s) for s in stores]))
+        self._emit(
+            {"op": "batch", "records": [{**_tp(k), "offset": o} for k, o in fetched]},
+            verdicts=verdicts,
+            stores=_sorted([_store(s) for s in stores]),
+        )
 
     def _handed(self, key: TP, offset: int) -> None:
         self.handed.setdefault(key, []).append(offset)
@@ -219,8 +226,10 @@ class Consumer:
         if not offsets:
             return
         stores = [self.book.service_store(key[0], key[1], offset, metadata) for key, offset in offsets]
-        step = {"op": "commit" if commit else "store", "offsets": [{**_tp(k), "offset": o, "metadata": metadata}
-                                                                   for k, o in offsets]}
+        step = {
+            "op": "commit" if commit else "store",
+            "offsets": [{**_tp(k), "offset": o, "metadata": metadata} for k, o in offsets],
+        }
         if commit:
             self._durable(stores)
             self._emit(step, commits=[_store(s) for s in stores])
@@ -241,10 +250,25 @@ class Consumer:
         book = self.book
         guard_commits = book.take_guard_commits()
         self._durable(guard_commits)
-        reports = [{"replay_id": r.replay_id, **_tp((r.topic, r.partition)), "first_skipped": r.first_skipped,
-                    "seen_until": r.seen_until} for r in book.skip_reports()]
-        problems = [{"replay_id": r.replay_id, **_tp((r.topic, r.partition)), "problem": r.problem,
-                     "first_skipped": r.first_skipped, "seen_until": r.seen_until} for r in book.problem_reports()]
+        reports = [
+            {
+                "replay_id": r.replay_id,
+                **_tp((r.topic, r.partition)),
+                "first_skipped": r.first_skipped,
+                "seen_until": r.seen_until,
+            }
+            for r in book.skip_reports()
+        ]
+        problems = [
+            {
+                "replay_id": r.replay_id,
+                **_tp((r.topic, r.partition)),
+                "problem": r.problem,
+                "first_skipped": r.first_skipped,
+                "seen_until": r.seen_until,
+            }
+            for r in book.problem_reports()
+        ]
         positions = {key: self.position.get(key, 0) for key in sorted(book.parts)}
         floors = book.floor_commits(lambda key: positions.get(key))
         for store in floors:
@@ -258,13 +282,24 @@ class Consumer:
             offset, metadata = self.committed.get(key, (None, None))
             if ack_due(h, offset, CommitMark.decode(metadata)):
                 acks.append({"replay_id": replay_id, **_tp(key), "offset": h, "committed": offset})
-        self._emit({"op": "tick", "positions": [{**_tp(k), "offset": o} for k, o in positions.items()]},
-                   commits=_sorted([_store(s) for s in guard_commits]), reports=_sorted(reports),
-                   problems=_sorted(problems), floor_commits=_sorted([_store(s) for s in floors]), acks=acks)
+        self._emit(
+            {"op": "tick", "positions": [{**_tp(k), "offset": o} for k, o in positions.items()]},
+            commits=_sorted([_store(s) for s in guard_commits]),
+            reports=_sorted(reports),
+            problems=_sorted(problems),
+            floor_commits=_sorted([_store(s) for s in floors]),
+            acks=acks,
+        )
         if acks:
             # The acknowledgements come back through the handover topic, as every record the guard publishes.
-            self.publish([encode(AckInfo(a["replay_id"], a["topic"], a["partition"], a["offset"], a["committed"],
-                                         "guard-1", 0)) for a in acks])
+            self.publish(
+                [
+                    encode(
+                        AckInfo(a["replay_id"], a["topic"], a["partition"], a["offset"], a["committed"], "guard-1", 0)
+                    )
+                    for a in acks
+                ]
+            )
 
     def revoke(self, keys: Iterable[TP]) -> None:
         keys = [k for k in keys if k in self.book.parts]
@@ -351,13 +386,20 @@ def _check_nothing_lost(scenario: Scenario, consumer: Consumer, where: str) -> N
         handed = set(consumer.handed.get(key, []))
         for o, c in enumerate(pattern):
             covered = c in "mx" and (
-                (a is not None and a.problem is None and a.start is not None and o >= a.start
-                 and (a.handover is None or o < a.handover))
-                or any(k == key and s <= o < h for k, s, h in consumer.handed_over))
-            starts = [st for k, st, _ in consumer.handed_over if k == key] + ([a.start] if a and a.start is not None else [])
+                (
+                    a is not None
+                    and a.problem is None
+                    and a.start is not None
+                    and o >= a.start
+                    and (a.handover is None or o < a.handover)
+                )
+                or any(k == key and s <= o < h for k, s, h in consumer.handed_over)
+            )
+            starts = [st for k, st, _ in consumer.handed_over if k == key] + (
+                [a.start] if a and a.start is not None else []
+            )
             may_be_skipped = scenario.skipped_below_commit and c in "mx" and bool(starts) and o >= min(starts)
-            done_before = (o < initial.get(key, 0) and not may_be_skipped) \
-                or (o < window.get(key, 0) and c not in "mx")
+            done_before = (o < initial.get(key, 0) and not may_be_skipped) or (o < window.get(key, 0) and c not in "mx")
             if not covered and not done_before and o not in handed:
                 raise AssertionError(f"{scenario.name} ({where}): {key} offset {o} was never handed to the service")
 
@@ -379,8 +421,10 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
         "note": scenario.note,
         "live_group": GROUP,
         "auto_store": scenario.auto_store,
-        "logs": [{**_tp(key), "records": [{"key": to_json(k), "value": to_json(v)} for k, v in make_log(p)]}
-                 for key, p in scenario.logs.items()],
+        "logs": [
+            {**_tp(key), "records": [{"key": to_json(k), "value": to_json(v)} for k, v in make_log(p)]}
+            for key, p in scenario.logs.items()
+        ],
         "steps": base.steps,
         "crashes": crashes,
     }
@@ -390,137 +434,375 @@ def scenarios() -> list[Scenario]:
     S = Scenario
     mark = lambda **kw: CommitMark(RID, **kw).encode()  # noqa: E731
     return [
-        S("skip, then H: seek back and re-read window, ack",
-          "the guard learns S, skips matching records from F, learns H below what it read, seeks back to "
-          "max(H, F) and re-reads up to U (non-matching records there were processed already)",
-          {P0: "oommommommoommom"},
-          [("assign", [P0], {P0: (1, None)}), ("publish", [replay(), start(2)]), ("release", [P0]),
-           ("batch", 4), ("tick",), ("commit",), ("batch", 4), ("commit",), ("tick",),
-           ("publish", [handover(5)]), ("batch", 4), ("commit",), ("batch", 4), ("commit",), ("tick",)]),
-        S("H known at release: skip below H, process from H",
-          "the replay already finished this partition when the guard is assigned it",
-          {P0: "mmomomomom"},
-          [("publish", [replay(), start(0), handover(6)]), ("assign", [P0], {P0: (2, None)}), ("release", [P0]),
-           ("batch", 3), ("commit",), ("batch", 3), ("commit",), ("tick",), ("batch", 5), ("commit",), ("tick",)]),
-        S("H learned before F: nothing to re-read",
-          "the replay hands over before the guard reached anything it would skip",
-          {P0: "oooommmm"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(4)]), ("release", [P0]), ("batch", 2),
-           ("commit",), ("publish", [handover(5)]), ("batch", 6), ("commit",), ("tick",)]),
-        S("service stores and commits its own offsets",
-          "enable.auto.offset.store off: the service stores what it processed; the guard marks its stores",
-          {P0: "omommoommo"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(1)]), ("release", [P0]), ("batch", 4),
-           ("store",), ("tick",), ("commit",), ("batch", 3), ("store", True), ("publish", [handover(3)]),
-           ("batch", 4), ("store", True), ("tick",)],
-          auto_store=False),
-        S("the service's own commit metadata",
-          "while a mark holds the guard's mark replaces the service's metadata; otherwise the service's is kept",
-          {P0: "mommoo"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(0)]),
-           ("release", [P0]), ("batch", 3), ("store", True, "batch 2"), ("publish", [handover(2)]), ("batch", 3),
-           ("store", True, "batch 3"), ("tick",)],
-          auto_store=False),
-        S("quiet partition: the floor commit",
-          "past H with nothing new to read: the guard commits its position itself so the handover is acknowledged",
-          {P0: "ommo"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(1)]), ("release", [P0]), ("batch", 4),
-           ("tick",), ("publish", [handover(4)]), ("tick",), ("tick",)]),
-        S("restore a skip_from mark",
-          "the previous owner skipped from F=3 and committed 7 with skip_from; H=5 arrives: re-read [5, 7)",
-          {P0: "ooommommmo"},
-          [("publish", [replay(), start(2)]), ("assign", [P0], {P0: (7, mark(skip_from=3))}), ("release", [P0]),
-           ("batch", 2), ("commit",), ("tick",), ("publish", [handover(5)]), ("batch", 3), ("commit",),
-           ("batch", 4), ("commit",), ("tick",)]),
-        S("restore a reread_until mark",
-          "the previous owner was re-reading up to U=8 after H=4 and committed 6 with reread_until",
-          {P0: "mmmmommomo"},
-          [("publish", [replay(), start(0), handover(4)]), ("assign", [P0], {P0: (6, mark(reread_until=8))}),
-           ("release", [P0]), ("batch", 1), ("commit",), ("batch", 4), ("commit",), ("tick",)]),
-        S("replay removed before H: re-read what was skipped",
-          "the replay is tombstoned while the guard skips: nobody covers those records, so they are read again",
-          {P0: "ommomommo"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(1)]), ("release", [P0]), ("batch", 5),
-           ("commit",), ("tick",), ("publish", [tombstone("start"), tombstone("replay", None)]), ("batch", 5),
-           ("commit",), ("tick",)]),
-        S("held while the view catches up; records fetched before the pause are put back",
-          "a partition is held from its assignment until its view is current",
-          {P0: "momo", P1: "mmoo"},
-          [("publish", [replay(), start(0), start(0, 1)]), ("assign", [P0, P1], {P0: (0, None), P1: (0, None)}),
-           ("release", [P0]), ("batch", 2, True), ("release", [P1]), ("batch", 4), ("commit",), ("tick",)]),
-        S("rebalance: revoke and assign again",
-          "the service commits on revoke; the partition comes back with its mark",
-          {P0: "ommommo", P1: "mmmooo"},
-          [("assign", [P0, P1], {P0: (0, None), P1: (0, None)}), ("publish", [replay(), start(0), start(0, 1)]),
-           ("release", [P0, P1]), ("batch", 3), ("commit",), ("revoke", [P1]), ("batch", 2), ("commit",),
-           ("assign", [P1]), ("release", [P1]), ("publish", [handover(2), handover(1, 1)]), ("batch", 4),
-           ("commit",), ("tick",)]),
-        S("no replay for this group",
-          "another group's replay and a Parallel replay are ignored: every record is handed, stores have no mark",
-          {P0: "mmoo"},
-          [("publish", [replay(group="billing"), start(0), replay(OTHER, mode="Parallel"), start(0, 0, OTHER)]),
-           ("assign", [P0], {P0: (0, None)}), ("release", [P0]), ("batch", 4), ("commit",), ("tick",)]),
-        S("two replays on one partition: the earliest wins",
-          "a second Handover replay for the same partition is ignored until the first is removed",
-          {P0: "mmmmmm"},
-          [("publish", [replay(), start(1), replay(OTHER), start(3, 0, OTHER)]), ("assign", [P0], {P0: (0, None)}),
-           ("release", [P0]), ("batch", 2), ("publish", [handover(2)]), ("batch", 2), ("commit",), ("tick",),
-           ("publish", [tombstone("handover"), tombstone("start"), tombstone("replay", None)]), ("batch", 2),
-           ("commit",), ("tick",)]),
-        S("a record that is not JSON is covered",
-          "the replay dead-letters it, so the guard skips it like a matching record",
-          {P0: "oxmxo"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(0), handover(4)]), ("release", [P0]),
-           ("batch", 5), ("commit",), ("tick",)]),
+        S(
+            "skip, then H: seek back and re-read window, ack",
+            "the guard learns S, skips matching records from F, learns H below what it read, seeks back to "
+            "max(H, F) and re-reads up to U (non-matching records there were processed already)",
+            {P0: "oommommommoommom"},
+            [
+                ("assign", [P0], {P0: (1, None)}),
+                ("publish", [replay(), start(2)]),
+                ("release", [P0]),
+                ("batch", 4),
+                ("tick",),
+                ("commit",),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+                ("publish", [handover(5)]),
+                ("batch", 4),
+                ("commit",),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "H known at release: skip below H, process from H",
+            "the replay already finished this partition when the guard is assigned it",
+            {P0: "mmomomomom"},
+            [
+                ("publish", [replay(), start(0), handover(6)]),
+                ("assign", [P0], {P0: (2, None)}),
+                ("release", [P0]),
+                ("batch", 3),
+                ("commit",),
+                ("batch", 3),
+                ("commit",),
+                ("tick",),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "H learned before F: nothing to re-read",
+            "the replay hands over before the guard reached anything it would skip",
+            {P0: "oooommmm"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(4)]),
+                ("release", [P0]),
+                ("batch", 2),
+                ("commit",),
+                ("publish", [handover(5)]),
+                ("batch", 6),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "service stores and commits its own offsets",
+            "enable.auto.offset.store off: the service stores what it processed; the guard marks its stores",
+            {P0: "omommoommo"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(1)]),
+                ("release", [P0]),
+                ("batch", 4),
+                ("store",),
+                ("tick",),
+                ("commit",),
+                ("batch", 3),
+                ("store", True),
+                ("publish", [handover(3)]),
+                ("batch", 4),
+                ("store", True),
+                ("tick",),
+            ],
+            auto_store=False,
+        ),
+        S(
+            "the service's own commit metadata",
+            "while a mark holds the guard's mark replaces the service's metadata; otherwise the service's is kept",
+            {P0: "mommoo"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(0)]),
+                ("release", [P0]),
+                ("batch", 3),
+                ("store", True, "batch 2"),
+                ("publish", [handover(2)]),
+                ("batch", 3),
+                ("store", True, "batch 3"),
+                ("tick",),
+            ],
+            auto_store=False,
+        ),
+        S(
+            "quiet partition: the floor commit",
+            "past H with nothing new to read: the guard commits its position itself so the handover is acknowledged",
+            {P0: "ommo"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(1)]),
+                ("release", [P0]),
+                ("batch", 4),
+                ("tick",),
+                ("publish", [handover(4)]),
+                ("tick",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "restore a skip_from mark",
+            "the previous owner skipped from F=3 and committed 7 with skip_from; H=5 arrives: re-read [5, 7)",
+            {P0: "ooommommmo"},
+            [
+                ("publish", [replay(), start(2)]),
+                ("assign", [P0], {P0: (7, mark(skip_from=3))}),
+                ("release", [P0]),
+                ("batch", 2),
+                ("commit",),
+                ("tick",),
+                ("publish", [handover(5)]),
+                ("batch", 3),
+                ("commit",),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "restore a reread_until mark",
+            "the previous owner was re-reading up to U=8 after H=4 and committed 6 with reread_until",
+            {P0: "mmmmommomo"},
+            [
+                ("publish", [replay(), start(0), handover(4)]),
+                ("assign", [P0], {P0: (6, mark(reread_until=8))}),
+                ("release", [P0]),
+                ("batch", 1),
+                ("commit",),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "replay removed before H: re-read what was skipped",
+            "the replay is tombstoned while the guard skips: nobody covers those records, so they are read again",
+            {P0: "ommomommo"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(1)]),
+                ("release", [P0]),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+                ("publish", [tombstone("start"), tombstone("replay", None)]),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "held while the view catches up; records fetched before the pause are put back",
+            "a partition is held from its assignment until its view is current",
+            {P0: "momo", P1: "mmoo"},
+            [
+                ("publish", [replay(), start(0), start(0, 1)]),
+                ("assign", [P0, P1], {P0: (0, None), P1: (0, None)}),
+                ("release", [P0]),
+                ("batch", 2, True),
+                ("release", [P1]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "rebalance: revoke and assign again",
+            "the service commits on revoke; the partition comes back with its mark",
+            {P0: "ommommo", P1: "mmmooo"},
+            [
+                ("assign", [P0, P1], {P0: (0, None), P1: (0, None)}),
+                ("publish", [replay(), start(0), start(0, 1)]),
+                ("release", [P0, P1]),
+                ("batch", 3),
+                ("commit",),
+                ("revoke", [P1]),
+                ("batch", 2),
+                ("commit",),
+                ("assign", [P1]),
+                ("release", [P1]),
+                ("publish", [handover(2), handover(1, 1)]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "no replay for this group",
+            "another group's replay and a Parallel replay are ignored: every record is handed, stores have no mark",
+            {P0: "mmoo"},
+            [
+                ("publish", [replay(group="billing"), start(0), replay(OTHER, mode="Parallel"), start(0, 0, OTHER)]),
+                ("assign", [P0], {P0: (0, None)}),
+                ("release", [P0]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "two replays on one partition: the earliest wins",
+            "a second Handover replay for the same partition is ignored until the first is removed",
+            {P0: "mmmmmm"},
+            [
+                ("publish", [replay(), start(1), replay(OTHER), start(3, 0, OTHER)]),
+                ("assign", [P0], {P0: (0, None)}),
+                ("release", [P0]),
+                ("batch", 2),
+                ("publish", [handover(2)]),
+                ("batch", 2),
+                ("commit",),
+                ("tick",),
+                ("publish", [tombstone("handover"), tombstone("start"), tombstone("replay", None)]),
+                ("batch", 2),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "a record that is not JSON is covered",
+            "the replay dead-letters it, so the guard skips it like a matching record",
+            {P0: "oxmxo"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(0), handover(4)]),
+                ("release", [P0]),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
         # -- bad input (HANDOVER.md section 6, Bad input)
-        S("bad input: a malformed handover record",
-          "H cannot be read: the guard cannot prove what the replay covers, so it stops skipping, re-reads from "
-          "F and reports the problem; a readable H later brings it back to the normal rules",
-          {P0: "ommomommom"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(1)]), ("release", [P0]), ("batch", 5),
-           ("commit",), ("publish", [raw_record(RID, "handover", 0, b'{"v":1,"kind":"handover","offset":"4"}')]),
-           ("tick",), ("batch", 5), ("commit",), ("publish", [handover(4)]), ("batch", 5), ("commit",), ("tick",)]),
-        S("bad input: a handover record of a newer format version",
-          "the same as a malformed one: not readable by this guard",
-          {P0: "mmmmomm"},
-          [("assign", [P0], {P0: (0, None)}), ("publish", [replay(), start(0)]), ("release", [P0]), ("batch", 3),
-           ("commit",), ("publish", [raw_record(RID, "handover", 0,
-                                               b'{"v":2,"replay_id":"' + RID.encode() + b'","kind":"handover",'
-                                               b'"topic":"orders","partition":0,"offset":2,"epoch":7}')]),
-           ("batch", 4), ("commit",), ("tick",)]),
-        S("bad input: a start record that cannot be read",
-          "S is unknown: nothing is skipped on that partition",
-          {P0: "mmom"},
-          [("publish", [replay(), raw_record(RID, "start", 0, b"{not json")]), ("assign", [P0], {P0: (0, None)}),
-           ("release", [P0]), ("batch", 4), ("commit",), ("tick",)]),
-        S("bad input: a replay record of a newer version replaces a readable one",
-          "the replay can no longer be read: the guard abandons it (re-reads what it skipped) and reports",
-          {P0: "mmomm"},
-          [("publish", [replay(), start(0)]), ("assign", [P0], {P0: (0, None)}), ("release", [P0]), ("batch", 3),
-           ("commit",), ("publish", [raw_record(RID, "replay", None, b'{"v":2,"kind":"replay"}')]), ("batch", 3),
-           ("commit",), ("tick",)]),
-        S("bad input: a filter the guard cannot evaluate",
-          "a newer filter feature (or a keysFile) the guard does not know: it processes every record for that "
-          "replay and reports the problem",
-          {P0: "mmom"},
-          [("publish", [replay(flt={"json": [{"path": "paid", "regex": "t.*"}]}), start(0)]),
-           ("assign", [P0], {P0: (0, None)}), ("release", [P0]), ("batch", 4), ("commit",), ("tick",),
-           ("publish", [handover(3)]), ("tick",)]),
-        S("bad input: a commit mark of a newer format version",
-          "what the previous owner skipped below C is unknown: the guard counts every covered record from S as "
-          "skipped (F := S), so H brings a re-read of [H, C) instead of a loss; and it reports the mark",
-          {P0: "mmommomm"},
-          [("publish", [replay(), start(1)]),
-           ("assign", [P0], {P0: (6, '{"reprise":2,"replay":"' + RID + '","skipped":[[1,6]]}')}), ("release", [P0]),
-           ("batch", 1), ("commit",), ("tick",), ("publish", [handover(3)]), ("batch", 5), ("commit",), ("tick",)],
-          skipped_below_commit=True),
-        S("bad input: a malformed commit mark",
-          "treated like a newer one",
-          {P0: "mmmm"},
-          [("publish", [replay(), start(0), handover(1)]),
-           ("assign", [P0], {P0: (3, '{"reprise":1,"replay":"' + RID + '","skip_from":"0"}')}), ("release", [P0]),
-           ("batch", 4), ("commit",), ("tick",)],
-          skipped_below_commit=True),
+        S(
+            "bad input: a malformed handover record",
+            "H cannot be read: the guard cannot prove what the replay covers, so it stops skipping, re-reads from "
+            "F and reports the problem; a readable H later brings it back to the normal rules",
+            {P0: "ommomommom"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(1)]),
+                ("release", [P0]),
+                ("batch", 5),
+                ("commit",),
+                ("publish", [raw_record(RID, "handover", 0, b'{"v":1,"kind":"handover","offset":"4"}')]),
+                ("tick",),
+                ("batch", 5),
+                ("commit",),
+                ("publish", [handover(4)]),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "bad input: a handover record of a newer format version",
+            "the same as a malformed one: not readable by this guard",
+            {P0: "mmmmomm"},
+            [
+                ("assign", [P0], {P0: (0, None)}),
+                ("publish", [replay(), start(0)]),
+                ("release", [P0]),
+                ("batch", 3),
+                ("commit",),
+                (
+                    "publish",
+                    [
+                        raw_record(
+                            RID,
+                            "handover",
+                            0,
+                            b'{"v":2,"replay_id":"' + RID.encode() + b'","kind":"handover",'
+                            b'"topic":"orders","partition":0,"offset":2,"epoch":7}',
+                        )
+                    ],
+                ),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "bad input: a start record that cannot be read",
+            "S is unknown: nothing is skipped on that partition",
+            {P0: "mmom"},
+            [
+                ("publish", [replay(), raw_record(RID, "start", 0, b"{not json")]),
+                ("assign", [P0], {P0: (0, None)}),
+                ("release", [P0]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "bad input: a replay record of a newer version replaces a readable one",
+            "the replay can no longer be read: the guard abandons it (re-reads what it skipped) and reports",
+            {P0: "mmomm"},
+            [
+                ("publish", [replay(), start(0)]),
+                ("assign", [P0], {P0: (0, None)}),
+                ("release", [P0]),
+                ("batch", 3),
+                ("commit",),
+                ("publish", [raw_record(RID, "replay", None, b'{"v":2,"kind":"replay"}')]),
+                ("batch", 3),
+                ("commit",),
+                ("tick",),
+            ],
+        ),
+        S(
+            "bad input: a filter the guard cannot evaluate",
+            "a newer filter feature (or a keysFile) the guard does not know: it processes every record for that "
+            "replay and reports the problem",
+            {P0: "mmom"},
+            [
+                ("publish", [replay(flt={"json": [{"path": "paid", "regex": "t.*"}]}), start(0)]),
+                ("assign", [P0], {P0: (0, None)}),
+                ("release", [P0]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+                ("publish", [handover(3)]),
+                ("tick",),
+            ],
+        ),
+        S(
+            "bad input: a commit mark of a newer format version",
+            "what the previous owner skipped below C is unknown: the guard counts every covered record from S as "
+            "skipped (F := S), so H brings a re-read of [H, C) instead of a loss; and it reports the mark",
+            {P0: "mmommomm"},
+            [
+                ("publish", [replay(), start(1)]),
+                ("assign", [P0], {P0: (6, '{"reprise":2,"replay":"' + RID + '","skipped":[[1,6]]}')}),
+                ("release", [P0]),
+                ("batch", 1),
+                ("commit",),
+                ("tick",),
+                ("publish", [handover(3)]),
+                ("batch", 5),
+                ("commit",),
+                ("tick",),
+            ],
+            skipped_below_commit=True,
+        ),
+        S(
+            "bad input: a malformed commit mark",
+            "treated like a newer one",
+            {P0: "mmmm"},
+            [
+                ("publish", [replay(), start(0), handover(1)]),
+                ("assign", [P0], {P0: (3, '{"reprise":1,"replay":"' + RID + '","skip_from":"0"}')}),
+                ("release", [P0]),
+                ("batch", 4),
+                ("commit",),
+                ("tick",),
+            ],
+            skipped_below_commit=True,
+        ),
     ]
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..start_position import (EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec,
-                              decide_partition)
+from ..start_position import EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec, decide_partition
 
 NOW_MS = 1717243200000  # 2024-06-01T12:00:00Z
 
@@ -79,27 +78,53 @@ def parse_cases() -> list[dict[str, Any]]:
     ]
 
 
-def _decide(name: str, start: Any, facts: dict[str, Any], *, end: Any = None, allow_clamp: bool = False,
-            committed: int | None = None, note: str = "") -> dict[str, Any]:
+def _decide(
+    name: str,
+    start: Any,
+    facts: dict[str, Any],
+    *,
+    end: Any = None,
+    allow_clamp: bool = False,
+    committed: int | None = None,
+    note: str = "",
+) -> dict[str, Any]:
     body: dict[str, Any] = {"name": name}
     if note:
         body["note"] = note
-    body.update({"start": start, "end": end, "partition": {"topic": "orders", "partition": 0, "time_lookup": None,
-                                                            "end_time_lookup": None, **facts},
-                 "allow_clamp": allow_clamp, "now_ms": NOW_MS, "committed": committed})
+    body.update(
+        {
+            "start": start,
+            "end": end,
+            "partition": {"topic": "orders", "partition": 0, "time_lookup": None, "end_time_lookup": None, **facts},
+            "allow_clamp": allow_clamp,
+            "now_ms": NOW_MS,
+            "committed": committed,
+        }
+    )
     start_spec = StartSpec.parse(start)
     end_spec = EndSpec.parse(end) if end is not None else None
     p = body["partition"]
     body["lookup_ms"] = start_spec.lookup_timestamp(NOW_MS)
     try:
-        decision = decide_partition(start_spec, end_spec, PartitionFacts(
-            p["topic"], p["partition"], p["log_start"], p["end"], p["time_lookup"], p["end_time_lookup"]),
-            allow_clamp=allow_clamp, now_ms=NOW_MS, committed=committed)
+        decision = decide_partition(
+            start_spec,
+            end_spec,
+            PartitionFacts(
+                p["topic"], p["partition"], p["log_start"], p["end"], p["time_lookup"], p["end_time_lookup"]
+            ),
+            allow_clamp=allow_clamp,
+            now_ms=NOW_MS,
+            committed=committed,
+        )
     except (SpecError, StartOlderThanRetention) as exc:
         body["error"] = exc.code
         return body
-    body["decision"] = {"offset": decision.offset, "clamped": decision.clamped, "end_offset": decision.end_offset,
-                        "end_timestamp_ms": decision.end_timestamp_ms}
+    body["decision"] = {
+        "offset": decision.offset,
+        "clamped": decision.clamped,
+        "end_offset": decision.end_offset,
+        "end_timestamp_ms": decision.end_timestamp_ms,
+    }
     return body
 
 
@@ -112,46 +137,93 @@ def decide_cases() -> list[dict[str, Any]]:
         d("earliest is the log start", "earliest", {"log_start": 40, "end": 500}),
         d("earliest of an empty partition", "earliest", {"log_start": 0, "end": 0}),
         d("timestamp found", ts, {"log_start": 0, "end": 500, "time_lookup": 210}),
-        d("timestamp newer than every record: start at the end", ts, {"log_start": 0, "end": 500, "time_lookup": -1},
-          note="offsets_for_times answers -1 (no such record)"),
-        d("timestamp lookup gives the log start of a truncated partition", ts,
-          {"log_start": 40, "end": 500, "time_lookup": 40},
-          note="every retained record is newer than T and older ones were deleted: some asked-for records are gone"),
+        d(
+            "timestamp newer than every record: start at the end",
+            ts,
+            {"log_start": 0, "end": 500, "time_lookup": -1},
+            note="offsets_for_times answers -1 (no such record)",
+        ),
+        d(
+            "timestamp lookup gives the log start of a truncated partition",
+            ts,
+            {"log_start": 40, "end": 500, "time_lookup": 40},
+            note="every retained record is newer than T and older ones were deleted: some asked-for records are gone",
+        ),
         d("the same, clamping allowed", ts, {"log_start": 40, "end": 500, "time_lookup": 40}, allow_clamp=True),
         d("timestamp lookup at log start 0 is fine", ts, {"log_start": 0, "end": 500, "time_lookup": 0}),
         d("timestamp found above the log start", ts, {"log_start": 40, "end": 500, "time_lookup": 41}),
         d("duration: the lookup time is now minus the duration", dur, {"log_start": 0, "end": 500, "time_lookup": 300}),
         d("duration newer than every record", dur, {"log_start": 0, "end": 500, "time_lookup": -1}),
-        d("fractional duration seconds truncate to whole milliseconds", {"duration": 0.0015},
-          {"log_start": 0, "end": 10, "time_lookup": 9}),
+        d(
+            "fractional duration seconds truncate to whole milliseconds",
+            {"duration": 0.0015},
+            {"log_start": 0, "end": 10, "time_lookup": 9},
+        ),
         d("explicit offset", offs, {"log_start": 0, "end": 500}),
         d("explicit offset at the end", {"offsets": {"orders": {"0": 500}}}, {"log_start": 0, "end": 500}),
         d("explicit offset beyond the end", {"offsets": {"orders": {"0": 501}}}, {"log_start": 0, "end": 500}),
         d("explicit offset below the log start", offs, {"log_start": 200, "end": 500}),
-        d("explicit offset below the log start, clamping allowed", offs, {"log_start": 200, "end": 500},
-          allow_clamp=True),
+        d(
+            "explicit offset below the log start, clamping allowed",
+            offs,
+            {"log_start": 200, "end": 500},
+            allow_clamp=True,
+        ),
         d("explicit offsets without this partition", {"offsets": {"orders": {"1": 5}}}, {"log_start": 0, "end": 500}),
         d("explicit offsets for another topic only", {"offsets": {"refunds": {"0": 5}}}, {"log_start": 0, "end": 500}),
-        d("a committed offset wins over the spec", "earliest", {"log_start": 0, "end": 500}, committed=333,
-          note="the replay group already has an offset: the replay resumes there and publishes it as S"),
+        d(
+            "a committed offset wins over the spec",
+            "earliest",
+            {"log_start": 0, "end": 500},
+            committed=333,
+            note="the replay group already has an offset: the replay resumes there and publishes it as S",
+        ),
         d("a committed offset wins even below the log start", offs, {"log_start": 200, "end": 500}, committed=150),
         d("committed offset 0", dur, {"log_start": 0, "end": 500, "time_lookup": 300}, committed=0),
         d("end snapshot: the end offset at bootstrap", "earliest", {"log_start": 0, "end": 500}, end="snapshot"),
         d("end offsets", "earliest", {"log_start": 0, "end": 500}, end={"offsets": {"orders": {"0": 450}}}),
-        d("end offsets below the start are raised to it", offs, {"log_start": 0, "end": 500},
-          end={"offsets": {"orders": {"0": 100}}}),
-        d("end offsets without this partition", "earliest", {"log_start": 0, "end": 500},
-          end={"offsets": {"orders": {"3": 100}}}),
-        d("end timestamp found", "earliest", {"log_start": 0, "end": 500, "end_time_lookup": 420},
-          end={"timestamp": "2024-05-20T00:00:00Z"}),
-        d("end timestamp in the past, no record that new: the end offset now", "earliest",
-          {"log_start": 0, "end": 500, "end_time_lookup": -1}, end={"timestamp": "2024-05-20T00:00:00Z"}),
-        d("end timestamp in the future: decided per record", "earliest",
-          {"log_start": 0, "end": 500, "end_time_lookup": -1}, end={"timestamp": "2024-07-01T00:00:00Z"}),
-        d("end timestamp exactly now, no record that new", "earliest",
-          {"log_start": 0, "end": 500, "end_time_lookup": -1}, end={"timestamp": NOW_MS}),
-        d("start at the end and a snapshot end", {"duration": "1m"},
-          {"log_start": 0, "end": 500, "time_lookup": -1}, end="snapshot"),
+        d(
+            "end offsets below the start are raised to it",
+            offs,
+            {"log_start": 0, "end": 500},
+            end={"offsets": {"orders": {"0": 100}}},
+        ),
+        d(
+            "end offsets without this partition",
+            "earliest",
+            {"log_start": 0, "end": 500},
+            end={"offsets": {"orders": {"3": 100}}},
+        ),
+        d(
+            "end timestamp found",
+            "earliest",
+            {"log_start": 0, "end": 500, "end_time_lookup": 420},
+            end={"timestamp": "2024-05-20T00:00:00Z"},
+        ),
+        d(
+            "end timestamp in the past, no record that new: the end offset now",
+            "earliest",
+            {"log_start": 0, "end": 500, "end_time_lookup": -1},
+            end={"timestamp": "2024-05-20T00:00:00Z"},
+        ),
+        d(
+            "end timestamp in the future: decided per record",
+            "earliest",
+            {"log_start": 0, "end": 500, "end_time_lookup": -1},
+            end={"timestamp": "2024-07-01T00:00:00Z"},
+        ),
+        d(
+            "end timestamp exactly now, no record that new",
+            "earliest",
+            {"log_start": 0, "end": 500, "end_time_lookup": -1},
+            end={"timestamp": NOW_MS},
+        ),
+        d(
+            "start at the end and a snapshot end",
+            {"duration": "1m"},
+            {"log_start": 0, "end": 500, "time_lookup": -1},
+            end="snapshot",
+        ),
     ]
 
 

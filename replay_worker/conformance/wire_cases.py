@@ -13,8 +13,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, HandoverRecord, ProgressInfo, ReplayInfo,
-                    ResultInfo, StartInfo, decode, encode)
+from ..wire import (
+    AckInfo,
+    GuardInfo,
+    HandoverFormatError,
+    HandoverInfo,
+    HandoverRecord,
+    ProgressInfo,
+    ReplayInfo,
+    ResultInfo,
+    StartInfo,
+    decode,
+    encode,
+)
 from .encoding import to_json
 
 RID = "shop/orders-fix/3f2a9c1e-77b0-4d0e-9a51-0c6f1f7a2b10"
@@ -29,18 +40,29 @@ def normal_form(record: HandoverRecord) -> dict[str, Any]:
 def records() -> list[tuple[str, HandoverRecord]]:
     flt = {"headers": {"source": ["billing"]}, "json": [{"path": "status", "equals": "paid"}], "keys": ["a", "b"]}
     return [
-        ("replay, Handover", ReplayInfo(RID, "Handover", "reprise-shop-orders-fix", "orders-service", ("orders",), flt,
-                                        1717243200000)),
-        ("replay, Parallel without live group, two topics, empty filter",
-         ReplayInfo(RID, "Parallel", "reprise-shop-orders-fix", None, ("orders", "refunds"), {}, 1717243200001)),
+        (
+            "replay, Handover",
+            ReplayInfo(RID, "Handover", "reprise-shop-orders-fix", "orders-service", ("orders",), flt, 1717243200000),
+        ),
+        (
+            "replay, Parallel without live group, two topics, empty filter",
+            ReplayInfo(RID, "Parallel", "reprise-shop-orders-fix", None, ("orders", "refunds"), {}, 1717243200001),
+        ),
         ("start, unbounded", StartInfo(RID, "orders", 0, 1200, None, None, False, 1717243200002)),
         ("start, bounded by offset, clamped", StartInfo(RID, "orders", 3, 0, 5000, None, True, 1717243200003)),
-        ("start, bounded by a future time", StartInfo(RID, "orders", 11, 77, None, 1893456000000, False, 1717243200004)),
+        (
+            "start, bounded by a future time",
+            StartInfo(RID, "orders", 11, 77, None, 1893456000000, False, 1717243200004),
+        ),
         ("handover by the replay", HandoverInfo(RID, "orders", 0, 4711, "caught-up", "replay", 1717243200005)),
         ("handover forced by the operator", HandoverInfo(RID, "orders", 1, 9, "forced", "operator", 1717243200006)),
         ("guard, skipping", GuardInfo(RID, "orders", 0, 1300, 1450, "orders-service-7d9f-abcde", 1717243200007)),
-        ("guard, with a problem", GuardInfo(RID, "orders", 2, None, 88, "orders-service-7d9f-abcde", 1717243200008,
-                                            "unreadable-handover-record")),
+        (
+            "guard, with a problem",
+            GuardInfo(
+                RID, "orders", 2, None, 88, "orders-service-7d9f-abcde", 1717243200008, "unreadable-handover-record"
+            ),
+        ),
         ("ack", AckInfo(RID, "orders", 0, 4711, 4800, "orders-service-7d9f-abcde", 1717243200009)),
         ("progress", ProgressInfo(RID, "orders", 0, 3000, False, "reprise-shop-orders-fix-0", 1717243200010)),
         ("progress at the end", ProgressInfo(RID, "orders", 5, 42, True, "reprise-shop-orders-fix-1", 1717243200011)),
@@ -67,8 +89,12 @@ def _decode_case(name: str, key: bytes | None, value: bytes | None, note: str = 
     except HandoverFormatError as exc:
         body["error"] = exc.code
         return body
-    body["parsed_key"] = {"replay_id": decoded_key.replay_id, "kind": decoded_key.kind, "topic": decoded_key.topic,
-                          "partition": decoded_key.partition}
+    body["parsed_key"] = {
+        "replay_id": decoded_key.replay_id,
+        "kind": decoded_key.kind,
+        "topic": decoded_key.topic,
+        "partition": decoded_key.partition,
+    }
     body["record"] = None if record is None else normal_form(record)
     return body
 
@@ -83,8 +109,12 @@ def decode_cases() -> list[dict[str, Any]]:
         # tombstones
         d("tombstone of a partition record", k_start, None),
         d("tombstone of a replay record", k_replay, None),
-        d("tombstone of an unknown kind", b'["r1","lease","orders",0]', None,
-          note="a tombstone deletes whatever the key held"),
+        d(
+            "tombstone of an unknown kind",
+            b'["r1","lease","orders",0]',
+            None,
+            note="a tombstone deletes whatever the key held",
+        ),
         # keys
         d("key not JSON", b"r1/start/orders/0", start + b"}"),
         d("key null", None, start + b"}"),
@@ -96,8 +126,12 @@ def decode_cases() -> list[dict[str, Any]]:
         d("key with a fractional partition", b'["r1","start","orders",0.5]', start + b"}"),
         d("key with a numeric replay id", b'[1,"replay"]', b'{"v":1,"kind":"replay"}'),
         d("key not UTF-8", b'["r\xff","replay"]', None),
-        d("key with spaces (not compact, still readable)", b'["r1", "start", "orders", 0]', start + b"}",
-          note="readers accept it; writers must write the compact form, compaction compares bytes"),
+        d(
+            "key with spaces (not compact, still readable)",
+            b'["r1", "start", "orders", 0]',
+            start + b"}",
+            note="readers accept it; writers must write the compact form, compaction compares bytes",
+        ),
         # values
         d("value not JSON", k_start, b"offset=5"),
         d("value not UTF-8", k_start, b'{"v":1,"kind":"start","topic":"orders","partition":0,"offset":5,"x":"\xff"}'),
@@ -110,38 +144,70 @@ def decode_cases() -> list[dict[str, Any]]:
         d("kind missing", k_start, start.replace(b'"kind":"start",', b"") + b"}"),
         d("unknown kind", b'["r1","lease","orders",0]', b'{"v":1,"kind":"lease","topic":"orders","partition":0}'),
         d("partition kind under a replay key", b'["r1","start"]', b'{"v":1,"kind":"start","offset":5}'),
-        d("replay kind under a partition key", b'["r1","replay","orders",0]',
-          b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g"}'),
+        d(
+            "replay kind under a partition key",
+            b'["r1","replay","orders",0]',
+            b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g"}',
+        ),
         d("value names another partition", k_start, start.replace(b'"partition":0', b'"partition":1') + b"}"),
         d("value names another topic", k_start, start.replace(b'"topic":"orders"', b'"topic":"refunds"') + b"}"),
         d("unknown fields are ignored", k_start, start + b',"lease_ms":30000,"owner":{"a":1}}'),
-        d("optional fields absent get their defaults", k_start,
-          b'{"kind":"start","topic":"orders","partition":0,"offset":5}'),
-        d("optional fields null get their defaults", k_start,
-          start + b',"end_offset":null,"end_timestamp_ms":null,"clamped":null,"at_ms":null}'),
+        d(
+            "optional fields absent get their defaults",
+            k_start,
+            b'{"kind":"start","topic":"orders","partition":0,"offset":5}',
+        ),
+        d(
+            "optional fields null get their defaults",
+            k_start,
+            start + b',"end_offset":null,"end_timestamp_ms":null,"clamped":null,"at_ms":null}',
+        ),
         d("required field missing", k_start, start.replace(b',"offset":5', b"") + b"}"),
         d("required field null", k_start, start.replace(b'"offset":5', b'"offset":null') + b"}"),
         d("integer field as a string", k_start, start.replace(b'"offset":5', b'"offset":"5"') + b"}"),
         d("integer field as a fraction", k_start, start.replace(b'"offset":5', b'"offset":5.5') + b"}"),
-        d("integer field as 5.0", k_start, start.replace(b'"offset":5', b'"offset":5.0') + b"}",
-          note="integers are JSON integers: no fraction part, no exponent"),
+        d(
+            "integer field as 5.0",
+            k_start,
+            start.replace(b'"offset":5', b'"offset":5.0') + b"}",
+            note="integers are JSON integers: no fraction part, no exponent",
+        ),
         d("integer field as a boolean", k_start, start.replace(b'"offset":5', b'"offset":true') + b"}"),
         d("boolean field as a number", k_start, start + b',"clamped":1}'),
         d("at_ms as a string", k_start, start + b',"at_ms":"17"}'),
         d("replay: mode missing", k_replay, b'{"v":1,"kind":"replay","replay_group":"g"}'),
-        d("replay: topics not strings", k_replay, b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","topics":[1]}'),
-        d("replay: filter not an object", k_replay,
-          b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","filter":["x"]}'),
-        d("replay: an unknown mode is read as it is", k_replay,
-          b'{"v":1,"kind":"replay","mode":"Mirror","replay_group":"g","live_group":"l"}',
-          note="the guard acts only for mode Handover"),
-        d("replay: a filter the reader cannot evaluate is still a readable record", k_replay,
-          b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","live_group":"l","filter":{"regex":"x"}}',
-          note="the guard then skips nothing for this replay (guard_traces.json)"),
-        d("guard: first_skipped null", b'["r1","guard","orders",0]',
-          b'{"v":1,"kind":"guard","topic":"orders","partition":0,"first_skipped":null,"seen_until":3}'),
-        d("ack: committed missing", b'["r1","ack","orders",0]',
-          b'{"v":1,"kind":"ack","topic":"orders","partition":0,"offset":3}'),
+        d(
+            "replay: topics not strings",
+            k_replay,
+            b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","topics":[1]}',
+        ),
+        d(
+            "replay: filter not an object",
+            k_replay,
+            b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","filter":["x"]}',
+        ),
+        d(
+            "replay: an unknown mode is read as it is",
+            k_replay,
+            b'{"v":1,"kind":"replay","mode":"Mirror","replay_group":"g","live_group":"l"}',
+            note="the guard acts only for mode Handover",
+        ),
+        d(
+            "replay: a filter the reader cannot evaluate is still a readable record",
+            k_replay,
+            b'{"v":1,"kind":"replay","mode":"Handover","replay_group":"g","live_group":"l","filter":{"regex":"x"}}',
+            note="the guard then skips nothing for this replay (guard_traces.json)",
+        ),
+        d(
+            "guard: first_skipped null",
+            b'["r1","guard","orders",0]',
+            b'{"v":1,"kind":"guard","topic":"orders","partition":0,"first_skipped":null,"seen_until":3}',
+        ),
+        d(
+            "ack: committed missing",
+            b'["r1","ack","orders",0]',
+            b'{"v":1,"kind":"ack","topic":"orders","partition":0,"offset":3}',
+        ),
         d("result: result not an object", b'["r1","result"]', b'{"v":1,"kind":"result","result":[1]}'),
     ]
     return cases

@@ -29,8 +29,7 @@ PARTITIONS = 3
 
 #: Examples that cannot reach PlanReady on the local platform, and why: file -> (condition type, reason) the
 #: resource must show instead. An example not listed must reach PlanReady.
-NOT_PLAN_READY: dict[str, tuple[str, str]] = {
-}
+NOT_PLAN_READY: dict[str, tuple[str, str]] = {}
 
 
 @dataclass
@@ -68,8 +67,11 @@ def prerequisites(manifest: dict) -> Prerequisites:
         from spark_app.lakegen import LATEST_SCHEMA
 
         found.configmaps[schema["name"]] = {schema["key"]: json.dumps(LATEST_SCHEMA)}
-    for ref in ((spec.get("consumer") or {}).get("deploymentRef"), spec.get("liveDeployment"),
-                (reconsume.get("consumer") or {}).get("deploymentRef")):
+    for ref in (
+        (spec.get("consumer") or {}).get("deploymentRef"),
+        spec.get("liveDeployment"),
+        (reconsume.get("consumer") or {}).get("deploymentRef"),
+    ):
         if ref and ref.get("name"):
             found.deployments.add(ref["name"])
     return found
@@ -77,10 +79,19 @@ def prerequisites(manifest: dict) -> Prerequisites:
 
 def deployment(name: str) -> dict:
     """A Deployment of an image the node agent does not run (it only reports its pod Running)."""
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "app", "image": f"registry.example.com/{name}:1"}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": f"registry.example.com/{name}:1"}]},
+            },
+        },
+    }
 
 
 def make(kube, kafka, namespace: str, needs: Prerequisites) -> None:
@@ -88,9 +99,14 @@ def make(kube, kafka, namespace: str, needs: Prerequisites) -> None:
     for topic in sorted(needs.topics):
         if topic not in existing:
             kafka.create_topic(topic, PARTITIONS)
-    objects = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s}, "stringData": {"client.rack": "examples"}}
-               for s in sorted(needs.secrets)]
-    objects += [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}, "data": d} for n, d in needs.configmaps.items()]
+    objects = [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s}, "stringData": {"client.rack": "examples"}}
+        for s in sorted(needs.secrets)
+    ]
+    objects += [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}, "data": d}
+        for n, d in needs.configmaps.items()
+    ]
     objects += [deployment(d) for d in sorted(needs.deployments)]
     for obj in objects:
         kube.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(obj))
@@ -115,7 +131,9 @@ def test_the_examples_folder_holds_one_manifest_per_kind_at_least():
 
 
 @pytest.mark.parametrize("filename", example_files())
-def test_example_applied_unchanged_reaches_plan_ready_or_its_declared_reason(filename, kube, kafka, operator, namespace):
+def test_example_applied_unchanged_reaches_plan_ready_or_its_declared_reason(
+    filename, kube, kafka, operator, namespace
+):
     path = EXAMPLES / filename
     manifest = replay_of(filename)
     make(kube, kafka, namespace, prerequisites(manifest))
@@ -128,11 +146,19 @@ def test_example_applied_unchanged_reaches_plan_ready_or_its_declared_reason(fil
 
     expected = NOT_PLAN_READY.get(filename)
     if expected is None:
-        seen = wait_for(lambda: (c := conditions()).get("PlanReady", {}).get("status") == "True" and c, 120,
-                        f"{filename} to reach PlanReady", interval=1)
+        seen = wait_for(
+            lambda: (c := conditions()).get("PlanReady", {}).get("status") == "True" and c,
+            120,
+            f"{filename} to reach PlanReady",
+            interval=1,
+        )
         assert "Failed" not in seen or seen["Failed"]["status"] != "True", seen.get("Failed")
     else:
         type_, reason = expected
-        seen = wait_for(lambda: (c := conditions()).get(type_, {}).get("reason") == reason and c, 120,
-                        f"{filename} to show {type_} {reason}", interval=1)
+        seen = wait_for(
+            lambda: (c := conditions()).get(type_, {}).get("reason") == reason and c,
+            120,
+            f"{filename} to show {type_} {reason}",
+            interval=1,
+        )
         assert seen.get("PlanReady", {}).get("status") != "True"

@@ -38,13 +38,15 @@ def _produce(broker: KafkaBroker, topic: str, numbers: range, producer: Producer
 
 def _consume_all(broker: KafkaBroker, topic: str, partitions: int) -> list[tuple[bytes, bytes, int, int]]:
     """Every record of `topic` from the start to the end of each partition: (key, value, partition, offset)."""
-    consumer = Consumer({
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": f"{topic}-reader",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"{topic}-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     records: list[tuple[bytes, bytes, int, int]] = []
     at_end: set[int] = set()
     try:

@@ -75,12 +75,19 @@ def alive(pid: int) -> bool:
 def test_a_custom_resource_definition_serves_custom_resources(kube: Kube, namespace: str) -> None:
     kube.kubectl("apply", "-f", "-", input=CRD)
     kube.kubectl("wait", "--for=condition=Established", "crd/widgets.platform-test.reprise.dev", "--timeout=60s")
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=textwrap.dedent("""
+    kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=textwrap.dedent("""
         apiVersion: platform-test.reprise.dev/v1
         kind: Widget
         metadata: {name: small}
         spec: {size: 2}
-    """))
+    """),
+    )
     from kubernetes import client
 
     with kube.api_client() as api:
@@ -88,15 +95,25 @@ def test_a_custom_resource_definition_serves_custom_resources(kube: Kube, namesp
         widget = objects.get_namespaced_custom_object("platform-test.reprise.dev", "v1", namespace, "widgets", "small")
         assert widget["spec"] == {"size": 2}
         objects.patch_namespaced_custom_object_status(
-            "platform-test.reprise.dev", "v1", namespace, "widgets", "small", {"status": {"seen": True}})
-        assert objects.get_namespaced_custom_object(
-            "platform-test.reprise.dev", "v1", namespace, "widgets", "small")["status"] == {"seen": True}
-    invalid = kube.kubectl("apply", "-n", namespace, "-f", "-", check=False, input=textwrap.dedent("""
+            "platform-test.reprise.dev", "v1", namespace, "widgets", "small", {"status": {"seen": True}}
+        )
+        assert objects.get_namespaced_custom_object("platform-test.reprise.dev", "v1", namespace, "widgets", "small")[
+            "status"
+        ] == {"seen": True}
+    invalid = kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        check=False,
+        input=textwrap.dedent("""
         apiVersion: platform-test.reprise.dev/v1
         kind: Widget
         metadata: {name: broken}
         spec: {size: 0}
-    """))
+    """),
+    )
     assert invalid.returncode != 0 and "spec.size" in invalid.stderr
 
 
@@ -141,37 +158,57 @@ def test_the_projects_image_runs_as_a_local_process_and_is_stopped_on_delete(kub
         while True:
             time.sleep(1)
     """)
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "runner"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "runner"}},
-            "template": {
-                "metadata": {"labels": {"app": "runner"}},
+    kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "runner"},
                 "spec": {
-                    "terminationGracePeriodSeconds": 20,
-                    "containers": [{
-                        "name": "main",
-                        "image": "ghcr.io/example/reprise:dev",
-                        "command": ["python", "-c", script, "/etc/settings/greeting"],
-                        "env": [
-                            {"name": "OUT", "value": "/out"},
-                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-                            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
-                        ],
-                        "volumeMounts": [
-                            {"name": "out", "mountPath": "/out"},
-                            {"name": "settings", "mountPath": "/etc/settings"},
-                        ],
-                    }],
-                    "volumes": [{"name": "out", "emptyDir": {}}, {"name": "settings", "configMap": {"name": "settings"}}],
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "runner"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "runner"}},
+                        "spec": {
+                            "terminationGracePeriodSeconds": 20,
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "ghcr.io/example/reprise:dev",
+                                    "command": ["python", "-c", script, "/etc/settings/greeting"],
+                                    "env": [
+                                        {"name": "OUT", "value": "/out"},
+                                        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                                        {
+                                            "name": "POD_NAMESPACE",
+                                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                                        },
+                                        {
+                                            "name": "TOKEN",
+                                            "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}},
+                                        },
+                                    ],
+                                    "volumeMounts": [
+                                        {"name": "out", "mountPath": "/out"},
+                                        {"name": "settings", "mountPath": "/etc/settings"},
+                                    ],
+                                }
+                            ],
+                            "volumes": [
+                                {"name": "out", "emptyDir": {}},
+                                {"name": "settings", "configMap": {"name": "settings"}},
+                            ],
+                        },
+                    },
                 },
-            },
-        },
-    }))
+            }
+        ),
+    )
     kube.kubectl("rollout", "status", "deployment/runner", "-n", namespace, "--timeout=90s")
     pod = pods(kube, namespace, "app=runner")[0]
     name = pod["metadata"]["name"]
@@ -195,18 +232,22 @@ def test_the_projects_image_runs_as_a_local_process_and_is_stopped_on_delete(kub
 
 
 def job(name: str, code: str, restart_policy: str = "Never", backoff_limit: int = 0) -> str:
-    return json.dumps({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "backoffLimit": backoff_limit,
-            "template": {"spec": {
-                "restartPolicy": restart_policy,
-                "containers": [{"name": "main", "image": "reprise:dev", "command": ["python3", "-c", code]}],
-            }},
-        },
-    })
+    return json.dumps(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "backoffLimit": backoff_limit,
+                "template": {
+                    "spec": {
+                        "restartPolicy": restart_policy,
+                        "containers": [{"name": "main", "image": "reprise:dev", "command": ["python3", "-c", code]}],
+                    }
+                },
+            },
+        }
+    )
 
 
 def test_a_job_runs_to_succeeded(kube: Kube, namespace: str) -> None:
@@ -228,8 +269,19 @@ def test_a_failing_job_fails(kube: Kube, namespace: str) -> None:
 
 
 def test_a_crashing_container_is_restarted_with_backoff(kube: Kube, namespace: str) -> None:
-    kube.kubectl("run", "crasher", "-n", namespace, "--image=reprise:dev", "--restart=Always",
-                 "--command", "--", "python", "-c", "print('crash'); raise SystemExit(1)")
+    kube.kubectl(
+        "run",
+        "crasher",
+        "-n",
+        namespace,
+        "--image=reprise:dev",
+        "--restart=Always",
+        "--command",
+        "--",
+        "python",
+        "-c",
+        "print('crash'); raise SystemExit(1)",
+    )
 
     def restarted_twice() -> dict | None:
         status = get_json(kube, "pod", "crasher", "-n", namespace)["status"]
@@ -245,24 +297,42 @@ def test_a_crashing_container_is_restarted_with_backoff(kube: Kube, namespace: s
 def test_deleting_an_owner_garbage_collects_its_dependents(kube: Kube, namespace: str) -> None:
     kube.kubectl("create", "configmap", "owner", "-n", namespace, "--from-literal=a=b")
     owner_uid = get_json(kube, "configmap", "owner", "-n", namespace)["metadata"]["uid"]
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "dependent", "ownerReferences": [
-            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_uid}]},
-        "data": {"c": "d"},
-    }))
+    kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "dependent",
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_uid}],
+                },
+                "data": {"c": "d"},
+            }
+        ),
+    )
     kube.kubectl("delete", "configmap", "owner", "-n", namespace)
-    wait_for(lambda: kube.kubectl("get", "configmap", "dependent", "-n", namespace, check=False).returncode != 0,
-             60, "the dependent to be garbage collected")
+    wait_for(
+        lambda: kube.kubectl("get", "configmap", "dependent", "-n", namespace, check=False).returncode != 0,
+        60,
+        "the dependent to be garbage collected",
+    )
 
 
 def test_pod_security_admission_enforces_the_namespace_label(kube: Kube, namespace: str) -> None:
     kube.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
-    overrides = {"spec": {"containers": [
-        {"name": "privileged", "image": "busybox:1.36", "securityContext": {"privileged": True}}]}}
-    refused = kube.kubectl("run", "privileged", "-n", namespace, "--image=busybox:1.36",
-                           "--overrides", json.dumps(overrides), check=False)
+    overrides = {
+        "spec": {
+            "containers": [{"name": "privileged", "image": "busybox:1.36", "securityContext": {"privileged": True}}]
+        }
+    }
+    refused = kube.kubectl(
+        "run", "privileged", "-n", namespace, "--image=busybox:1.36", "--overrides", json.dumps(overrides), check=False
+    )
     assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr
 
 

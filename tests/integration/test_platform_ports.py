@@ -33,31 +33,44 @@ SLOW_SERVER = textwrap.dedent("""
 
 def test_pods_started_together_get_distinct_ports_and_none_crashes(kube: Kube, namespace: str) -> None:
     replicas = 3
-    kube.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "servers"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "servers"}},
-            "template": {
-                "metadata": {"labels": {"app": "servers"}},
+    kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "servers"},
                 "spec": {
-                    "terminationGracePeriodSeconds": 2,
-                    "containers": [{
-                        "name": "main",
-                        "image": "reprise:dev",
-                        "command": ["python", "-c", SLOW_SERVER],
-                        "env": [{"name": "METRICS_PORT", "value": "9477"}],
-                        "ports": [{"name": "metrics", "containerPort": 9477}],
-                    }],
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app": "servers"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "servers"}},
+                        "spec": {
+                            "terminationGracePeriodSeconds": 2,
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "reprise:dev",
+                                    "command": ["python", "-c", SLOW_SERVER],
+                                    "env": [{"name": "METRICS_PORT", "value": "9477"}],
+                                    "ports": [{"name": "metrics", "containerPort": 9477}],
+                                }
+                            ],
+                        },
+                    },
                 },
-            },
-        },
-    }))
+            }
+        ),
+    )
 
     def all_listening() -> list[tuple[dict, str]] | None:
-        found = json.loads(kube.kubectl("get", "pods", "-n", namespace, "-l", "app=servers", "-o", "json").stdout)["items"]
+        found = json.loads(kube.kubectl("get", "pods", "-n", namespace, "-l", "app=servers", "-o", "json").stdout)[
+            "items"
+        ]
         logs = [(pod, kube.container_log(namespace, pod["metadata"]["name"], "main")) for pod in found]
         if len(logs) == replicas and all("listening on" in log for _, log in logs):
             return logs
@@ -70,7 +83,8 @@ def test_pods_started_together_get_distinct_ports_and_none_crashes(kube: Kube, n
         previous = kube.agent.container_log(namespace, name, "main")
         crashed = previous.with_name("main.previous.log") if previous else None
         assert "crashed" not in log and not (crashed and crashed.exists()), (
-            f"pod {name} crashed on its port before it listened:\n{crashed.read_text() if crashed else log}")
+            f"pod {name} crashed on its port before it listened:\n{crashed.read_text() if crashed else log}"
+        )
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 0, pod["status"]
         ports.append(int(log.split("listening on ")[1].split()[0]))
     assert len(set(ports)) == replicas, f"two pods were given the same host port: {ports}"

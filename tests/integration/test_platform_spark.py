@@ -18,9 +18,13 @@ def test_spark_submit_loads_its_classes_from_the_class_data_archive() -> None:
     archive = ensure_class_data_archive()
     assert short_job_options() == f"{C1_ONLY} -XX:SharedArchiveFile={archive}"
     # -Xshare:on refuses to start when the archive does not match this JVM and Spark's classpath.
-    done = subprocess.run([spark_submit_executable(), "--version"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "SPARK_SUBMIT_OPTS": f"-Xshare:on -XX:SharedArchiveFile={archive} "
-                                                                  "-Xlog:class+load=info"})
+    done = subprocess.run(
+        [spark_submit_executable(), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SPARK_SUBMIT_OPTS": f"-Xshare:on -XX:SharedArchiveFile={archive} -Xlog:class+load=info"},
+    )
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     output = done.stdout + done.stderr
     # "(top)" is the dynamic archive's layer, above the JDK's own base archive.

@@ -40,8 +40,18 @@ def test_handover_with_random_faults(kafka, tmp_path, procs, worker_env, run: in
     rng = random.Random(run)
     faults = rng.sample(FAULTS, k=rng.randint(1, 3))
     topic = f"soak-handover-{run}-{uuid.uuid4().hex[:6]}"
-    env = lambda **o: worker_env(**{"REPRISE_TOPICS": topic, "REPRISE_REPLAY_ID": f"soak/{topic}",  # noqa: E731
-                                    "REPRISE_REPLAY_GROUP": f"{topic}-replay", "REPRISE_HANDOVER_TOPIC": f"{topic}-handover", **o})
+
+    def env(**o):
+        return worker_env(
+            **{
+                "REPRISE_TOPICS": topic,
+                "REPRISE_REPLAY_ID": f"soak/{topic}",
+                "REPRISE_REPLAY_GROUP": f"{topic}-replay",
+                "REPRISE_HANDOVER_TOPIC": f"{topic}-handover",
+                **o,
+            }
+        )
+
     out = tmp_path / "out"
     report, allowance = run_handover(kafka, topic, f"{topic}-handover", procs, out, env, faults=faults, seed=run)
     print(faults, report.summary())

@@ -26,8 +26,14 @@ def test_drain_under_random_faults(kafka, topic_name, procs, worker_env, out_dir
     allowance = 0
     for _step in range(rng.randint(3, 6)):
         done = sum(read_log_lines(out_dir, "replay").values())
-        wait_for(lambda: sum(read_log_lines(out_dir, "replay").values()) > done + 2000 or
-                 _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"]), 120, "progress")
+        wait_for(
+            lambda: (
+                sum(read_log_lines(out_dir, "replay").values()) > done + 2000
+                or _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"])
+            ),
+            120,
+            "progress",
+        )
         fault = rng.choice(["kill", "add", "remove", "broker"])
         alive = [w for w in workers if w.alive()]
         if fault == "kill" and alive:
@@ -41,10 +47,16 @@ def test_drain_under_random_faults(kafka, topic_name, procs, worker_env, out_dir
             kafka.restart()
             allowance += 2 * batch * len(alive)
         workers.append(procs.worker(f"r{len(workers)}", env))
-    wait_for(lambda: _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"]), 600, "every partition finished")
+    wait_for(
+        lambda: _all_finished(kafka.bootstrap, handover_topic, env["REPRISE_REPLAY_ID"]),
+        600,
+        "every partition finished",
+    )
     counts = read_log_lines(out_dir, "replay")
     expected = {(topic_name, p, o) for p in range(partitions) for o in range(records // partitions)}
     assert set(counts) == expected
     assert sum(counts.values()) - len(counts) <= allowance
-    assert all(o == records // partitions for o, _ in committed(kafka.bootstrap, env["REPRISE_REPLAY_GROUP"],
-                                                                 topic_name, partitions).values())
+    assert all(
+        o == records // partitions
+        for o, _ in committed(kafka.bootstrap, env["REPRISE_REPLAY_GROUP"], topic_name, partitions).values()
+    )

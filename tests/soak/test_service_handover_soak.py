@@ -15,12 +15,22 @@ pytestmark = pytest.mark.integration
 
 TIMINGS = {
     "kills-while-skipping": (Fault("replaying", "kill-live"), Fault("replaying", "kill-replay")),
-    "rebalance-first": (Fault("running", "rebalance"), Fault("replaying", "kill-replay"),
-                        Fault("handing-over", "kill-live")),
-    "all-at-handover": (Fault("handing-over", "kill-live"), Fault("handing-over", "kill-replay"),
-                        Fault("handing-over", "rebalance")),
-    "double-kill": (Fault("running", "kill-replay"), Fault("replaying", "kill-replay"),
-                    Fault("replaying", "kill-live"), Fault("handing-over", "kill-live")),
+    "rebalance-first": (
+        Fault("running", "rebalance"),
+        Fault("replaying", "kill-replay"),
+        Fault("handing-over", "kill-live"),
+    ),
+    "all-at-handover": (
+        Fault("handing-over", "kill-live"),
+        Fault("handing-over", "kill-replay"),
+        Fault("handing-over", "rebalance"),
+    ),
+    "double-kill": (
+        Fault("running", "kill-replay"),
+        Fault("replaying", "kill-replay"),
+        Fault("replaying", "kill-live"),
+        Fault("handing-over", "kill-live"),
+    ),
 }
 PAIRS = [("java", "java"), ("java", "python"), ("python", "java"), ("go", "go"), ("java", "go"), ("go", "java")]
 IMAGES = {"java": "jvm_image", "go": "go_image"}
@@ -33,5 +43,4 @@ def test_handover_under_faults(kube, kafka, operator, namespace, topic_name, tmp
         request.getfixturevalue(IMAGES[language])  # the service images this pair runs, built once per session
     ledger = tmp_path / "ledger"
     ledger.mkdir()
-    run_handover(kube, kafka, operator, namespace, topic_name, ledger, live=live, replay=replay,
-                 faults=TIMINGS[timing])
+    run_handover(kube, kafka, operator, namespace, topic_name, ledger, live=live, replay=replay, faults=TIMINGS[timing])

@@ -74,8 +74,14 @@ def as_written(record: dict) -> dict:
 
 def scan_topic(kafka, topic: str, expected: dict[int, bytes] | None) -> dict:
     """Read the whole topic once, partition by partition, checking as it goes (memory stays small)."""
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"{topic}-scan",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "group.id": f"{topic}-scan",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     seen: set[int] = set()
     per_day: Counter[str] = Counter()
     wrong, duplicates, order_breaks, split_keys = [], 0, 0, 0
@@ -116,22 +122,43 @@ def scan_topic(kafka, topic: str, expected: dict[int, bytes] | None) -> dict:
                         done = True
     finally:
         consumer.close()
-    return {"seen": seen, "per_day": per_day, "wrong": wrong, "duplicates": duplicates,
-            "order_breaks": order_breaks, "split_keys": split_keys}
+    return {
+        "seen": seen,
+        "per_day": per_day,
+        "wrong": wrong,
+        "duplicates": duplicates,
+        "order_breaks": order_breaks,
+        "split_keys": split_keys,
+    }
 
 
 def test_two_million_rows_replayed_for_a_sub_range_land_exactly_in_the_topic(lake, kafka, jobs, tmp_path):
     topic = kafka.create_topic(f"soak-lake-{uuid.uuid4().hex[:8]}", 6)
-    args = job_args(lake, kafka, topic, tmp_path / "progress", "--from", "2024-01-06T08:00:00Z",
-                    "--to", "2024-02-25T20:00:00Z", "--filter", FILTER)
+    args = job_args(
+        lake,
+        kafka,
+        topic,
+        tmp_path / "progress",
+        "--from",
+        "2024-01-06T08:00:00Z",
+        "--to",
+        "2024-02-25T20:00:00Z",
+        "--filter",
+        FILTER,
+    )
     began = time.monotonic()
     code, log = jobs.run(args, "replay-2m")
     seconds = time.monotonic() - began
     assert code == 0, log[-3000:]
-    expected = {n: digest(as_written(r)) for n, r in expected_records(SPEC, START, END)
-                if r["event_type"] != "view" and r["amount"] >= 100}
-    print(f"\n2M-row lake, {len(expected):,} records in range after the filter: spark-submit ran {seconds:.0f}s "
-          f"({len(expected) / seconds:,.0f} records/s end to end, JVM start and validation included)")
+    expected = {
+        n: digest(as_written(r))
+        for n, r in expected_records(SPEC, START, END)
+        if r["event_type"] != "view" and r["amount"] >= 100
+    }
+    print(
+        f"\n2M-row lake, {len(expected):,} records in range after the filter: spark-submit ran {seconds:.0f}s "
+        f"({len(expected) / seconds:,.0f} records/s end to end, JVM start and validation included)"
+    )
     for line in log.splitlines():
         if "spark_app" in line and ("counted in" in line or "wrote" in line or "validated" in line):
             print("  " + line.split(": ", 1)[-1])
@@ -148,10 +175,14 @@ def test_two_million_rows_killed_mid_run_and_retried_write_no_day_twice(lake, ka
     first = jobs.start(args, "killed-2m")
     per_day = Counter(SPEC.day_text(n) for n in range(SPEC.rows))
     deadline = time.monotonic() + 3600
+
     def well_into_a_unit() -> bool:  # some days skipped on the retry, and a large part-written unit to resume
         done = markers(progress, ".done")
-        return bool(done) and half_written(kafka, topic, progress, per_day) and \
-            end_offsets(kafka, topic) - sum(per_day[d] for d in done) >= 50_000
+        return (
+            bool(done)
+            and half_written(kafka, topic, progress, per_day)
+            and end_offsets(kafka, topic) - sum(per_day[d] for d in done) >= 50_000
+        )
 
     while not well_into_a_unit():
         assert first.process.alive(), first.log()[-3000:]
@@ -161,8 +192,10 @@ def test_two_million_rows_killed_mid_run_and_retried_write_no_day_twice(lake, ka
     first.process.stop()
     done, in_topic = markers(progress, ".done"), end_offsets(kafka, topic)
     assert sum(per_day[d] for d in done) < in_topic  # part of an unfinished unit is in the topic
-    print(f"\nkilled with {len(done)} day(s) done and {in_topic:,} records in the topic, "
-          f"{in_topic - sum(per_day[d] for d in done):,} of them from unfinished days")
+    print(
+        f"\nkilled with {len(done)} day(s) done and {in_topic:,} records in the topic, "
+        f"{in_topic - sum(per_day[d] for d in done):,} of them from unfinished days"
+    )
 
     code, log = jobs.run(args, "retry-2m")
     assert code == 0, log[-3000:]

@@ -149,17 +149,23 @@ def test_dependencies_come_from_constraints_and_match_pyproject(steps: list[Inst
     assert "constraints.txt /build/constraints.txt" in copies
     installed = re.search(r"pip install --constraint \S+ (.*?) &&", runs)
     assert installed, "one pip install of the runtime requirements"
-    wanted = {re.split(r"[<>=!~ \[]", d, maxsplit=1)[0].lower()
-              for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
+    wanted = {
+        re.split(r"[<>=!~ \[]", d, maxsplit=1)[0].lower()
+        for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
     assert {p.lower() for p in installed.group(1).split()} == wanted
-    pinned = {line.split("==")[0].lower() for line in (REPO / "constraints.txt").read_text().splitlines() if "==" in line}
+    pinned = {
+        line.split("==")[0].lower() for line in (REPO / "constraints.txt").read_text().splitlines() if "==" in line
+    }
     assert {w.replace("_", "-") for w in wanted} <= {p.replace("_", "-") for p in pinned}, "every requirement is pinned"
 
 
 def test_nothing_secret_is_baked_in(steps: list[Instruction]) -> None:
     for step in steps:
         if step.keyword in ("ENV", "ARG", "LABEL"):
-            pairs = key_values(step.arguments) if "=" in step.arguments or step.keyword == "ENV" else {step.arguments: ""}
+            pairs = (
+                key_values(step.arguments) if "=" in step.arguments or step.keyword == "ENV" else {step.arguments: ""}
+            )
             for name in pairs:
                 assert not SECRET_NAME.search(name), f"line {step.line}: {step.keyword} {name} looks like a credential"
         if step.keyword in ("COPY", "ADD"):
@@ -174,7 +180,9 @@ def test_nothing_secret_is_baked_in(steps: list[Instruction]) -> None:
 
 
 def test_the_build_context_keeps_credentials_and_bulk_out() -> None:
-    lines = {line.strip() for line in DOCKERIGNORE.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    lines = {
+        line.strip() for line in DOCKERIGNORE.read_text().splitlines() if line.strip() and not line.startswith("#")
+    }
     for pattern in SECRET_FILES:
         assert pattern in lines or f"**/{pattern}" in lines, f".dockerignore must exclude {pattern}"
     for bulky in (".git", ".venv", "tests", "**/__pycache__"):

@@ -39,12 +39,21 @@ def b64(text: str) -> str:
 
 
 POD = {
-    "metadata": {"name": "worker-0", "namespace": "team-a", "uid": "u-1", "labels": {"app": "w", "tier": "x"},
-                 "annotations": {"note": "hi"}},
+    "metadata": {
+        "name": "worker-0",
+        "namespace": "team-a",
+        "uid": "u-1",
+        "labels": {"app": "w", "tier": "x"},
+        "annotations": {"note": "hi"},
+    },
     "spec": {"nodeName": "reprise-node", "serviceAccountName": "replayer"},
 }
 SECRETS = {"creds": secret_data({"data": {"user": b64("alice"), "password": b64("s3cret")}})}
-CONFIGMAPS = {"settings": configmap_data({"data": {"LEVEL": "debug", "app.yaml": "a: 1\n"}, "binaryData": {"blob": b64("\x00\x01")}})}
+CONFIGMAPS = {
+    "settings": configmap_data(
+        {"data": {"LEVEL": "debug", "app.yaml": "a: 1\n"}, "binaryData": {"blob": b64("\x00\x01")}}
+    )
+}
 
 
 def lookups():
@@ -76,7 +85,11 @@ def test_console_scripts_become_modules_and_other_commands_stay():
 
 def test_args_alone_follow_the_image_entrypoint():
     assert local_argv(None, ["--verbose"], PY, default_entrypoint=("python", "-m", "reprise_operator")) == [
-        PY, "-m", "reprise_operator", "--verbose"]
+        PY,
+        "-m",
+        "reprise_operator",
+        "--verbose",
+    ]
 
 
 # -- restarts and phase ----------------------------------------------------------------------------
@@ -84,8 +97,14 @@ def test_args_alone_follow_the_image_entrypoint():
 
 @pytest.mark.parametrize(
     "policy, code, restart",
-    [("Always", 0, True), ("Always", 1, True), ("OnFailure", 0, False), ("OnFailure", 2, True),
-     ("Never", 0, False), ("Never", 1, False)],
+    [
+        ("Always", 0, True),
+        ("Always", 1, True),
+        ("OnFailure", 0, False),
+        ("OnFailure", 2, True),
+        ("Never", 0, False),
+        ("Never", 1, False),
+    ],
 )
 def test_restart_policy(policy, code, restart):
     assert should_restart(policy, code) is restart
@@ -143,8 +162,11 @@ def test_exit_codes_of_signals_are_128_plus_the_signal():
 
 
 def test_container_status_of_each_state():
-    run = container_status(ContainerView(name="c", image="reprise:dev", state="running", started_at="t0",
-                                         container_id="reprise-agent://42"))
+    run = container_status(
+        ContainerView(
+            name="c", image="reprise:dev", state="running", started_at="t0", container_id="reprise-agent://42"
+        )
+    )
     assert run["state"] == {"running": {"startedAt": "t0"}} and run["ready"] and run["started"]
     assert run["containerID"] == "reprise-agent://42"
     done = container_status(exited(0))
@@ -156,10 +178,14 @@ def test_container_status_of_each_state():
 
 
 def test_pod_status_is_ready_when_all_run_and_keeps_foreign_conditions():
-    pod = {"status": {"conditions": [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "t-sched"},
-        {"type": "Ready", "status": "True", "lastTransitionTime": "t-ready"},
-    ]}}
+    pod = {
+        "status": {
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "t-sched"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "t-ready"},
+            ]
+        }
+    }
     status = pod_status(pod, [], [running()], "Running", "127.0.0.1", "t-start", "t-now")
     conds = {c["type"]: c for c in status["conditions"]}
     assert conds["PodScheduled"]["lastTransitionTime"] == "t-sched"
@@ -195,7 +221,13 @@ def test_env_from_values_refs_and_downward_api():
     env = resolve_env(POD, container, *lookups(), "127.0.0.1", "127.0.0.1")
     assert env["CFG_LEVEL"] == "debug" and env["password"] == "s3cret" and env["user"] == "alice"
     assert env["PLAIN"] == "v" and env["USER2"] == "alice" and env["LEVEL"] == "debug"
-    assert (env["POD"], env["NS"], env["IP"], env["APP"], env["SA"]) == ("worker-0", "team-a", "127.0.0.1", "w", "replayer")
+    assert (env["POD"], env["NS"], env["IP"], env["APP"], env["SA"]) == (
+        "worker-0",
+        "team-a",
+        "127.0.0.1",
+        "w",
+        "replayer",
+    )
     assert env["GREETING"] == "worker-0 in team-a, $(POD), $(UNSET)"
 
 
@@ -218,8 +250,10 @@ def test_missing_required_refs_fail_and_optional_ones_are_skipped():
 
 
 def test_resource_field_ref_uses_the_limit():
-    container = {"resources": {"limits": {"memory": "512Mi"}},
-                 "env": [{"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}]}
+    container = {
+        "resources": {"limits": {"memory": "512Mi"}},
+        "env": [{"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}],
+    }
     assert resolve_env(POD, container, *lookups(), "ip", "ip")["MEM"] == "512Mi"
 
 
@@ -238,7 +272,10 @@ def test_secret_and_configmap_volumes_with_items_and_modes():
     secret = {"name": "s", "secret": {"secretName": "creds", "defaultMode": 0o400}}
     files = volume_files(POD, secret, *lookups(), no_token, "ip", "ip")
     assert files == {"user": (b"alice", 0o400), "password": (b"s3cret", 0o400)}
-    cm = {"name": "c", "configMap": {"name": "settings", "items": [{"key": "app.yaml", "path": "conf/app.yaml", "mode": 0o600}]}}
+    cm = {
+        "name": "c",
+        "configMap": {"name": "settings", "items": [{"key": "app.yaml", "path": "conf/app.yaml", "mode": 0o600}]},
+    }
     assert volume_files(POD, cm, *lookups(), no_token, "ip", "ip") == {"conf/app.yaml": (b"a: 1\n", 0o600)}
     whole = volume_files(POD, {"name": "c", "configMap": {"name": "settings"}}, *lookups(), no_token, "ip", "ip")
     assert whole["blob"] == (b"\x00\x01", 0o644)
@@ -252,10 +289,15 @@ def test_missing_volume_sources():
 
 
 def test_downward_api_and_projected_volumes():
-    downward = {"name": "d", "downwardAPI": {"items": [
-        {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
-        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
-    ]}}
+    downward = {
+        "name": "d",
+        "downwardAPI": {
+            "items": [
+                {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+            ]
+        },
+    }
     files = volume_files(POD, downward, *lookups(), no_token, "ip", "ip")
     assert files["name"][0] == b"worker-0" and files["labels"][0] == b'app="w"\ntier="x"'
     asked = []
@@ -264,11 +306,17 @@ def test_downward_api_and_projected_volumes():
         asked.append((audience, seconds))
         return "tok"
 
-    projected = {"name": "kube-api-access-x", "projected": {"defaultMode": 0o644, "sources": [
-        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-        {"configMap": {"name": "settings", "items": [{"key": "LEVEL", "path": "level"}]}},
-        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
-    ]}}
+    projected = {
+        "name": "kube-api-access-x",
+        "projected": {
+            "defaultMode": 0o644,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "settings", "items": [{"key": "LEVEL", "path": "level"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+            ],
+        },
+    }
     files = volume_files(POD, projected, *lookups(), token, "ip", "ip")
     assert files == {"token": (b"tok", 0o644), "level": (b"debug", 0o644), "namespace": (b"team-a", 0o644)}
     assert asked == [("", 3607)]
@@ -282,11 +330,13 @@ def test_folder_volumes_have_no_files():
 
 
 def test_mount_map_with_sub_path():
-    container = {"volumeMounts": [
-        {"name": "config", "mountPath": "/etc/reprise/"},
-        {"name": "config", "mountPath": "/app/settings.yaml", "subPath": "settings.yaml"},
-        {"name": "unknown", "mountPath": "/nowhere"},
-    ]}
+    container = {
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/reprise/"},
+            {"name": "config", "mountPath": "/app/settings.yaml", "subPath": "settings.yaml"},
+            {"name": "unknown", "mountPath": "/nowhere"},
+        ]
+    }
     assert mount_map(container, {"config": "/w/pods/p/volumes/config"}) == {
         "/etc/reprise": "/w/pods/p/volumes/config",
         "/app/settings.yaml": "/w/pods/p/volumes/config/settings.yaml",
@@ -317,7 +367,13 @@ def test_declared_ports_get_host_ports_in_env_values_that_name_them():
     assert declared_ports(container) == [8080, 9400]
     env = {"REPRISE_METRICS_PORT": "9400", "HTTP": " 8080", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
     mapped = map_ports(env, {9400: 41001, 8080: 41002})
-    assert mapped == {"REPRISE_METRICS_PORT": "41001", "HTTP": "41002", "BATCH": "94000", "URL": "http://h:9400", "N": "3"}
+    assert mapped == {
+        "REPRISE_METRICS_PORT": "41001",
+        "HTTP": "41002",
+        "BATCH": "94000",
+        "URL": "http://h:9400",
+        "N": "3",
+    }
     assert map_ports(env, {}) == env
 
 

@@ -35,9 +35,12 @@ spark.sql.shuffle.partitions=4
 spark.task.maxFailures=1
 """
 
-RESOLVED = {"spark-sql-kafka-0-10_2.13": "/cache/sql-kafka-4.1.1.jar",
-            "spark-token-provider-kafka-0-10_2.13": "/cache/token-4.1.1.jar",
-            "kafka-clients": "/cache/kafka-clients.jar", "commons-pool2": "/cache/pool2.jar"}
+RESOLVED = {
+    "spark-sql-kafka-0-10_2.13": "/cache/sql-kafka-4.1.1.jar",
+    "spark-token-provider-kafka-0-10_2.13": "/cache/token-4.1.1.jar",
+    "kafka-clients": "/cache/kafka-clients.jar",
+    "commons-pool2": "/cache/pool2.jar",
+}
 
 
 def test_spark_pods_are_known_by_their_role_label_whatever_their_image() -> None:
@@ -48,8 +51,16 @@ def test_spark_pods_are_known_by_their_role_label_whatever_their_image() -> None
 
 
 def test_a_driver_container_without_command_runs_the_spark_entrypoint() -> None:
-    args = ["driver", "--properties-file", "/opt/spark/conf/spark.properties", "--class",
-            "org.apache.spark.deploy.PythonRunner", "local:///opt/reprise/spark_app/main.py", "--to", "x"]
+    args = [
+        "driver",
+        "--properties-file",
+        "/opt/spark/conf/spark.properties",
+        "--class",
+        "org.apache.spark.deploy.PythonRunner",
+        "local:///opt/reprise/spark_app/main.py",
+        "--to",
+        "x",
+    ]
     argv = local_argv(None, args, "/venv/python", SPARK_ENTRYPOINT)
     assert argv[:3] == ["/venv/python", "-m", "local_platform.spark_image"] and argv[3:] == args
 
@@ -74,13 +85,21 @@ def test_the_local_driver_runs_in_local_mode_with_the_images_jars_mapped(tmp_pat
     (spark_jars / "spark-core_2.13-4.1.4.jar").write_text("")
     props = parse_properties(SPARK_PROPERTIES)
     props["spark.jars"] += ",local:///opt/spark/jars/spark-core_2.13-4.1.4.jar,s3a://bucket/extra.jar"
-    local = local_driver_properties(props, resolved=RESOLVED, classpath=list(RESOLVED.values()), spark_jars_dir=spark_jars)
+    local = local_driver_properties(
+        props, resolved=RESOLVED, classpath=list(RESOLVED.values()), spark_jars_dir=spark_jars
+    )
     assert local["spark.master"] == LOCAL_MASTER and local["spark.submit.deployMode"] == "client"
     # The image's /opt/spark/jars is the classpath: pyspark's jars and the four the image bakes in, always.
-    assert local["spark.jars"].split(",") == ["s3a://bucket/extra.jar", "/cache/sql-kafka-4.1.1.jar",
-                                              "/cache/token-4.1.1.jar", "/cache/kafka-clients.jar", "/cache/pool2.jar"]
-    assert local_driver_properties({}, resolved=RESOLVED, classpath=list(RESOLVED.values()),
-                                   spark_jars_dir=None)["spark.jars"].split(",") == list(RESOLVED.values())
+    assert local["spark.jars"].split(",") == [
+        "s3a://bucket/extra.jar",
+        "/cache/sql-kafka-4.1.1.jar",
+        "/cache/token-4.1.1.jar",
+        "/cache/kafka-clients.jar",
+        "/cache/pool2.jar",
+    ]
+    assert local_driver_properties({}, resolved=RESOLVED, classpath=list(RESOLVED.values()), spark_jars_dir=None)[
+        "spark.jars"
+    ].split(",") == list(RESOLVED.values())
     # Free ports on loopback, not the cluster-mode 7078 that a second driver on this host would collide on.
     assert local["spark.driver.port"] == "0" and local["spark.driver.host"] == "127.0.0.1"
     # What the application set wins over the small-machine defaults; the rest is kept as the controller wrote it.
@@ -96,14 +115,33 @@ def test_a_jar_of_the_image_this_machine_does_not_have_is_refused_by_name() -> N
 
 
 def test_the_driver_argv_is_a_client_mode_spark_submit_of_the_mapped_main_file() -> None:
-    args = ["driver", "--properties-file", "/pods/x/volumes/spark-conf-volume-driver/spark.properties", "--class",
-            "org.apache.spark.deploy.PythonRunner", "local:///opt/reprise/spark_app/main.py", "--source",
-            "file:///lake", "--latest-schema", "/pods/x/volumes/schema/latest.json"]
+    args = [
+        "driver",
+        "--properties-file",
+        "/pods/x/volumes/spark-conf-volume-driver/spark.properties",
+        "--class",
+        "org.apache.spark.deploy.PythonRunner",
+        "local:///opt/reprise/spark_app/main.py",
+        "--source",
+        "file:///lake",
+        "--latest-schema",
+        "/pods/x/volumes/schema/latest.json",
+    ]
     argv = driver_argv(args, "/spark/bin/spark-submit", "/pods/x/spark-local.properties")
-    assert argv == ["/spark/bin/spark-submit", "--deploy-mode", "client", "--properties-file",
-                    "/pods/x/spark-local.properties", "--class", "org.apache.spark.deploy.PythonRunner",
-                    f"{REPO}/spark_app/main.py", "--source", "file:///lake", "--latest-schema",
-                    "/pods/x/volumes/schema/latest.json"]
+    assert argv == [
+        "/spark/bin/spark-submit",
+        "--deploy-mode",
+        "client",
+        "--properties-file",
+        "/pods/x/spark-local.properties",
+        "--class",
+        "org.apache.spark.deploy.PythonRunner",
+        f"{REPO}/spark_app/main.py",
+        "--source",
+        "file:///lake",
+        "--latest-schema",
+        "/pods/x/volumes/schema/latest.json",
+    ]
     with pytest.raises(SparkImageError, match="not a driver"):
         driver_argv(["executor"], "/spark/bin/spark-submit", "p")
 

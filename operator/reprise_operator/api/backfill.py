@@ -73,9 +73,7 @@ class JobSource(ApiModel):
 class DebeziumSource(ApiModel):
     """Ask a Debezium connector for an incremental snapshot of the named rows."""
 
-    signal_topic: TopicName = Field(
-        description="The connector's Kafka signal topic (its signal.kafka.topic setting)."
-    )
+    signal_topic: TopicName = Field(description="The connector's Kafka signal topic (its signal.kafka.topic setting).")
     topic_prefix: str = Field(
         min_length=1,
         max_length=249,
@@ -93,8 +91,7 @@ class DebeziumSource(ApiModel):
         max_length=256,
         pattern=r"^[A-Za-z_][A-Za-z0-9_$]*$",
         description=(
-            "The column the keys are values of; the snapshot's additional-conditions filter is "
-            "<keyColumn> IN (<keys>)."
+            "The column the keys are values of; the snapshot's additional-conditions filter is <keyColumn> IN (<keys>)."
         ),
     )
     notification_topic: Optional[TopicName] = Field(
@@ -186,8 +183,7 @@ class BackfillSpec(ApiModel):
         min_length=1,
         max_length=10000,
         description=(
-            "The keys of the entities to re-emit, as UTF-8 text (up to 10000; use keysFrom for more). "
-            "Immutable."
+            "The keys of the entities to re-emit, as UTF-8 text (up to 10000; use keysFrom for more). Immutable."
         ),
         json_schema_extra={"x-kubernetes-list-type": "set", **immutable("spec.keys")},
     )
@@ -248,9 +244,7 @@ class BackfillPlan(StatusModel):
     partitions: list[KeyPartitionPlan] = Field(
         default_factory=list, description="The partitions of spec.topic the keys map to."
     )
-    downstream_groups: list[str] = Field(
-        default_factory=list, description="The groups the barrier waits for."
-    )
+    downstream_groups: list[str] = Field(default_factory=list, description="The groups the barrier waits for.")
     computed_at: Optional[AwareDatetime] = Field(default=None, description="When the plan was computed.")
 
 
@@ -364,7 +358,9 @@ BACKFILL = KindDefinition(
     printer_columns=(
         PHASE_COLUMN,
         PrinterColumn("Keys", ".status.plan.keyCount", "integer", "Number of keys to re-emit."),
-        PrinterColumn("Barrier", ".status.barrier.remaining", "integer", "Records downstream groups still have to pass."),
+        PrinterColumn(
+            "Barrier", ".status.barrier.remaining", "integer", "Records downstream groups still have to pass."
+        ),
         AGE_COLUMN,
         PrinterColumn("Topic", ".spec.topic", "string", "The target topic.", priority=1),
         PrinterColumn("Not-Found", ".status.keysNotFoundCount", "integer", "Keys the source did not have.", priority=1),

@@ -322,8 +322,7 @@ class Start(ApiModel):
     duration: Optional[Duration] = Field(
         default=None,
         description=(
-            "Start this long before the moment the plan is computed, as a Go duration such as 720h, "
-            "36h or 1h30m."
+            "Start this long before the moment the plan is computed, as a Go duration such as 720h, 36h or 1h30m."
         ),
     )
     earliest: Optional[bool] = Field(
@@ -588,8 +587,10 @@ class Consumer(ApiModel):
         if (self.deployment_ref is None) == (self.template is None):
             raise ValueError("consumer: set exactly one of deploymentRef or template")
         if self.entrypoint is Entrypoint.SERVICE and any(e.name in DELIVERY_VARIABLES for e in self.env or []):
-            raise ValueError("consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
-                             "ReplayWorker; with entrypoint Service the service's own code handles the records")
+            raise ValueError(
+                "consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
+                "ReplayWorker; with entrypoint Service the service's own code handles the records"
+            )
         return self
 
 
@@ -637,9 +638,7 @@ TTL_DESCRIPTION = (
 class Cleanup(ApiModel):
     """What happens after the work is finished."""
 
-    ttl_seconds_after_finished: Optional[int] = Field(
-        default=None, ge=0, le=31_536_000, description=TTL_DESCRIPTION
-    )
+    ttl_seconds_after_finished: Optional[int] = Field(default=None, ge=0, le=31_536_000, description=TTL_DESCRIPTION)
 
 
 class ReplayCleanup(Cleanup):
@@ -778,24 +777,18 @@ class PartitionPlan(StatusModel):
     topic: str = Field(description="Kafka topic name.")
     partition: int = Field(ge=0, description="Partition number.")
     start_offset: int = Field(ge=0, description="First offset to process (inclusive).")
-    end_offset: int = Field(
-        ge=0, description="The partition's end offset when the plan was computed (exclusive)."
-    )
+    end_offset: int = Field(ge=0, description="The partition's end offset when the plan was computed (exclusive).")
     records: int = Field(ge=0, description="end offset minus start offset.")
     oldest_timestamp: Optional[AwareDatetime] = Field(
         default=None, description="Timestamp of the record at the start offset, when there is one."
     )
-    retention_risk: RetentionRisk = Field(
-        default=RetentionRisk.SAFE, description=RETENTION_RISK_DESCRIPTION
-    )
+    retention_risk: RetentionRisk = Field(default=RetentionRisk.SAFE, description=RETENTION_RISK_DESCRIPTION)
 
 
 class Plan(StatusModel):
     """What the replay will do, computed before anything moves."""
 
-    partitions: list[PartitionPlan] = Field(
-        default_factory=list, description="The planned range of every partition."
-    )
+    partitions: list[PartitionPlan] = Field(default_factory=list, description="The planned range of every partition.")
     partition_count: int = Field(default=0, ge=0, description="Number of partitions in the plan.")
     total_records: int = Field(default=0, ge=0, description="Sum of records over all partitions.")
     oldest_timestamp: Optional[AwareDatetime] = Field(
@@ -858,9 +851,7 @@ class PartitionProgress(StatusModel):
 class Progress(StatusModel):
     """How far the work is, refreshed while it runs."""
 
-    partitions: list[PartitionProgress] = Field(
-        default_factory=list, description="Progress of every partition."
-    )
+    partitions: list[PartitionProgress] = Field(default_factory=list, description="Progress of every partition.")
     total_records: Optional[int] = Field(default=None, ge=0, description="Records planned in total.")
     processed: Optional[int] = Field(default=None, ge=0, description="Records consumed so far.")
     percent: Optional[int] = Field(
@@ -981,7 +972,8 @@ class ResourceObject(ApiModel):
         # The Python mirror of `name_rules`.
         name = self.metadata.get("name")
         if name is not None and (len(name) > 63 or not _NAME_RE.fullmatch(name)):
-            raise ValueError(f"metadata.name: a {getattr(self, 'kind')} name must be a DNS-1123 label of at most 63 characters")  # noqa: B009 - kind is each subclass's
+            kind = getattr(self, "kind")  # noqa: B009 - kind is each subclass's field, not this class's
+            raise ValueError(f"metadata.name: a {kind} name must be a DNS-1123 label of at most 63 characters")
         return self
 
 

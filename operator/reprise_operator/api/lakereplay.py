@@ -86,7 +86,7 @@ class LakeSchema(ApiModel):
         default=None,
         max_length=64,
         description=(
-            "Field of the latest schema to the value (as JSON text, for example \"0\" or \"\\\"en\\\"\") "
+            'Field of the latest schema to the value (as JSON text, for example "0" or "\\"en\\"") '
             "it gets in records written before it existed; overrides the schema's own default."
         ),
     )
@@ -308,11 +308,16 @@ class ThenReconsume(ApiModel):
     )
 
     topics: list[TopicName] = Field(
-        min_length=1, max_length=100, description=TOPICS_DESCRIPTION, json_schema_extra={"x-kubernetes-list-type": "set"}
+        min_length=1,
+        max_length=100,
+        description=TOPICS_DESCRIPTION,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
     )
     consumer_group: GroupId = Field(description="The live service's consumer group.")
-    mode: ReconsumeMode = Field(default=ReconsumeMode.HANDOVER, description=MODE_DESCRIPTION.replace(
-        "Parallel and Handover need consumer.", "Default Handover."))
+    mode: ReconsumeMode = Field(
+        default=ReconsumeMode.HANDOVER,
+        description=MODE_DESCRIPTION.replace("Parallel and Handover need consumer.", "Default Handover."),
+    )
     filter: Optional[Filter] = Field(
         default=None, description="Which records the replay consumers process on the live topics. Unset: all."
     )
@@ -335,8 +340,13 @@ class ThenReconsume(ApiModel):
     @model_validator(mode="after")
     def _rules(self) -> "ThenReconsume":
         check_mode(
-            "spec.then.reconsume", self.mode, self.consumer, self.live_deployment, self.filter,
-            self.replay_group, consumer_required=False,
+            "spec.then.reconsume",
+            self.mode,
+            self.consumer,
+            self.live_deployment,
+            self.filter,
+            self.replay_group,
+            consumer_required=False,
         )
         return self
 
@@ -506,8 +516,9 @@ LAKE_REPLAY = KindDefinition(
         PHASE_COLUMN,
         PrinterColumn("Spark", ".status.spark.state", "string", "The Spark application's state."),
         PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to drain from the backfill topic."),
-        PrinterColumn("Verified", ".status.verification.state", "string",
-                      "spec.verify: Waiting, Running, Passed or Failed."),
+        PrinterColumn(
+            "Verified", ".status.verification.state", "string", "spec.verify: Waiting, Running, Passed or Failed."
+        ),
         AGE_COLUMN,
         PrinterColumn("Backfill-Topic", ".status.children.backfillTopic", "string", "The temporary topic.", priority=1),
         PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained.", priority=1),

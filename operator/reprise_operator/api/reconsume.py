@@ -131,8 +131,16 @@ def mode_rules(parent: str, *, consumer_required: bool) -> list[dict[str, str]]:
     return rules
 
 
-def check_mode(parent: str, mode: ReconsumeMode, consumer: Any, live_deployment: Any, filter_: Any,
-               replay_group: Any, *, consumer_required: bool) -> None:
+def check_mode(
+    parent: str,
+    mode: ReconsumeMode,
+    consumer: Any,
+    live_deployment: Any,
+    filter_: Any,
+    replay_group: Any,
+    *,
+    consumer_required: bool,
+) -> None:
     """The Python mirror of `mode_rules`."""
     if mode is ReconsumeMode.REWIND:
         if consumer is not None:
@@ -250,15 +258,25 @@ class ReconsumeSpec(ApiModel):
     @model_validator(mode="after")
     def _rules(self) -> "ReconsumeSpec":
         check_mode(
-            "spec", self.mode, self.consumer, self.live_deployment, self.filter, self.replay_group,
+            "spec",
+            self.mode,
+            self.consumer,
+            self.live_deployment,
+            self.filter,
+            self.replay_group,
             consumer_required=True,
         )
         if self.start.offsets and any(o.topic not in self.topics for o in self.start.offsets):
             raise ValueError("spec.start.offsets: every topic must be one of spec.topics")
         if self.replay_group is not None and self.replay_group == self.consumer_group:
             raise ValueError("spec.replayGroup: must not be the live group spec.consumerGroup")
-        check_verify("spec", self.mode.value, self.verify, self.completion,
-                     self.consumer.entrypoint.value if self.consumer is not None else None)
+        check_verify(
+            "spec",
+            self.mode.value,
+            self.verify,
+            self.completion,
+            self.consumer.entrypoint.value if self.consumer is not None else None,
+        )
         return self
 
 
@@ -342,8 +360,9 @@ RECONSUME = KindDefinition(
         PrinterColumn("Progress", ".status.progress.percent", "integer", "Percent of planned records consumed."),
         PrinterColumn("Lag", ".status.progress.lag", "integer", "Records still to consume."),
         PrinterColumn("ETA", ".status.progress.eta", "string", "Estimated time until drained."),
-        PrinterColumn("Verified", ".status.verification.state", "string",
-                      "spec.verify: Waiting, Running, Passed or Failed."),
+        PrinterColumn(
+            "Verified", ".status.verification.state", "string", "spec.verify: Waiting, Running, Passed or Failed."
+        ),
         AGE_COLUMN,
         PrinterColumn("Group", ".spec.consumerGroup", "string", "The live consumer group.", priority=1),
         PrinterColumn("Started", ".status.startedAt", "date", "When the replay started.", priority=1),

@@ -40,7 +40,9 @@ class Verify(ApiModel):
         ),
     )
     retries: int = Field(
-        default=0, ge=0, le=10,
+        default=0,
+        ge=0,
+        le=10,
         description="How often a failed pod of the check is retried before the check fails (the Job's backoffLimit). Default 0.",
     )
     timeout: Duration = Field(
@@ -103,8 +105,9 @@ def verify_rules(parent: str) -> list[dict[str, str]]:
     ]
 
 
-def check_verify(parent: str, mode: str, verify: Optional[Verify], completion: ReconsumeCompletion,
-                 entrypoint: Optional[str] = None) -> None:
+def check_verify(
+    parent: str, mode: str, verify: Optional[Verify], completion: ReconsumeCompletion, entrypoint: Optional[str] = None
+) -> None:
     """The Python mirror of `verify_rules`."""
     if verify is not None and mode == "Rewind":
         raise ValueError(f"{parent}.verify: not allowed with mode Rewind")

@@ -95,8 +95,12 @@ JobState = Literal["missing", "running", "suspended", "succeeded", "failed"]
 
 def plan_status(keys: Sequence[str], partitions: int | None, groups: Sequence[str], now: datetime) -> dict:
     """`status.plan`: the keys, the partitions they map to (None: the source decides), the groups."""
-    plan: dict[str, Any] = {"keyCount": len(keys), "partitions": [], "downstreamGroups": list(groups),
-                            "computedAt": rfc3339(now)}
+    plan: dict[str, Any] = {
+        "keyCount": len(keys),
+        "partitions": [],
+        "downstreamGroups": list(groups),
+        "computedAt": rfc3339(now),
+    }
     if partitions:
         counts = Counter(partition_for(k, partitions) for k in keys)
         plan["partitions"] = [{"partition": p, "keys": n} for p, n in sorted(counts.items())]
@@ -243,8 +247,10 @@ def ranges_status(ranges: Iterable[barrier.ProducedRange]) -> list[dict]:
 
 
 def ranges_from_status(raw: Iterable[dict] | None) -> list[barrier.ProducedRange]:
-    return [barrier.ProducedRange(r["topic"], int(r["partition"]), int(r["startOffset"]), int(r["endOffset"]))
-            for r in raw or []]
+    return [
+        barrier.ProducedRange(r["topic"], int(r["partition"]), int(r["startOffset"]), int(r["endOffset"]))
+        for r in raw or []
+    ]
 
 
 @dataclass
@@ -316,12 +322,15 @@ async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
     ref = spec.keys_from.config_map_ref
     found = await resource.rt.kube.aio.get_configmap(resource.namespace, ref.name)
     if found is None:
-        raise Waiting("ConfigMapNotFound",
-                      f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+        raise Waiting(
+            "ConfigMapNotFound", f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist"
+        )
     data = found.get("data") or {}
     if ref.key not in data:
-        raise Waiting("ConfigMapKeyNotFound",
-                      f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} has no key {ref.key!r}")
+        raise Waiting(
+            "ConfigMapKeyNotFound",
+            f"spec.keysFrom.configMapRef: ConfigMap {resource.namespace}/{ref.name} has no key {ref.key!r}",
+        )
     return keys_from_text(data[ref.key])
 
 
@@ -345,8 +354,9 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         dbz = spec.source.debezium
         assert dbz is not None
         try:
-            debezium.execute_snapshot(debezium.signal_id(resource.uid), dbz.topic_prefix, dbz.data_collection,
-                                      dbz.key_column, keys)
+            debezium.execute_snapshot(
+                debezium.signal_id(resource.uid), dbz.topic_prefix, dbz.data_collection, dbz.key_column, keys
+            )
         except debezium.SignalError as exc:
             raise Failure("InvalidKeys", f"spec.keys: {exc}") from None
         # The connector keys its records by the row's primary key in its own format: no partitions to plan.
@@ -363,8 +373,12 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
     summary = plan_summary(plan, spec.topic, source)
     resource.condition("PlanReady", "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition("Approved", "False", "AwaitingApproval",
-                           f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true")
+        resource.condition(
+            "Approved",
+            "False",
+            "AwaitingApproval",
+            f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true",
+        )
     resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
 
 
@@ -387,8 +401,9 @@ async def _planned_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
     kube = resource.rt.kube
     found = await kube.aio.get_configmap(resource.namespace, keys_configmap_name(resource.name))
     if found is None:
-        raise Failure("KeysConfigMapDeleted",
-                      f"ConfigMap {keys_configmap_name(resource.name)} with the planned keys was deleted")
+        raise Failure(
+            "KeysConfigMapDeleted", f"ConfigMap {keys_configmap_name(resource.name)} with the planned keys was deleted"
+        )
     return keys_from_text((found.get("data") or {}).get(KEYS_FILE, ""))
 
 
@@ -434,8 +449,14 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
         resource.status.setdefault("children", {})["jobs"] = [name]
         return job
     if _source(spec) == "topic":
-        manifest = worker_job(resource.owner(), resource.namespace, spec, resource.replay_id,
-                              resource.rt.settings.worker_image, resource.rt.settings.handover_topic)
+        manifest = worker_job(
+            resource.owner(),
+            resource.namespace,
+            spec,
+            resource.replay_id,
+            resource.rt.settings.worker_image,
+            resource.rt.settings.handover_topic,
+        )
     else:
         try:
             manifest = upstream_job(resource.owner(), resource.namespace, spec, await _planned_keys(resource, spec))
@@ -466,8 +487,10 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
     if result is None:
         waited_since = memory.extra.setdefault("result_wait", resource.now())
         if resource.now() - waited_since > RESULT_WAIT:
-            raise Failure("NoResult", f"Job {name} succeeded but its result is not in handover topic "
-                                      f"{resource.rt.settings.handover_topic}")
+            raise Failure(
+                "NoResult",
+                f"Job {name} succeeded but its result is not in handover topic {resource.rt.settings.handover_topic}",
+            )
         raise Retry(f"Job {name} succeeded; waiting for its result record")
     memory.extra.pop("result_wait", None)
     outcome = worker_outcome(result, spec.topic)
@@ -479,9 +502,12 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
         deleted = f" ({outcome.deleted} deleted)" if outcome.deleted else ""
         detail += f"; {len(outcome.not_found)} keys not found{deleted}"
         shown = ", ".join(outcome.not_found[:10]) + (", ..." if len(outcome.not_found) > 10 else "")
-        resource.event("KeysNotFound", f"{len(outcome.not_found)} of the keys are not in "
-                                       f"{spec.source.topic.name if spec.source.topic else 'the source'}: {shown}",
-                       warning=True)
+        resource.event(
+            "KeysNotFound",
+            f"{len(outcome.not_found)} of the keys are not in "
+            f"{spec.source.topic.name if spec.source.topic else 'the source'}: {shown}",
+            warning=True,
+        )
     _produced(resource, spec, outcome.ranges, detail)
 
 
@@ -518,23 +544,38 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     started = parse_time(resource.status.get("startedAt")) or resource.now()
     since_ms = int(started.timestamp() * 1000) - CLOCK_SLACK_MS
     if not signal.get("sentAt"):
-        already = await asyncio.to_thread(debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal["id"], since_ms)
+        already = await asyncio.to_thread(
+            debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal["id"], since_ms
+        )
         if not already:
             keys = await _planned_keys(resource, spec)
-            record = debezium.execute_snapshot(signal["id"], dbz.topic_prefix, dbz.data_collection, dbz.key_column,
-                                               keys, f"{resource.namespace}/{resource.name}")
+            record = debezium.execute_snapshot(
+                signal["id"],
+                dbz.topic_prefix,
+                dbz.data_collection,
+                dbz.key_column,
+                keys,
+                f"{resource.namespace}/{resource.name}",
+            )
             await _send(bootstrap, config, dbz.signal_topic, record)
         signal["sentAt"] = rfc3339(resource.now())
-        resource.condition("Running", "True", "SignalSent",
-                           f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}")
-        resource.event("SignalSent", f"sent execute-snapshot {signal['id']} for {dbz.data_collection} to {dbz.signal_topic}")
+        resource.condition(
+            "Running", "True", "SignalSent", f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}"
+        )
+        resource.event(
+            "SignalSent", f"sent execute-snapshot {signal['id']} for {dbz.data_collection} to {dbz.signal_topic}"
+        )
         return  # persist "sent" before following
     if dbz.notification_topic is not None:
         # Notifications first, end offsets after: what COMPLETED follows is then in the offsets read.
         progress = await _notifications(bootstrap, config, dbz.notification_topic, signal["id"], since_ms, memory)
         if progress.last is not None and signal.get("lastNotification") != progress.last:
             signal["lastNotification"] = progress.last
-            at = datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo) if progress.at_ms else resource.now()
+            at = (
+                datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo)
+                if progress.at_ms
+                else resource.now()
+            )
             signal["notifiedAt"] = rfc3339(at)
         if progress.rows_scanned is not None:
             # The rows the filter matched: keys without a row are not found (by count; the connector
@@ -572,14 +613,16 @@ async def _send(bootstrap: str, config: dict, topic: str, record: debezium.Signa
         raise Retry(f"sending a signal to {topic}: {exc}") from None
 
 
-async def _notifications(bootstrap: str, config: dict, topic: str, id_: str, since_ms: int,
-                         memory: ObjectMemory) -> debezium.SnapshotProgress:
+async def _notifications(
+    bootstrap: str, config: dict, topic: str, id_: str, since_ms: int, memory: ObjectMemory
+) -> debezium.SnapshotProgress:
     """The snapshot's progress, reading only what arrived since the last poll (all of it after a restart)."""
     progress: debezium.SnapshotProgress = memory.extra.get("snapshot", debezium.SnapshotProgress())
     offsets = memory.extra.get("notification_offsets")
     try:
         found, offsets = await asyncio.to_thread(
-            debezium.read_notifications, bootstrap, config, topic, since_ms, offsets)
+            debezium.read_notifications, bootstrap, config, topic, since_ms, offsets
+        )
     except Exception as exc:
         raise Retry(f"reading notifications from {topic}: {exc}") from None
     progress = debezium.follow_all(progress, found, id_)
@@ -615,8 +658,11 @@ async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
         _, config = await resource.kafka(spec.kafka)
         suffix = "pause" if suspend else "resume"
         build = debezium.pause_snapshot if suspend else debezium.resume_snapshot
-        record = build(f"{signal['id']}-{suffix}-{int(resource.now().timestamp())}", dbz.topic_prefix,
-                       f"{resource.namespace}/{resource.name}")
+        record = build(
+            f"{signal['id']}-{suffix}-{int(resource.now().timestamp())}",
+            dbz.topic_prefix,
+            f"{resource.namespace}/{resource.name}",
+        )
         await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
         return f"sent {suffix}-snapshot to {dbz.signal_topic}"
     name = job_name(resource.name)
@@ -654,7 +700,9 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
     stalled_groups = {p.group for p in stalled}
     for group in groups:
         metrics.BARRIER_REMAINING.labels(resource.namespace, resource.name, group).set(view.remaining(group))
-        metrics.BARRIER_STALLED.labels(resource.namespace, resource.name, group).set(1 if group in stalled_groups else 0)
+        metrics.BARRIER_STALLED.labels(resource.namespace, resource.name, group).set(
+            1 if group in stalled_groups else 0
+        )
     if stalled:
         message = barrier.stalled_message(stalled, now)
         flipped = not resource.condition_true("Stalled")
@@ -665,18 +713,33 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
         resource.condition("Stalled", "False", "Moving", "every downstream group is moving or has passed")
         resource.event("Moving", "the stalled downstream groups are moving again")
     if view.passed:
-        resource.condition("Drained", "True", "BarrierPassed",
-                           f"{', '.join(groups)} committed past every produced offset")
-        await _finish(resource, spec, "BarrierPassed",
-                      f"every downstream group ({', '.join(groups)}) consumed past what was produced")
+        resource.condition(
+            "Drained", "True", "BarrierPassed", f"{', '.join(groups)} committed past every produced offset"
+        )
+        await _finish(
+            resource,
+            spec,
+            "BarrierPassed",
+            f"every downstream group ({', '.join(groups)}) consumed past what was produced",
+        )
 
 
-def _record_progress(resource: Resource, memory: ObjectMemory, ranges: list[barrier.ProducedRange],
-                     view: barrier.BarrierView) -> None:
+def _record_progress(
+    resource: Resource, memory: ObjectMemory, ranges: list[barrier.ProducedRange], view: barrier.BarrierView
+) -> None:
     """`status.progress` in the shape every kind shares: the slowest group per partition written to."""
     slowest = view.slowest()
-    views = [PartitionView(r.topic, r.partition, start=r.start, end=r.target, position=slowest.get((r.topic, r.partition)),
-                           target=r.target) for r in ranges]
+    views = [
+        PartitionView(
+            r.topic,
+            r.partition,
+            start=r.start,
+            end=r.target,
+            position=slowest.get((r.topic, r.partition)),
+            target=r.target,
+        )
+        for r in ranges
+    ]
     now = resource.now()
     progress = summarize(views, memory.eta, now)
     new = progress_status(progress, rfc3339(now))
@@ -733,15 +796,18 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     name = job_name(resource.name)
     if _source(spec) in ("topic", "job"):
         await kube.aio.delete_job(resource.namespace, name)
-        pods = await kube.aio.list_pods(resource.namespace, f"reprise.io/replay={resource.name},reprise.io/kind=backfill")
+        pods = await kube.aio.list_pods(
+            resource.namespace, f"reprise.io/replay={resource.name},reprise.io/kind=backfill"
+        )
         if pods:
             raise Retry(f"{len(pods)} backfill pod(s) still terminating")
     signal = resource.status.get("signal") or {}
     dbz = spec.source.debezium
     if dbz is not None and signal.get("sentAt") and resource.phase in ("Running", "Suspended"):
         _, config = await resource.kafka(spec.kafka)
-        record = debezium.stop_snapshot(f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection,
-                                        f"{resource.namespace}/{resource.name}")
+        record = debezium.stop_snapshot(
+            f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"
+        )
         await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
     await kube.aio.delete_configmap(resource.namespace, keys_configmap_name(resource.name))
     if resource.status.get("startedAt"):

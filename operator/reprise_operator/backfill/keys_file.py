@@ -27,7 +27,7 @@ def murmur2(data: bytes) -> int:
     h = (0x9747B28C ^ length) & 0xFFFFFFFF
     whole = length - length % 4
     for i in range(0, whole, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
+        k = int.from_bytes(data[i : i + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF
@@ -72,8 +72,10 @@ def check_file_keys(keys: Sequence[str]) -> None:
             )
     size = sum(len(k.encode("utf-8")) + 1 for k in keys)
     if size > MAX_KEYS_BYTES:
-        raise ValueError(f"the keys take {size} bytes, over the {MAX_KEYS_BYTES} a ConfigMap holds: split them "
-                         "over several Backfills")
+        raise ValueError(
+            f"the keys take {size} bytes, over the {MAX_KEYS_BYTES} a ConfigMap holds: split them "
+            "over several Backfills"
+        )
 
 
 def keys_env(keys: Sequence[str], topic: str) -> list[dict]:
@@ -96,7 +98,9 @@ def with_keys_file(pod_spec: dict, configmap: str) -> dict:
     """The pod spec with the keys ConfigMap mounted read-only at KEYS_DIR in every container."""
     spec = copy.deepcopy(pod_spec)
     volumes = [v for v in spec.get("volumes") or [] if v.get("name") != KEYS_VOLUME]
-    volumes.append({"name": KEYS_VOLUME, "configMap": {"name": configmap, "items": [{"key": KEYS_FILE, "path": KEYS_FILE}]}})
+    volumes.append(
+        {"name": KEYS_VOLUME, "configMap": {"name": configmap, "items": [{"key": KEYS_FILE, "path": KEYS_FILE}]}}
+    )
     spec["volumes"] = volumes
     containers = []
     for container in spec.get("containers") or []:

@@ -184,13 +184,17 @@ def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation
     """What the plan says, in one line: the lake range, the backfill topic, and the continuation."""
     source = spec.source
     start = rfc3339_exact(source.from_) if source.from_ is not None else "the oldest record"
-    text = (f"lake {source.uri} ({source.format.value}) from {start} to {rfc3339_exact(source.to)}"
-            + (f" where {source.filter}" if source.filter else "")
-            + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.consumer_group}")
+    text = (
+        f"lake {source.uri} ({source.format.value}) from {start} to {rfc3339_exact(source.to)}"
+        + (f" where {source.filter}" if source.filter else "")
+        + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.consumer_group}"
+    )
     if spec.then is not None and continuation is not None:
         then = spec.then.reconsume
-        text += (f"; then {then.mode.value} on {', '.join(then.topics)} from the offsets at "
-                 f"{rfc3339_exact(source.to)} ({continuation.total_records} records there now)")
+        text += (
+            f"; then {then.mode.value} on {', '.join(then.topics)} from the offsets at "
+            f"{rfc3339_exact(source.to)} ({continuation.total_records} records there now)"
+        )
     return text
 
 
@@ -199,8 +203,10 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
     found = cluster.partitions(topics)
     missing = [t for t in topics if t not in found]
     if missing:
-        raise Failure("TopicNotFound",
-                      f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster")
+        raise Failure(
+            "TopicNotFound",
+            f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster",
+        )
     keys = [(t, p) for t in topics for p in found[t]]
     log_starts = cluster.start_offsets(keys)
     ends = cluster.end_offsets(keys)
@@ -208,9 +214,16 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
     facts = []
     for key in keys:
         hit = at_seam.get(key)
-        facts.append(PartitionFacts(key[0], key[1], log_starts[key], ends[key],
-                                    time_lookup=hit.offset if hit else -1,
-                                    time_lookup_timestamp_ms=hit.timestamp_ms if hit else None))
+        facts.append(
+            PartitionFacts(
+                key[0],
+                key[1],
+                log_starts[key],
+                ends[key],
+                time_lookup=hit.offset if hit else -1,
+                time_lookup_timestamp_ms=hit.timestamp_ms if hit else None,
+            )
+        )
     return facts
 
 
@@ -257,8 +270,11 @@ class LakeReplayLifecycle:
         await _teardown(resource, spec, memory)
 
     async def revive(self, resource: Resource, spec: LakeReplaySpec) -> bool:
-        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
-            resource, spec.verify, _verify_env(resource, spec))
+        return (
+            resource.phase == "Failed"
+            and spec.verify is not None
+            and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
+        )
 
     def ttl_seconds(self, spec: LakeReplaySpec) -> int | None:
         return spec.cleanup.ttl_seconds_after_finished
@@ -282,8 +298,10 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
     found = await cluster.aio.partitions([topic, *live_topics])
     missing = [t for t in live_topics if t not in found]
     if missing:
-        raise Failure("TopicNotFound",
-                      f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster")
+        raise Failure(
+            "TopicNotFound",
+            f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster",
+        )
     if topic in found and (resource.status.get("children") or {}).get("backfillTopic") != topic:
         raise Failure(
             "BackfillTopicExists",
@@ -298,16 +316,21 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
     summary = plan_summary(spec, topic, partitions, continuation)
     resource.condition("PlanReady", "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition("Approved", "False", "AwaitingApproval",
-                           f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true")
+        resource.condition(
+            "Approved",
+            "False",
+            "AwaitingApproval",
+            f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true",
+        )
     resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
 
 
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
     """status.plan: the live topics' offsets at spec.source.to; refused when retention ate into the seam."""
     assert spec.then is not None
-    facts = await asyncio.to_thread(continuation_facts, cluster, list(spec.then.reconsume.topics),
-                                    seam_ms(spec.source.to))
+    facts = await asyncio.to_thread(
+        continuation_facts, cluster, list(spec.then.reconsume.topics), seam_ms(spec.source.to)
+    )
     plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
@@ -343,13 +366,21 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         defaults=defaults,
     )
     deployment_name = drain_deployment_name(resource.name)
-    deployment = standby_deployment(resource, name=deployment_name, component="drain-consumer", template=template,
-                                    consumer=consumer, settings=settings, kafka=spec.kafka)
+    deployment = standby_deployment(
+        resource,
+        name=deployment_name,
+        component="drain-consumer",
+        template=template,
+        consumer=consumer,
+        settings=settings,
+        kafka=spec.kafka,
+    )
 
     handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     await asyncio.to_thread(handovers.ensure)
-    created = await cluster.aio.ensure_topic(topic, partitions, topic_config(spec),
-                                      spec.backfill_topic.replication_factor)
+    created = await cluster.aio.ensure_topic(
+        topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
+    )
     if created:
         resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
     await rt.kube.aio.create_owned(app, resource.uid)
@@ -364,11 +395,14 @@ async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
     ref = spec.source.schema_.config_map_ref
     config_map = await resource.rt.kube.aio.get_configmap(resource.namespace, ref.name)
     if config_map is None:
-        raise Waiting("ConfigMapNotFound",
-                      f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist")
+        raise Waiting(
+            "ConfigMapNotFound",
+            f"spec.source.schema.configMapRef: ConfigMap {resource.namespace}/{ref.name} does not exist",
+        )
     if ref.key not in (config_map.get("data") or {}):
-        raise Waiting("ConfigMapKeyNotFound",
-                      f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}")
+        raise Waiting(
+            "ConfigMapKeyNotFound", f"spec.source.schema.configMapRef: ConfigMap {ref.name} has no key {ref.key}"
+        )
 
 
 def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
@@ -383,11 +417,18 @@ def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_na
     resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
     resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app_name} is created")
-    resource.condition("Running", "True", "SparkApplicationCreated",
-                       f"SparkApplication {app_name} writes the lake range to {topic}; "
-                       f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}")
-    resource.set_phase("Running", "Started",
-                       f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}")
+    resource.condition(
+        "Running",
+        "True",
+        "SparkApplicationCreated",
+        f"SparkApplication {app_name} writes the lake range to {topic}; "
+        f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}",
+    )
+    resource.set_phase(
+        "Running",
+        "Started",
+        f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}",
+    )
 
 
 # ------------------------------------------------------------------------------------------ suspend
@@ -409,8 +450,9 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.set_phase("Running", "Resumed", done)
     elif resource.phase == "Suspended" and not _lake_drained(resource) and children.get("sparkApplication"):
         # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
-        app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL,
-                                resource.namespace, children["sparkApplication"])
+        app = await rt.kube.aio.get_custom(
+            SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, children["sparkApplication"]
+        )
         _record_spark(resource, spark_outcome(app) if app is not None else None, children["sparkApplication"])
 
 
@@ -421,14 +463,16 @@ async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspen
     if _lake_drained(resource):
         # The lake's children are done (and being removed): only the continuation runs from here on.
         if children.get("reconsume"):
-            await rt.kube.aio.patch_custom(GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"],
-                              {"spec": {"suspend": suspend}})
+            await rt.kube.aio.patch_custom(
+                GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"], {"spec": {"suspend": suspend}}
+            )
             return f"Reconsume {children['reconsume']} {verb}"
         return "the continuation has not started"
     said = []
     if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), "Produced"):
-        await rt.kube.aio.patch_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns,
-                          children["sparkApplication"], {"spec": {"suspend": suspend}})
+        await rt.kube.aio.patch_custom(
+            SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, children["sparkApplication"], {"spec": {"suspend": suspend}}
+        )
         said.append(f"SparkApplication {children['sparkApplication']} {verb}")
     if children.get("deployment"):
         replicas = 0 if suspend else spec.consumer.replicas
@@ -456,8 +500,9 @@ async def _verified(resource: Resource, spec: LakeReplaySpec) -> bool:
     """spec.verify's hook: True once the check passed (at once without one)."""
     if spec.verify is None:
         return True
-    return await cutover.gate(resource, spec.verify, hold=False, approval=spec.approval.value,
-                              env=_verify_env(resource, spec), caught_up=True)
+    return await cutover.gate(
+        resource, spec.verify, hold=False, approval=spec.approval.value, env=_verify_env(resource, spec), caught_up=True
+    )
 
 
 def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
@@ -469,12 +514,20 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
     if spec.then is not None:
         topics += list(spec.then.reconsume.topics)
         mode = f"Lake+{spec.then.reconsume.mode.value}"
-    plan = {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"])
-            for p in (resource.status.get("plan") or {}).get("partitions") or []}
-    return verify_env(rid=resource.replay_id, name=resource.name, mode=mode, topics=topics,
-                      replay_group=children.get("replayGroup") or spec.consumer_group,
-                      live_group=spec.then.reconsume.consumer_group if spec.then is not None else None,
-                      bootstrap_servers=spec.kafka.bootstrap_servers, plan=plan)
+    plan = {
+        (p["topic"], p["partition"]): (p["startOffset"], p["endOffset"])
+        for p in (resource.status.get("plan") or {}).get("partitions") or []
+    }
+    return verify_env(
+        rid=resource.replay_id,
+        name=resource.name,
+        mode=mode,
+        topics=topics,
+        replay_group=children.get("replayGroup") or spec.consumer_group,
+        live_group=spec.then.reconsume.consumer_group if spec.then is not None else None,
+        bootstrap_servers=spec.kafka.bootstrap_servers,
+        plan=plan,
+    )
 
 
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
@@ -501,10 +554,18 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
     cluster, config = await resource.kafka(spec.kafka)
     if spec.consumer.entrypoint is Entrypoint.SERVICE:
-        state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config,
-                                        rt.settings.handover_topic, resource.replay_id)
-        await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, resource.replay_id,
-                                  rt.settings.handover_topic, rt.settings.replay_role_timeout)
+        state = await asyncio.to_thread(
+            rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+        )
+        await require_replay_role(
+            resource,
+            memory,
+            spec.consumer,
+            state.bootstrapped,
+            resource.replay_id,
+            rt.settings.handover_topic,
+            rt.settings.replay_role_timeout,
+        )
     produced = is_true(resource.status.get("conditions"), "Produced")
     app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:
@@ -517,8 +578,12 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         raise Failure(outcome.reason, outcome.message)
     if outcome is not None and outcome.produced and not produced:
         resource.condition("Produced", "True", outcome.reason, outcome.message)
-        resource.condition("Running", "True", "Draining",
-                           "every record is in the backfill topic; the drain consumers read it to its end")
+        resource.condition(
+            "Running",
+            "True",
+            "Draining",
+            "every record is in the backfill topic; the drain consumers read it to its end",
+        )
         produced = True
     elif not produced and outcome is not None:
         resource.condition("Produced", "False", outcome.reason, outcome.message)
@@ -538,8 +603,10 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     _record_spark(resource, outcome, name, records=sum(ends.values()))
     hold = spec.completion.drained_for
     if memory.drain.observe(produced and progress.all_done, resource.now(), hold):
-        message = (f"Spark completed and group {group} consumed all {progress.total} records of {topic}; "
-                   f"held for {format_duration(hold)}")
+        message = (
+            f"Spark completed and group {group} consumed all {progress.total} records of {topic}; "
+            f"held for {format_duration(hold)}"
+        )
         resource.condition("Drained", "True", "Drained", message)
         resource.event("Drained", message)
 
@@ -550,20 +617,33 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
     rt = resource.rt
     defaults = spark_defaults(rt.settings)
     app = spark_application_manifest(
-        owner=resource.owner(), name=name, namespace=resource.namespace, spec=spec, topic=topic,
+        owner=resource.owner(),
+        name=name,
+        namespace=resource.namespace,
+        spec=spec,
+        topic=topic,
         progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
-        labels=child_labels(KIND, resource.name, "spark-application"), defaults=defaults,
+        labels=child_labels(KIND, resource.name, "spark-application"),
+        defaults=defaults,
     )
     await rt.kube.aio.create_owned(app, resource.uid)
-    resource.event("SparkApplicationRecreated",
-                   f"SparkApplication {name} was deleted before it completed: created it again (it resumes "
-                   "from its progress markers)", warning=True)
+    resource.event(
+        "SparkApplicationRecreated",
+        f"SparkApplication {name} was deleted before it completed: created it again (it resumes "
+        "from its progress markers)",
+        warning=True,
+    )
 
 
 def _continuation_of(resource: Resource, spec: LakeReplaySpec, starts: dict[TopicPartitionKey, int]) -> dict:
     try:
-        return continuation_manifest(owner=resource.owner(), name=continuation_name(resource.name),
-                                     namespace=resource.namespace, spec=spec, starts=starts)
+        return continuation_manifest(
+            owner=resource.owner(),
+            name=continuation_name(resource.name),
+            namespace=resource.namespace,
+            spec=spec,
+            starts=starts,
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         raise Failure("InvalidSpec", f"spec.then.reconsume: {first.get('msg')}") from None
@@ -591,26 +671,35 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
             "startOffsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())],
         }
         _children(resource)["reconsume"] = name
-        message = (f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
-                   f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}")
+        message = (
+            f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
+            f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}"
+        )
         resource.condition("Running", "True", "Continuing", message)
         resource.event("ContinuationStarted", message)
         return
     child = await rt.kube.aio.get_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
     if child is None:
-        raise Failure("ContinuationDeleted",
-                      f"the Reconsume {name} of then.reconsume was deleted before it completed; the records from "
-                      f"{rfc3339_exact(spec.source.to)} on were not all replayed")
+        raise Failure(
+            "ContinuationDeleted",
+            f"the Reconsume {name} of then.reconsume was deleted before it completed; the records from "
+            f"{rfc3339_exact(spec.source.to)} on were not all replayed",
+        )
     status = child.get("status") or {}
     phase = status.get("phase") or "Pending"
     if continuation.get("phase") != phase:
         resource.status["continuation"] = {**continuation, "phase": phase}
     if phase == "Failed":
         failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
-        raise Failure("ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}")
+        raise Failure(
+            "ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}"
+        )
     if phase == "Complete" and await _verified(resource, spec):
-        resource.set_phase("Draining", "ContinuationComplete",
-                           f"Reconsume {name} completed on the live topics; removing what Reprise made")
+        resource.set_phase(
+            "Draining",
+            "ContinuationComplete",
+            f"Reconsume {name} completed on the live topics; removing what Reprise made",
+        )
 
 
 # ------------------------------------------------------------------------------------------ teardown

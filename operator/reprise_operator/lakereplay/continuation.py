@@ -69,6 +69,8 @@ def continuation_retention_message(spec: LakeReplaySpec, plan: Plan) -> str:
     risky = plan.at_risk
     names = ", ".join(f"{p.topic}/{p.partition} (log starts at {log_start(p)})" for p in risky[:5])
     more = f" and {len(risky) - 5} more" if len(risky) > 5 else ""
-    return (f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
-            f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
-            f"spec.source.to later, to at most the time of the oldest record Kafka still holds")
+    return (
+        f"the live topics no longer hold every record from spec.source.to ({rfc3339_exact(spec.source.to)}) "
+        f"on: {names}{more}: Kafka's retention deleted records the lake's range does not cover. Set "
+        f"spec.source.to later, to at most the time of the oldest record Kafka still holds"
+    )

@@ -131,12 +131,17 @@ def gather_facts(cluster: KafkaCluster, topics: list[str], start: StartSpec, now
     facts = []
     for key in keys:
         hit, oldest = at_time.get(key), first.get(key)
-        facts.append(PartitionFacts(
-            key[0], key[1], log_starts[key], ends[key],
-            time_lookup=(hit.offset if hit else -1) if lookup_ms is not None else None,
-            time_lookup_timestamp_ms=hit.timestamp_ms if hit else None,
-            log_start_timestamp_ms=oldest.timestamp_ms if oldest else None,
-        ))
+        facts.append(
+            PartitionFacts(
+                key[0],
+                key[1],
+                log_starts[key],
+                ends[key],
+                time_lookup=(hit.offset if hit else -1) if lookup_ms is not None else None,
+                time_lookup_timestamp_ms=hit.timestamp_ms if hit else None,
+                log_start_timestamp_ms=oldest.timestamp_ms if oldest else None,
+            )
+        )
     return facts
 
 
@@ -158,14 +163,21 @@ class ReconsumeLifecycle:
         await _apply_suspend(resource, spec)
 
     async def follow(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
-        await (_follow_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _follow_replay(resource, spec, memory))
+        await (
+            _follow_rewind(resource, spec, memory)
+            if spec.mode.value == "Rewind"
+            else _follow_replay(resource, spec, memory)
+        )
 
     async def teardown(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await _teardown(resource, spec, memory)
 
     async def revive(self, resource: Resource, spec: ReconsumeSpec) -> bool:
-        return resource.phase == "Failed" and spec.verify is not None and await cutover.rerun(
-            resource, spec.verify, _verify_env(resource, spec))
+        return (
+            resource.phase == "Failed"
+            and spec.verify is not None
+            and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
+        )
 
     def ttl_seconds(self, spec: ReconsumeSpec) -> int | None:
         return spec.cleanup.ttl_seconds_after_finished
@@ -204,8 +216,12 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
     resource.condition("PlanReady", "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition("Approved", "False", "AwaitingApproval",
-                           f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true")
+        resource.condition(
+            "Approved",
+            "False",
+            "AwaitingApproval",
+            f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true",
+        )
     resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
 
 
@@ -235,13 +251,28 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     )
     await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
-    manifest = standby_deployment(resource, name=name, component="replay-consumer", template=template,
-                                  consumer=consumer, settings=settings, kafka=spec.kafka)
+    manifest = standby_deployment(
+        resource,
+        name=name,
+        component="replay-consumer",
+        template=template,
+        consumer=consumer,
+        settings=settings,
+        kafka=spec.kafka,
+    )
     await rt.kube.aio.create_owned(manifest, resource.uid)
-    resource.status["children"] = {"deployment": name, "replayGroup": group, "handoverTopic": rt.settings.handover_topic}
+    resource.status["children"] = {
+        "deployment": name,
+        "replayGroup": group,
+        "handoverTopic": rt.settings.handover_topic,
+    }
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
-    resource.condition("Running", "True", "ConsumersStarted",
-                       f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}")
+    resource.condition(
+        "Running",
+        "True",
+        "ConsumersStarted",
+        f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}",
+    )
     resource.set_phase("Running", "ConsumersStarted", f"created Deployment {name} for replay group {group}")
 
 
@@ -258,7 +289,9 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         return
     if spec.suspend and resource.phase == "Running":
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
-        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0")
+        resource.condition(
+            "Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
+        )
         resource.condition("Running", "False", "Suspended", "suspended")
         resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
         # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
@@ -268,7 +301,9 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
         resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
         resource.condition("Running", "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}")
-        resource.set_phase("Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets")
+        resource.set_phase(
+            "Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
+        )
 
 
 _record_progress = record_progress
@@ -282,10 +317,19 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
-    state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    state = await asyncio.to_thread(
+        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
+    )
     assert spec.consumer is not None  # the CRD requires it outside Rewind
-    await require_replay_role(resource, memory, spec.consumer, state.bootstrapped, rid, rt.settings.handover_topic,
-                              rt.settings.replay_role_timeout)
+    await require_replay_role(
+        resource,
+        memory,
+        spec.consumer,
+        state.bootstrapped,
+        rid,
+        rt.settings.handover_topic,
+        rt.settings.replay_role_timeout,
+    )
     handover_mode = spec.mode.value == "Handover"
     views = replay_views(plan, ends, state, spec.mode.value)
     progress = _record_progress(resource, memory, views)
@@ -302,11 +346,18 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     hold = spec.completion.drained_for
     caught_up = memory.drain.observe(drained, resource.now(), hold)
     if spec.verify is not None or spec.completion.hold is not None:
-        caught_up = await cutover.gate(resource, spec.verify, hold=spec.completion.hold is not None,
-                                       approval=spec.approval.value, env=_verify_env(resource, spec), caught_up=caught_up)
+        caught_up = await cutover.gate(
+            resource,
+            spec.verify,
+            hold=spec.completion.hold is not None,
+            approval=spec.approval.value,
+            env=_verify_env(resource, spec),
+            caught_up=caught_up,
+        )
     if caught_up:
         message = (
-            "every partition handed over to the live group" if handover_mode
+            "every partition handed over to the live group"
+            if handover_mode
             else "the replay group reached the live group on every partition"
         )
         resource.condition("Drained", "True", "Drained", f"{message}; held for {format_duration(hold)}")
@@ -327,19 +378,32 @@ def report_guard_problems(resource: Resource, partitions: list[PartitionHandover
             log.warning("%s/%s: %s", resource.namespace, resource.name, message)
             resource.event("GuardCannotFollow", message, warning=True)
     elif resource.condition_true(guard_report.CONDITION):
-        resource.condition(guard_report.CONDITION, "False", "GuardFollowing",
-                           "the live side's guards follow the replay on every partition")
+        resource.condition(
+            guard_report.CONDITION,
+            "False",
+            "GuardFollowing",
+            "the live side's guards follow the replay on every partition",
+        )
         resource.event("GuardFollowing", "the live side's guards follow the replay again")
 
 
 def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:
     """What spec.verify's check is told about this replay."""
-    group = (resource.status.get("children") or {}).get("replayGroup") or spec.replay_group or replay_group_name(
-        resource.namespace, resource.name)
-    return verify_env(rid=resource.replay_id, name=resource.name, mode=spec.mode.value, topics=spec.topics,
-                      replay_group=group, live_group=spec.consumer_group,
-                      bootstrap_servers=spec.kafka.bootstrap_servers,
-                      plan=plan_from_status(resource.status.get("plan") or {}))
+    group = (
+        (resource.status.get("children") or {}).get("replayGroup")
+        or spec.replay_group
+        or replay_group_name(resource.namespace, resource.name)
+    )
+    return verify_env(
+        rid=resource.replay_id,
+        name=resource.name,
+        mode=spec.mode.value,
+        topics=spec.topics,
+        replay_group=group,
+        live_group=spec.consumer_group,
+        bootstrap_servers=spec.kafka.bootstrap_servers,
+        plan=plan_from_status(resource.status.get("plan") or {}),
+    )
 
 
 async def _teardown(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
@@ -375,8 +439,9 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
     if spec.cleanup.delete_replay_group:
-        description = await _settled(lambda: cluster.aio.describe_group(group),
-                                     lambda d: d.state in ("Empty", "Dead", "Unknown"))
+        description = await _settled(
+            lambda: cluster.aio.describe_group(group), lambda d: d.state in ("Empty", "Dead", "Unknown")
+        )
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
@@ -405,7 +470,9 @@ async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
 async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:
     rt = resource.rt
     await asyncio.to_thread(rt.handovers.sync, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    state = await asyncio.to_thread(
+        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
+    )
     if not state.planned or all(p.acknowledged for p in state.planned):
         return True
     asked = memory.extra.setdefault("cancel_asked", resource.now())
@@ -428,7 +495,10 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     if "deploymentReplicas" not in rollback:
         live = await rt.kube.aio.get_deployment(resource.namespace, deployment)
         if live is None:
-            raise Waiting("DeploymentNotFound", f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist")
+            raise Waiting(
+                "DeploymentNotFound",
+                f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist",
+            )
         rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
         resource.status.setdefault("startedAt", rfc3339(resource.now()))
         resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
@@ -466,11 +536,20 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             return  # persist the snapshot before moving any offset
         starts = {k: s for k, (s, _) in plan.items()}
         await cluster.aio.alter_offsets(spec.consumer_group, starts)
-        resource.condition("OffsetsReset", "True", "OffsetsReset",
-                           f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions")
-        resource.event("OffsetsReset", f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}")
+        resource.condition(
+            "OffsetsReset",
+            "True",
+            "OffsetsReset",
+            f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions",
+        )
+        resource.event(
+            "OffsetsReset",
+            f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}",
+        )
     await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
-    resource.condition("ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}")
+    resource.condition(
+        "ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}"
+    )
     resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
 
@@ -486,7 +565,9 @@ async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: Object
     progress = _record_progress(resource, memory, views)
     hold = spec.completion.drained_for
     if memory.drain.observe(progress.lag == 0, resource.now(), hold):
-        resource.condition("Drained", "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind")
+        resource.condition(
+            "Drained", "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind"
+        )
         resource.set_phase("Draining", "CaughtUp", "live group caught up")
 
 
@@ -506,7 +587,11 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         return  # an invalid spec never started anything
     if spec.mode.value == "Rewind":
         replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")
-        if replicas is not None and spec.live_deployment is not None and not resource.condition_true("ConsumersStarted"):
+        if (
+            replicas is not None
+            and spec.live_deployment is not None
+            and not resource.condition_true("ConsumersStarted")
+        ):
             await resource.rt.kube.aio.scale_deployment(resource.namespace, spec.live_deployment.name, replicas)
         return
     if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):

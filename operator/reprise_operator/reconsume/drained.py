@@ -14,8 +14,9 @@ from ..progress import PartitionView
 from ..verify import shadow_caught_up
 
 
-def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int],
-                 state: ReplayHandover, mode: str) -> list[PartitionView]:
+def replay_views(
+    plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[TopicPartitionKey, int], state: ReplayHandover, mode: str
+) -> list[PartitionView]:
     """Each planned partition as the handover topic and the end offsets show it now."""
     views = []
     for key, (start, _) in sorted(plan.items()):
@@ -43,8 +44,12 @@ def replay_views(plan: dict[TopicPartitionKey, tuple[int, int]], ends: dict[Topi
     return views
 
 
-def replay_drained(state: ReplayHandover, views: Sequence[PartitionView],
-                   live: Mapping[TopicPartitionKey, int] | None = None, held: bool = False) -> bool:
+def replay_drained(
+    state: ReplayHandover,
+    views: Sequence[PartitionView],
+    live: Mapping[TopicPartitionKey, int] | None = None,
+    held: bool = False,
+) -> bool:
     """The drained rule of a Parallel or Handover replay, before `completion.drainedFor` holds it: the replay
     has announced itself in the handover topic, and every planned partition is finished (a handover offset H
     recorded, and processed up to it). A held replay (`completion.hold`, a shadow) never finishes a partition:

@@ -12,7 +12,9 @@ from ..kafka_admin import TopicPartitionKey
 from ..lifecycle import Resource
 
 
-def rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, before: dict[TopicPartitionKey, int]) -> dict:
+def rollback_configmap(
+    resource: Resource, spec: ReconsumeSpec, name: str, before: dict[TopicPartitionKey, int]
+) -> dict:
     """The snapshot as kafka-consumer-groups --reset-offsets --from-file CSV. Not owned by the resource:
     it must survive the resource's deletion, since rolling back is what it is for."""
     csv = "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(before.items()))
@@ -27,7 +29,9 @@ def rollback_configmap(resource: Resource, spec: ReconsumeSpec, name: str, befor
         },
         "data": {
             "offsets.csv": csv,
-            "offsets.json": json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]),
+            "offsets.json": json.dumps(
+                [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
+            ),
             "restore.sh": (
                 f"kafka-consumer-groups.sh --bootstrap-server {spec.kafka.bootstrap_servers} --group {spec.consumer_group} "
                 "--reset-offsets --from-file offsets.csv --execute --all-topics\n"

@@ -79,8 +79,13 @@ def full_reconsume() -> dict:
     document["metadata"]["name"] = "full-reconsume"
     spec = document["spec"]
     spec["topics"] = ["users", "users.v2"]
-    spec["start"] = {"offsets": [{"topic": "users", "partition": 0, "offset": 10},
-                                 {"topic": "users.v2", "partition": 3, "offset": 0}], "allowClamp": True}
+    spec["start"] = {
+        "offsets": [
+            {"topic": "users", "partition": 0, "offset": 10},
+            {"topic": "users.v2", "partition": 3, "offset": 0},
+        ],
+        "allowClamp": True,
+    }
     spec["filter"] = {
         "headers": {"event-type": ["UserCreated"], "tenant": ["a", "b"]},
         "keys": ["u-1", "u-2"],
@@ -137,8 +142,11 @@ def _words(text: str) -> str:
 
 
 def test_kubectl_explain_describes_every_field(kube, reprise_crds) -> None:
-    wait_for(lambda: kube.kubectl("explain", "reconsume.spec.start", check=False).returncode == 0,
-             60, "the CRD schemas in the published OpenAPI")
+    wait_for(
+        lambda: kube.kubectl("explain", "reconsume.spec.start", check=False).returncode == 0,
+        60,
+        "the CRD schemas in the published OpenAPI",
+    )
 
     def explain(kind, path: str, description: str) -> str | None:
         result = kube.kubectl("explain", f"{kind.singular}.{path}", f"--api-version={API_VERSION}", check=False)
@@ -174,9 +182,20 @@ def test_get_replays_lists_all_three_kinds(kube, namespace, reprise_crds) -> Non
     header = kube.kubectl("get", "reconsumes", "-n", namespace).stdout.splitlines()[0].split()
     assert header == ["NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "VERIFIED", "AGE"]
     assert kube.kubectl("get", "backfills", "-n", namespace).stdout.splitlines()[0].split() == [
-        "NAME", "PHASE", "KEYS", "BARRIER", "AGE"]
+        "NAME",
+        "PHASE",
+        "KEYS",
+        "BARRIER",
+        "AGE",
+    ]
     assert kube.kubectl("get", "lakereplays", "-n", namespace).stdout.splitlines()[0].split() == [
-        "NAME", "PHASE", "SPARK", "LAG", "VERIFIED", "AGE"]
+        "NAME",
+        "PHASE",
+        "SPARK",
+        "LAG",
+        "VERIFIED",
+        "AGE",
+    ]
 
 
 @pytest.mark.parametrize("update", UPDATES, ids=lambda u: u.id)
@@ -203,52 +222,130 @@ def full_statuses() -> dict[str, dict]:
     """A status with every field set, per kind, built with the models as the operator will."""
     now = datetime(2026, 11, 20, 12, 0, 0, tzinfo=timezone.utc)
     conditions = [
-        Condition(type=t, status=ConditionStatus.TRUE, reason="Reached", message=f"{t.value} reached",
-                  last_transition_time=now, observed_generation=1)
+        Condition(
+            type=t,
+            status=ConditionStatus.TRUE,
+            reason="Reached",
+            message=f"{t.value} reached",
+            last_transition_time=now,
+            observed_generation=1,
+        )
         for t in (ConditionType.PLAN_READY, ConditionType.APPROVED, ConditionType.DRAINED, ConditionType.COMPLETE)
     ]
-    plan = {"partitions": [{"topic": "users", "partition": 0, "start_offset": 5, "end_offset": 105, "records": 100,
-                            "oldest_timestamp": now, "retention_risk": "Clamped"}],
-            "partition_count": 1, "total_records": 100, "oldest_timestamp": now, "retention_risk": "Clamped",
-            "computed_at": now}
-    progress = {"partitions": [{"topic": "users", "partition": 0, "position": 105, "end_offset": 110,
-                                "handover_offset": 107, "lag": 0, "state": "HandedOver"}],
-                "total_records": 100, "processed": 100, "percent": 100, "lag": 0, "eta_seconds": 0, "eta": "0s",
-                "updated_at": now}
-    common = dict(phase=Phase.COMPLETE, observed_generation=1, conditions=conditions, started_at=now,
-                  completed_at=now, plan=plan, progress=progress)
+    plan = {
+        "partitions": [
+            {
+                "topic": "users",
+                "partition": 0,
+                "start_offset": 5,
+                "end_offset": 105,
+                "records": 100,
+                "oldest_timestamp": now,
+                "retention_risk": "Clamped",
+            }
+        ],
+        "partition_count": 1,
+        "total_records": 100,
+        "oldest_timestamp": now,
+        "retention_risk": "Clamped",
+        "computed_at": now,
+    }
+    progress = {
+        "partitions": [
+            {
+                "topic": "users",
+                "partition": 0,
+                "position": 105,
+                "end_offset": 110,
+                "handover_offset": 107,
+                "lag": 0,
+                "state": "HandedOver",
+            }
+        ],
+        "total_records": 100,
+        "processed": 100,
+        "percent": 100,
+        "lag": 0,
+        "eta_seconds": 0,
+        "eta": "0s",
+        "updated_at": now,
+    }
+    common = dict(
+        phase=Phase.COMPLETE,
+        observed_generation=1,
+        conditions=conditions,
+        started_at=now,
+        completed_at=now,
+        plan=plan,
+        progress=progress,
+    )
     reconsume = ReconsumeStatus(
         **common,
         children={"deployment": "d", "replay_group": "g", "handover_topic": "h", "config_maps": ["c"]},
-        rollback={"config_map": "c", "taken_at": now, "deployment_replicas": 3,
-                  "offsets": [{"topic": "users", "partition": 0, "offset": 42}]},
+        rollback={
+            "config_map": "c",
+            "taken_at": now,
+            "deployment_replicas": 3,
+            "offsets": [{"topic": "users", "partition": 0, "offset": 42}],
+        },
     )
     backfill = BackfillStatus(
-        **{**common, "plan": {"key_count": 2, "partitions": [{"partition": 1, "keys": 2, "start_offset": 9}],
-                              "downstream_groups": ["billing"], "computed_at": now}},
+        **{
+            **common,
+            "plan": {
+                "key_count": 2,
+                "partitions": [{"partition": 1, "keys": 2, "start_offset": 9}],
+                "downstream_groups": ["billing"],
+                "computed_at": now,
+            },
+        },
         children={"jobs": ["j"], "config_maps": ["k"]},
         produced_range=[{"topic": "users", "partition": 1, "start_offset": 9, "end_offset": 11}],
-        keys_produced=1, keys_not_found=["u-9"], keys_not_found_count=1,
-        barrier={"partitions": [{"group": "billing", "topic": "users", "partition": 1, "target_offset": 11,
-                                 "committed_offset": 11, "remaining": 0, "stalled_since": now}],
-                 "groups_passed": 1, "groups_total": 1, "remaining": 0},
+        keys_produced=1,
+        keys_not_found=["u-9"],
+        keys_not_found_count=1,
+        barrier={
+            "partitions": [
+                {
+                    "group": "billing",
+                    "topic": "users",
+                    "partition": 1,
+                    "target_offset": 11,
+                    "committed_offset": 11,
+                    "remaining": 0,
+                    "stalled_since": now,
+                }
+            ],
+            "groups_passed": 1,
+            "groups_total": 1,
+            "remaining": 0,
+        },
         signal={"id": "s-1", "sent_at": now, "last_notification": "COMPLETED", "notified_at": now},
     )
     lake = LakeReplayStatus(
         **common,
-        children={"backfill_topic": "b", "spark_application": "s", "deployment": "d", "replay_group": "g",
-                  "reconsume": "r", "config_maps": ["c"]},
-        spark={"application_name": "s", "state": "COMPLETED", "attempts": 1, "records_written": 100,
-               "updated_at": now},
-        continuation={"reconsume": "r", "phase": "Running",
-                      "start_offsets": [{"topic": "users", "partition": 0, "offset": 7}]},
+        children={
+            "backfill_topic": "b",
+            "spark_application": "s",
+            "deployment": "d",
+            "replay_group": "g",
+            "reconsume": "r",
+            "config_maps": ["c"],
+        },
+        spark={"application_name": "s", "state": "COMPLETED", "attempts": 1, "records_written": 100, "updated_at": now},
+        continuation={
+            "reconsume": "r",
+            "phase": "Running",
+            "start_offsets": [{"topic": "users", "partition": 0, "offset": 7}],
+        },
     )
     return {"Reconsume": reconsume.dump(), "Backfill": backfill.dump(), "LakeReplay": lake.dump()}
 
 
 @pytest.mark.parametrize("example", ["reconsume-handover.yaml", "backfill-topic.yaml", "lakereplay.yaml"])
-def test_status_subresource_keeps_a_full_status_and_kubectl_wait_sees_complete(kube, namespace, reprise_crds,
-                                                                               example: str) -> None:
+def test_status_subresource_keeps_a_full_status_and_kubectl_wait_sees_complete(
+    kube, namespace, reprise_crds, example: str
+) -> None:
     document = load_example(example)
     kind = RESOURCE[document["kind"]]
     name = document["metadata"]["name"]
@@ -256,29 +353,59 @@ def test_status_subresource_keeps_a_full_status_and_kubectl_wait_sees_complete(k
     status = full_statuses()[kind.kind]
 
     # Status written through the main resource is ignored: it is a subresource.
-    kube.kubectl("patch", "-n", namespace, kind.singular, name, "--type=merge", "-p",
-                 json.dumps({"status": {"phase": "Failed"}}))
+    kube.kubectl(
+        "patch", "-n", namespace, kind.singular, name, "--type=merge", "-p", json.dumps({"status": {"phase": "Failed"}})
+    )
     assert "status" not in kubectl_json(kube, "get", "-n", namespace, kind.singular, name)
 
-    kube.kubectl("patch", "-n", namespace, kind.singular, name, "--subresource=status", "--type=merge", "-p",
-                 json.dumps({"status": status}))
+    kube.kubectl(
+        "patch",
+        "-n",
+        namespace,
+        kind.singular,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     stored = kubectl_json(kube, "get", "-n", namespace, kind.singular, name)
     assert stored["status"] == status, "the API server pruned or changed status fields"
     assert stored["metadata"]["generation"] == 1, "a status write must not bump the generation"
 
     kube.kubectl("wait", "-n", namespace, f"{kind.singular}/{name}", "--for=condition=Complete", "--timeout=30s")
-    kube.kubectl("wait", "-n", namespace, f"{kind.singular}/{name}", "--for=jsonpath={.status.phase}=Complete",
-                 "--timeout=30s")
+    kube.kubectl(
+        "wait", "-n", namespace, f"{kind.singular}/{name}", "--for=jsonpath={.status.phase}=Complete", "--timeout=30s"
+    )
     printed = kube.kubectl("get", "-n", namespace, kind.singular, name).stdout.splitlines()[1].split()
     assert printed[1] == "Complete"
 
     # Status is schema-checked: an unknown phase and a malformed condition are refused.
-    refused = kube.kubectl("patch", "-n", namespace, kind.singular, name, "--subresource=status", "--type=merge",
-                           "-p", json.dumps({"status": {"phase": "Exploded"}}), check=False)
+    refused = kube.kubectl(
+        "patch",
+        "-n",
+        namespace,
+        kind.singular,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"phase": "Exploded"}}),
+        check=False,
+    )
     assert refused.returncode != 0 and "status.phase" in refused.stderr and "Unsupported value" in refused.stderr
-    bad_condition = [{"type": "Complete", "status": "Maybe", "reason": "two words",
-                      "lastTransitionTime": NOW}]
-    refused = kube.kubectl("patch", "-n", namespace, kind.singular, name, "--subresource=status", "--type=merge",
-                           "-p", json.dumps({"status": {"conditions": bad_condition}}), check=False)
+    bad_condition = [{"type": "Complete", "status": "Maybe", "reason": "two words", "lastTransitionTime": NOW}]
+    refused = kube.kubectl(
+        "patch",
+        "-n",
+        namespace,
+        kind.singular,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"conditions": bad_condition}}),
+        check=False,
+    )
     assert refused.returncode != 0
     assert "status.conditions[0].status" in refused.stderr and "status.conditions[0].reason" in refused.stderr

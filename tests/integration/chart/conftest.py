@@ -36,8 +36,11 @@ def restricted_namespace(kube: Kube, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     kube.kubectl("create", "namespace", name)
     kube.kubectl("label", "namespace", name, *[f"{k}={v}" for k, v in RESTRICTED.items()])
-    wait_for(lambda: kube.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-             30, f"the default ServiceAccount of {name}")
+    wait_for(
+        lambda: kube.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+        30,
+        f"the default ServiceAccount of {name}",
+    )
     return name
 
 
@@ -57,8 +60,11 @@ class Installed:
         return f"system:serviceaccount:{self.namespace}:{self.service_account}"
 
     def operator_pod(self) -> str:
-        pods = json.loads(self.kube.kubectl("get", "pods", "-n", self.namespace, "-l",
-                                            "app.kubernetes.io/component=operator", "-o", "json").stdout)["items"]
+        pods = json.loads(
+            self.kube.kubectl(
+                "get", "pods", "-n", self.namespace, "-l", "app.kubernetes.io/component=operator", "-o", "json"
+            ).stdout
+        )["items"]
         running = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
         assert len(running) == 1, f"expected one operator pod, got {running}"
         return running[0]
@@ -102,8 +108,9 @@ def installed(kube: Kube, kafka, operator, tmp_path_factory) -> Iterator[Install
     result = Installed(kube, namespace, apps, RELEASE, port, RELEASE)
     try:
         helm_install(kube, RELEASE, namespace, values, tmp, "--wait", "--timeout", "180s")
-        wait_for(lambda: "reprise operator watching" in result.operator_log(), 120,
-                 "the chart's operator to start watching")
+        wait_for(
+            lambda: "reprise operator watching" in result.operator_log(), 120, "the chart's operator to start watching"
+        )
         yield result
     finally:
         try:

@@ -70,8 +70,10 @@ class Recorder:
             if body is not None and done(body):
                 return body
             if time.monotonic() > deadline:
-                raise AssertionError(f"{self.kind} {self.name}: no {what} within {timeout:.0f}s; last: "
-                                     f"{json.dumps((body or {}).get('status'), indent=1)}")
+                raise AssertionError(
+                    f"{self.kind} {self.name}: no {what} within {timeout:.0f}s; last: "
+                    f"{json.dumps((body or {}).get('status'), indent=1)}"
+                )
             time.sleep(0.25)
 
     def check_and_keep(self) -> list[str]:
@@ -82,7 +84,8 @@ class Recorder:
             health = evaluate(self.kind, body)
             assert health["status"] == expected_health(body), (
                 f"{self.kind} phase {(body.get('status') or {}).get('phase')}: Lua said {health}, "
-                f"expected {expected_health(body)}\n{json.dumps(body.get('status'), indent=1)}")
+                f"expected {expected_health(body)}\n{json.dumps(body.get('status'), indent=1)}"
+            )
             assert health["message"], "Argo CD shows the message: it must say something"
             seen.append(health["status"])
             if folder:
@@ -98,7 +101,9 @@ def phase_is(*phases: str) -> Callable[[dict], bool]:
 
 
 def condition_is(type_: str, status: str) -> Callable[[dict], bool]:
-    return lambda body: any(c["type"] == type_ and c["status"] == status for c in (body.get("status") or {}).get("conditions") or [])
+    return lambda body: any(
+        c["type"] == type_ and c["status"] == status for c in (body.get("status") or {}).get("conditions") or []
+    )
 
 
 @pytest.fixture
@@ -120,17 +125,23 @@ def reconsume(name: str, bootstrap: str, topic: str, sink: Path, **spec: Any) ->
         "mode": "Parallel",
         "start": {"earliest": True},
         "completion": {"drainedFor": "2s"},
-        "consumer": {"deploymentRef": {"name": "accounts"}, "replicas": 1, "env": [
-            {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
-            {"name": "REPRISE_TEST_SINK_DIR", "value": str(sink)},
-            {"name": "REPRISE_METRICS_PORT", "value": "0"},
-        ]},
+        "consumer": {
+            "deploymentRef": {"name": "accounts"},
+            "replicas": 1,
+            "env": [
+                {"name": "REPRISE_HANDLER", "value": "tests.integration.replay_worker.sink:record"},
+                {"name": "REPRISE_TEST_SINK_DIR", "value": str(sink)},
+                {"name": "REPRISE_METRICS_PORT", "value": "0"},
+            ],
+        },
     }
     body.update(spec)
     return {"apiVersion": "reprise.io/v1alpha1", "kind": "Reconsume", "metadata": {"name": name}, "spec": body}
 
 
-def test_reconsume_to_complete_is_progressing_then_healthy(kube, kafka, operator, namespace, topic_name, live_service) -> None:
+def test_reconsume_to_complete_is_progressing_then_healthy(
+    kube, kafka, operator, namespace, topic_name, live_service
+) -> None:
     manifest = reconsume("to-complete", kafka.bootstrap, topic_name, live_service)
     assert evaluate("Reconsume", manifest)["status"] == "Progressing", "as applied, before the operator saw it"
     recorder = Recorder(kube, namespace, "Reconsume", "to-complete", "parallel")
@@ -140,7 +151,9 @@ def test_reconsume_to_complete_is_progressing_then_healthy(kube, kafka, operator
     assert seen[-1] == "Healthy" and "Progressing" in seen
 
 
-def test_reconsume_awaiting_approval_then_suspended_then_deleted(kube, kafka, operator, namespace, topic_name, live_service) -> None:
+def test_reconsume_awaiting_approval_then_suspended_then_deleted(
+    kube, kafka, operator, namespace, topic_name, live_service
+) -> None:
     recorder = Recorder(kube, namespace, "Reconsume", "held", "manual-suspend")
     apply(kube, namespace, reconsume("held", kafka.bootstrap, topic_name, live_service, approval="Manual"))
     recorder.until(phase_is("PlanReady"), "PlanReady")
@@ -157,14 +170,25 @@ def test_reconsume_awaiting_approval_then_suspended_then_deleted(kube, kafka, op
     assert seen[-1] == "Progressing", "being deleted"
 
 
-def test_reconsume_failed_is_degraded_and_waiting_is_progressing(kube, kafka, operator, namespace, topic_name, live_service) -> None:
+def test_reconsume_failed_is_degraded_and_waiting_is_progressing(
+    kube, kafka, operator, namespace, topic_name, live_service
+) -> None:
     failed = Recorder(kube, namespace, "Reconsume", "no-such-topic", "failed")
     apply(kube, namespace, reconsume("no-such-topic", kafka.bootstrap, f"{topic_name}-missing", live_service))
     failed.until(phase_is("Failed"), "Failed")
     assert failed.check_and_keep()[-1] == "Degraded"
     waiting = Recorder(kube, namespace, "Reconsume", "no-secret", "waiting")
-    apply(kube, namespace, reconsume("no-secret", kafka.bootstrap, topic_name, live_service,
-                                     kafka={"bootstrapServers": kafka.bootstrap, "configFrom": {"secretRef": {"name": "absent"}}}))
+    apply(
+        kube,
+        namespace,
+        reconsume(
+            "no-secret",
+            kafka.bootstrap,
+            topic_name,
+            live_service,
+            kafka={"bootstrapServers": kafka.bootstrap, "configFrom": {"secretRef": {"name": "absent"}}},
+        ),
+    )
     waiting.until(condition_is("Waiting", "True"), "Waiting")
     assert waiting.check_and_keep()[-1] == "Progressing"
 
@@ -175,9 +199,17 @@ def test_backfill_through_its_barrier_and_a_failure(kube, kafka, operator, names
     kafka.create_topic(target, 2)
     produce_keyed(kafka.bootstrap, state, [(f"user-{i}", json.dumps({"v": i})) for i in range(20)])
     body = {
-        "apiVersion": "reprise.io/v1alpha1", "kind": "Backfill", "metadata": {"name": "users-fix"},
-        "spec": {"kafka": {"bootstrapServers": kafka.bootstrap}, "topic": target, "keys": [f"user-{i}" for i in range(10)],
-                 "source": {"topic": {"name": state}}, "downstreamGroups": ["billing"], "approval": "Manual"},
+        "apiVersion": "reprise.io/v1alpha1",
+        "kind": "Backfill",
+        "metadata": {"name": "users-fix"},
+        "spec": {
+            "kafka": {"bootstrapServers": kafka.bootstrap},
+            "topic": target,
+            "keys": [f"user-{i}" for i in range(10)],
+            "source": {"topic": {"name": state}},
+            "downstreamGroups": ["billing"],
+            "approval": "Manual",
+        },
     }
     recorder = Recorder(kube, namespace, "Backfill", "users-fix", "barrier")
     apply(kube, namespace, body)
@@ -190,15 +222,33 @@ def test_backfill_through_its_barrier_and_a_failure(kube, kafka, operator, names
     assert seen[0] in ("Progressing", "Suspended") and "Suspended" in seen and seen[-1] == "Healthy"
 
     waiting = Recorder(kube, namespace, "Backfill", "no-target", "waiting")
-    apply(kube, namespace, {**body, "metadata": {"name": "no-target"},
-                            "spec": {**body["spec"], "topic": f"{topic_name}-missing", "approval": "Automatic"}})
+    apply(
+        kube,
+        namespace,
+        {
+            **body,
+            "metadata": {"name": "no-target"},
+            "spec": {**body["spec"], "topic": f"{topic_name}-missing", "approval": "Automatic"},
+        },
+    )
     waiting.until(condition_is("Waiting", "True"), "Waiting (the topic does not exist)")
     assert waiting.check_and_keep()[-1] == "Progressing"
 
     failed = Recorder(kube, namespace, "Backfill", "no-keys", "failed")
-    apply(kube, namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "empty-keys"}, "data": {"keys.txt": "\n"}})
+    apply(
+        kube,
+        namespace,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "empty-keys"}, "data": {"keys.txt": "\n"}},
+    )
     spec = {k: v for k, v in body["spec"].items() if k not in ("keys", "approval")}
-    apply(kube, namespace, {**body, "metadata": {"name": "no-keys"},
-                            "spec": {**spec, "keysFrom": {"configMapRef": {"name": "empty-keys", "key": "keys.txt"}}}})
+    apply(
+        kube,
+        namespace,
+        {
+            **body,
+            "metadata": {"name": "no-keys"},
+            "spec": {**spec, "keysFrom": {"configMapRef": {"name": "empty-keys", "key": "keys.txt"}}},
+        },
+    )
     failed.until(phase_is("Failed"), "Failed")
     assert failed.check_and_keep()[-1] == "Degraded"

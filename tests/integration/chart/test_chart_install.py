@@ -46,10 +46,18 @@ def test_helm_install_deployed_the_operator_and_the_crds(installed: Installed) -
     assert status["info"]["status"] == "deployed"
     notes = kube.helm("get", "notes", installed.release, "-n", installed.namespace).stdout
     assert f"installed in namespace {installed.namespace}" in notes and "all namespaces" in notes
-    deployment = json.loads(kube.kubectl("get", "deployment", installed.release, "-n", installed.namespace, "-o", "json").stdout)
+    deployment = json.loads(
+        kube.kubectl("get", "deployment", installed.release, "-n", installed.namespace, "-o", "json").stdout
+    )
     assert deployment["status"].get("readyReplicas") == 1
-    kube.kubectl("wait", "--for=condition=Established", "--timeout=30s",
-                 "crd/reconsumes.reprise.io", "crd/backfills.reprise.io", "crd/lakereplays.reprise.io")
+    kube.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd/reconsumes.reprise.io",
+        "crd/backfills.reprise.io",
+        "crd/lakereplays.reprise.io",
+    )
     # Leader election ran under the chart's Role: the operator holds the Lease in its own namespace.
     lease = json.loads(kube.kubectl("get", "lease", "reprise-operator", "-n", installed.namespace, "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"]
@@ -60,9 +68,13 @@ def test_helm_install_deployed_the_operator_and_the_crds(installed: Installed) -
 
 def test_the_operator_pod_was_admitted_in_a_restricted_namespace(installed: Installed) -> None:
     kube = installed.kube
-    labels = json.loads(kube.kubectl("get", "namespace", installed.namespace, "-o", "json").stdout)["metadata"]["labels"]
+    labels = json.loads(kube.kubectl("get", "namespace", installed.namespace, "-o", "json").stdout)["metadata"][
+        "labels"
+    ]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
-    pod = json.loads(kube.kubectl("get", "pod", installed.operator_pod(), "-n", installed.namespace, "-o", "json").stdout)
+    pod = json.loads(
+        kube.kubectl("get", "pod", installed.operator_pod(), "-n", installed.namespace, "-o", "json").stdout
+    )
     assert pod["status"]["phase"] == "Running"
     assert pod["spec"]["serviceAccountName"] == installed.service_account
 
@@ -72,19 +84,43 @@ def test_the_operator_pod_was_admitted_in_a_restricted_namespace(installed: Inst
 
 # `kubectl auth can-i` arguments: verb, resource[/name], and --subresource where there is one.
 ALLOWED = [
-    "get secrets", "create deployments.apps", "delete deployments.apps", "get deployments.apps",
-    "patch deployments.apps --subresource=scale", "create jobs.batch", "patch jobs.batch", "list pods",
-    "create configmaps", "create events", "watch reconsumes.reprise.io", "patch backfills.reprise.io",
-    "patch reconsumes.reprise.io --subresource=status", "delete lakereplays.reprise.io",
+    "get secrets",
+    "create deployments.apps",
+    "delete deployments.apps",
+    "get deployments.apps",
+    "patch deployments.apps --subresource=scale",
+    "create jobs.batch",
+    "patch jobs.batch",
+    "list pods",
+    "create configmaps",
+    "create events",
+    "watch reconsumes.reprise.io",
+    "patch backfills.reprise.io",
+    "patch reconsumes.reprise.io --subresource=status",
+    "delete lakereplays.reprise.io",
     "create sparkapplications.sparkoperator.k8s.io",
 ]
 REFUSED = [
-    "list secrets", "watch secrets", "create secrets", "delete secrets", "update deployments.apps",
-    "patch deployments.apps", "update deployments.apps --subresource=scale", "create pods", "delete pods",
-    "create pods --subresource=exec", "get pods --subresource=log", "update configmaps", "create backfills.reprise.io",
-    "update reconsumes.reprise.io", "create serviceaccounts --subresource=token",
-    "create rolebindings.rbac.authorization.k8s.io", "impersonate serviceaccounts", "create daemonsets.apps",
-    "create services", "patch events",
+    "list secrets",
+    "watch secrets",
+    "create secrets",
+    "delete secrets",
+    "update deployments.apps",
+    "patch deployments.apps",
+    "update deployments.apps --subresource=scale",
+    "create pods",
+    "delete pods",
+    "create pods --subresource=exec",
+    "get pods --subresource=log",
+    "update configmaps",
+    "create backfills.reprise.io",
+    "update reconsumes.reprise.io",
+    "create serviceaccounts --subresource=token",
+    "create rolebindings.rbac.authorization.k8s.io",
+    "impersonate serviceaccounts",
+    "create daemonsets.apps",
+    "create services",
+    "patch events",
 ]
 
 
@@ -113,7 +149,11 @@ def test_watch_namespaces_confines_the_operator_to_roles_in_those_namespaces(ins
     kube = installed.kube
     other = restricted_namespace(kube, "reprise-other")
     release = "reprise-scoped"
-    values = {"watchNamespaces": [installed.apps], "operator": {"replicas": 0}, "rbac": {"aggregateToDefaultRoles": False}}
+    values = {
+        "watchNamespaces": [installed.apps],
+        "operator": {"replicas": 0},
+        "rbac": {"aggregateToDefaultRoles": False},
+    }
     helm_install(kube, release, installed.namespace, values, tmp_path)
     try:
         scoped = Installed(kube, installed.namespace, installed.apps, release, 0, release)
@@ -123,9 +163,12 @@ def test_watch_namespaces_confines_the_operator_to_roles_in_those_namespaces(ins
         assert not scoped.can_i("get", "secrets", "-n", other)
         assert not scoped.can_i("create", "deployments.apps", "-n", other)
         assert not scoped.can_i("watch", "reconsumes.reprise.io", "--all-namespaces")
-        roles = json.loads(kube.kubectl("get", "roles", "-A", "-l", f"app.kubernetes.io/instance={release}", "-o", "json").stdout)
+        roles = json.loads(
+            kube.kubectl("get", "roles", "-A", "-l", f"app.kubernetes.io/instance={release}", "-o", "json").stdout
+        )
         assert sorted((r["metadata"]["namespace"], r["metadata"]["name"]) for r in roles["items"]) == sorted(
-            [(installed.apps, release), (installed.namespace, f"{release}-leader-election")])
+            [(installed.apps, release), (installed.namespace, f"{release}-leader-election")]
+        )
     finally:
         kube.helm("uninstall", release, "-n", installed.namespace, "--wait", check=False)
         kube.kubectl("delete", "namespace", other, "--wait=false", check=False)
@@ -180,10 +223,16 @@ def container_logs(kube, namespace: str) -> dict[str, str]:
 def kafka_secret(installed: Installed) -> str:
     """A Secret of librdkafka settings whose sasl.password is a value found nowhere else."""
     password = f"sasl-pw-{secrets.token_hex(12)}"
-    apply(installed.kube, installed.apps, {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "accounts-kafka-client"},
-        "stringData": {"sasl.username": "reprise-test", "sasl.password": password},
-    })
+    apply(
+        installed.kube,
+        installed.apps,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "accounts-kafka-client"},
+            "stringData": {"sasl.username": "reprise-test", "sasl.password": password},
+        },
+    )
     return password
 
 
@@ -193,7 +242,11 @@ def assert_nowhere(installed: Installed, password: str, extra: dict[str, str]) -
     kube, apps = installed.kube, installed.apps
     operator_log = installed.operator_log()
     # Everything the operator did was allowed: no refusal anywhere in its log.
-    refusals = [line for line in operator_log.splitlines() if re.search(r"[Ff]orbidden|(?:[Cc]ode|status):? ?403\b|\(403\)", line)]
+    refusals = [
+        line
+        for line in operator_log.splitlines()
+        if re.search(r"[Ff]orbidden|(?:[Cc]ode|status):? ?403\b|\(403\)", line)
+    ]
     assert refusals == [], refusals[:5]
     logs = container_logs(kube, apps)
     places = {
@@ -201,7 +254,8 @@ def assert_nowhere(installed: Installed, password: str, extra: dict[str, str]) -
         "events": kube.kubectl("get", "events", "-A", "-o", "yaml").stdout,
         "replays": kube.kubectl("get", "reconsumes,backfills,lakereplays", "-n", apps, "-o", "yaml").stdout,
         "workloads": kube.kubectl("get", "replicasets,deployments,jobs,configmaps", "-n", apps, "-o", "yaml").stdout,
-        **logs, **extra,
+        **logs,
+        **extra,
     }
     leaked = [where for where, text in places.items() if password in text]
     assert leaked == [], f"the Secret value appears in: {leaked}"
@@ -210,7 +264,9 @@ def assert_nowhere(installed: Installed, password: str, extra: dict[str, str]) -
     assert base64.b64decode(secret["data"]["sasl.password"]).decode() == password
 
 
-def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(installed: Installed, kafka, kafka_secret, topic_name, tmp_path) -> None:
+def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(
+    installed: Installed, kafka, kafka_secret, topic_name, tmp_path
+) -> None:
     from local_platform.processes import free_port
 
     kube, apps = installed.kube, installed.apps
@@ -239,7 +295,11 @@ def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(i
         return out if phase == "Complete" else None
 
     with KeepProducing(kafka.bootstrap, topic_name):
-        apply(kube, apps, reconsume("replay-accounts", kafka.bootstrap, topic_name, str(sink), "accounts-kafka-client", worker_port))
+        apply(
+            kube,
+            apps,
+            reconsume("replay-accounts", kafka.bootstrap, topic_name, str(sink), "accounts-kafka-client", worker_port),
+        )
         try:
             done = wait_for(complete, 240, "the Reconsume to complete under the chart's operator", interval=0.5)
         except AssertionError:
@@ -258,7 +318,9 @@ def test_a_reconsume_completes_under_the_chart_rbac_and_its_secret_never_leaks(i
     assert_nowhere(installed, kafka_secret, {"metrics": "\n".join(scrapes)})
 
 
-def test_a_backfill_completes_under_the_chart_rbac_and_its_secret_never_leaks(installed: Installed, kafka, kafka_secret, topic_name) -> None:
+def test_a_backfill_completes_under_the_chart_rbac_and_its_secret_never_leaks(
+    installed: Installed, kafka, kafka_secret, topic_name
+) -> None:
     """The topic source: the operator runs Reprise's worker as a Job (the chart's image) with the Secret mounted."""
     from tests.integration.operator.backfill_scenario import produce_keyed
 
@@ -267,17 +329,32 @@ def test_a_backfill_completes_under_the_chart_rbac_and_its_secret_never_leaks(in
     kafka.create_topic(state, 2)
     kafka.create_topic(target, 2)
     produce_keyed(kafka.bootstrap, state, [(f"user-{i}", json.dumps({"v": i})) for i in range(50)])
-    apply(kube, apps, {
-        "apiVersion": "reprise.io/v1alpha1", "kind": "Backfill", "metadata": {"name": "users-fix"},
-        "spec": {"kafka": {"bootstrapServers": kafka.bootstrap, "configFrom": {"secretRef": {"name": "accounts-kafka-client"}}},
-                 "topic": target, "keys": [f"user-{i}" for i in range(0, 50, 5)], "source": {"topic": {"name": state}}},
-    })
+    apply(
+        kube,
+        apps,
+        {
+            "apiVersion": "reprise.io/v1alpha1",
+            "kind": "Backfill",
+            "metadata": {"name": "users-fix"},
+            "spec": {
+                "kafka": {
+                    "bootstrapServers": kafka.bootstrap,
+                    "configFrom": {"secretRef": {"name": "accounts-kafka-client"}},
+                },
+                "topic": target,
+                "keys": [f"user-{i}" for i in range(0, 50, 5)],
+                "source": {"topic": {"name": state}},
+            },
+        },
+    )
     try:
         done = wait_phase(kube, apps, "backfill", "users-fix", "Complete", timeout=180)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\noperator log:\n{installed.operator_log()[-6000:]}") from None
     assert done["status"]["keysProduced"] == 10
-    jobs = json.loads(kube.kubectl("get", "jobs", "-n", apps, "-l", "reprise.io/replay=users-fix", "-o", "json").stdout)["items"]
+    jobs = json.loads(
+        kube.kubectl("get", "jobs", "-n", apps, "-l", "reprise.io/replay=users-fix", "-o", "json").stdout
+    )["items"]
     for job in jobs:  # the Job ran the chart's image, and its pod was admitted under `restricted`
         assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "reprise:dev"
         assert job["status"].get("succeeded") == 1

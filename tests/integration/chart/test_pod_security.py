@@ -29,9 +29,16 @@ pytestmark = pytest.mark.integration
 OWNER = Owner("reprise.io/v1alpha1", "Reconsume", "accounts-replay", "00000000-0000-0000-0000-000000000001")
 PLAIN_SERVICE = {  # a service's pod template that says nothing about security, as most do
     "metadata": {"labels": {"app": "accounts"}},
-    "spec": {"containers": [{"name": "app", "image": "registry.example.com/accounts:1.4.2",
-                             "ports": [{"containerPort": 8080}],
-                             "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}}}]},
+    "spec": {
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.example.com/accounts:1.4.2",
+                "ports": [{"containerPort": 8080}],
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+            }
+        ]
+    },
 }
 
 
@@ -44,8 +51,9 @@ def as_pod(name: str, template: dict[str, Any]) -> dict[str, Any]:
 
 
 def admitted(kube, namespace: str, pod: dict[str, Any]) -> tuple[bool, str]:
-    proc = kube.kubectl("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-",
-                        input=json.dumps(pod), check=False)
+    proc = kube.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-", input=json.dumps(pod), check=False
+    )
     return proc.returncode == 0, proc.stderr.strip()
 
 
@@ -58,13 +66,23 @@ def operator_pod(kube) -> dict[str, Any]:
 def replay_pods() -> dict[str, dict[str, Any]]:
     worker_env = {"REPRISE_REPLAY_ID": "ns/accounts-replay/00000000"}
     plain = replay_deployment_manifest(
-        owner=OWNER, name="accounts-replay-replay", namespace="x", labels=child_labels("Reconsume", "accounts-replay", "replay-consumer"),
-        pod_template=PLAIN_SERVICE, replicas=2, worker_env=worker_env, kafka_secret="accounts-kafka-client",
+        owner=OWNER,
+        name="accounts-replay-replay",
+        namespace="x",
+        labels=child_labels("Reconsume", "accounts-replay", "replay-consumer"),
+        pod_template=PLAIN_SERVICE,
+        replicas=2,
+        worker_env=worker_env,
+        kafka_secret="accounts-kafka-client",
     )
     scenario = replay_deployment_manifest(
-        owner=OWNER, name="accounts-replay-replay", namespace="x", labels=child_labels("Reconsume", "accounts-replay", "replay-consumer"),
+        owner=OWNER,
+        name="accounts-replay-replay",
+        namespace="x",
+        labels=child_labels("Reconsume", "accounts-replay", "replay-consumer"),
         pod_template=live_deployment("accounts", "127.0.0.1:9092", "g", "t", Path("/tmp"))["spec"]["template"],
-        replicas=1, worker_env=worker_env,
+        replicas=1,
+        worker_env=worker_env,
     )
     return {"replay-plain-service": plain["spec"]["template"], "replay-test-service": scenario["spec"]["template"]}
 
@@ -73,17 +91,29 @@ def job_pods() -> dict[str, dict[str, Any]]:
     from reprise_operator.backfill import upstream_job, worker_job
 
     worker = worker_job_manifest(
-        owner=OWNER, name="w", namespace="x", labels=child_labels("Backfill", "b", "backfill-worker"),
-        image="ghcr.io/reprise-io/reprise:0.1.0", args=[], worker_env={}, kafka_secret="kafka-client",
+        owner=OWNER,
+        name="w",
+        namespace="x",
+        labels=child_labels("Backfill", "b", "backfill-worker"),
+        image="ghcr.io/reprise-io/reprise:0.1.0",
+        args=[],
+        worker_env={},
+        kafka_secret="kafka-client",
     )
-    plain_job = job_manifest(owner=OWNER, name="j", namespace="x", labels={}, pod_spec=copy.deepcopy(PLAIN_SERVICE["spec"]))
+    plain_job = job_manifest(
+        owner=OWNER, name="j", namespace="x", labels={}, pod_spec=copy.deepcopy(PLAIN_SERVICE["spec"])
+    )
     owner = Owner("reprise.io/v1alpha1", "Backfill", "b", "00000000-0000-0000-0000-000000000002")
-    topic_spec = BackfillSpec.model_validate(yaml.safe_load((REPO / "examples/backfill-topic.yaml").read_text())["spec"])
+    topic_spec = BackfillSpec.model_validate(
+        yaml.safe_load((REPO / "examples/backfill-topic.yaml").read_text())["spec"]
+    )
     job_spec = BackfillSpec.model_validate(yaml.safe_load((REPO / "examples/backfill-job.yaml").read_text())["spec"])
     return {
         "worker-job": worker["spec"]["template"],
         "plain-job": plain_job["spec"]["template"],
-        "backfill-topic-source": worker_job(owner, "x", topic_spec, "x/b/1", "ghcr.io/reprise-io/reprise:0.1.0", "reprise.handover")["spec"]["template"],
+        "backfill-topic-source": worker_job(
+            owner, "x", topic_spec, "x/b/1", "ghcr.io/reprise-io/reprise:0.1.0", "reprise.handover"
+        )["spec"]["template"],
         "backfill-job-source": upstream_job(owner, "x", job_spec, ["k1", "k2"])["spec"]["template"],
     }
 
@@ -110,13 +140,23 @@ def spark_pods() -> dict[str, dict[str, Any]]:
         for index, item in enumerate(side.get("configMaps") or []):
             volumes.append({"name": f"configmap-{index}", "configMap": {"name": item["name"]}})
             mounts.append({"name": f"configmap-{index}", "mountPath": item["path"]})
-        container = {"name": f"spark-kubernetes-{role}", "image": side.get("image") or app["spec"]["image"],
-                     "args": [role], "securityContext": side.get("securityContext") or {}, "volumeMounts": mounts}
+        container = {
+            "name": f"spark-kubernetes-{role}",
+            "image": side.get("image") or app["spec"]["image"],
+            "args": [role],
+            "securityContext": side.get("securityContext") or {},
+            "volumeMounts": mounts,
+        }
         if side.get("envFrom"):
             container["envFrom"] = side["envFrom"]
-        pods[f"spark-{role}"] = {"metadata": {"labels": side.get("labels") or {}},
-                                 "spec": {"securityContext": side.get("podSecurityContext") or {},
-                                          "containers": [container], "volumes": volumes}}
+        pods[f"spark-{role}"] = {
+            "metadata": {"labels": side.get("labels") or {}},
+            "spec": {
+                "securityContext": side.get("podSecurityContext") or {},
+                "containers": [container],
+                "volumes": volumes,
+            },
+        }
     return pods
 
 
@@ -161,8 +201,13 @@ def test_a_template_that_asks_for_root_keeps_its_choice_and_is_refused(kube, res
     rooted = copy.deepcopy(PLAIN_SERVICE)
     rooted["spec"]["containers"][0]["securityContext"] = {"runAsUser": 0}
     manifest = replay_deployment_manifest(
-        owner=OWNER, name="r", namespace="x", labels=child_labels("Reconsume", "r", "replay-consumer"),
-        pod_template=rooted, replicas=1, worker_env={},
+        owner=OWNER,
+        name="r",
+        namespace="x",
+        labels=child_labels("Reconsume", "r", "replay-consumer"),
+        pod_template=rooted,
+        replicas=1,
+        worker_env={},
     )
     ok, why = admitted(kube, restricted, as_pod("rooted", manifest["spec"]["template"]))
     assert not ok and "runAsUser=0" in why, why

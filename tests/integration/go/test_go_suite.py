@@ -21,12 +21,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 GO_MODULES = {
-    "go": ("TestConformanceWire", "TestConformanceFilters", "TestConformanceCommitMarks", "TestConformanceGuardTraces",
-           "TestConformanceReplayStart", "TestConformanceReplayFinish",
-           "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges", "TestBootstrapResolvesStartOnce",
-           "TestDrainWithReplicasJoiningAndLeaving", "TestHandoverExactlyOnceWithTheGuard",
-           "TestPoisonRecordsAreDeadLetteredOrSkipped", "TestSettingsErrorsNameTheVariable",
-           "TestGuardWithBadInputSkipsNothingAndSaysWhy"),
+    "go": (
+        "TestConformanceWire",
+        "TestConformanceFilters",
+        "TestConformanceCommitMarks",
+        "TestConformanceGuardTraces",
+        "TestConformanceReplayStart",
+        "TestConformanceReplayFinish",
+        "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges",
+        "TestBootstrapResolvesStartOnce",
+        "TestDrainWithReplicasJoiningAndLeaving",
+        "TestHandoverExactlyOnceWithTheGuard",
+        "TestPoisonRecordsAreDeadLetteredOrSkipped",
+        "TestSettingsErrorsNameTheVariable",
+        "TestGuardWithBadInputSkipsNothingAndSaysWhy",
+    ),
     "examples/seed003-go": ("TestSeedBugShownAndFixed",),
 }
 #: A bound for one module's run (the first build of confluent-kafka-go's cgo part takes minutes).
@@ -47,9 +56,14 @@ def test_go_suite(module: str, kafka, tmp_path: Path) -> None:
     env.setdefault("GOFLAGS", "-buildvcs=false")
     events = tmp_path / "go-test.jsonl"
     with events.open("w") as out:
-        proc = subprocess.Popen([_go(), "test", "-json", "-count=1", "-p", "1", "-timeout", "25m", "./..."],
-                                cwd=ROOT / module, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [_go(), "test", "-json", "-count=1", "-p", "1", "-timeout", "25m", "./..."],
+            cwd=ROOT / module,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         try:
             code = proc.wait(timeout=GO_TEST_TIMEOUT_S)
         except subprocess.TimeoutExpired:

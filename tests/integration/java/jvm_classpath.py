@@ -35,10 +35,23 @@ def java_classpath() -> str:
         log = target / "mvn.log"
         with open(log, "wb") as out:
             result = subprocess.run(
-                ["mvn", "-B", "-q", f"-Dreprise.build.dir={target}", "test-compile", "dependency:build-classpath",
-                 f"-Dmdep.outputFile={listing}", "-Dmdep.includeScope=test"],
-                cwd=JAVA_DIR, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                [
+                    "mvn",
+                    "-B",
+                    "-q",
+                    f"-Dreprise.build.dir={target}",
+                    "test-compile",
+                    "dependency:build-classpath",
+                    f"-Dmdep.outputFile={listing}",
+                    "-Dmdep.includeScope=test",
+                ],
+                cwd=JAVA_DIR,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         if result.returncode != 0:
-            raise RuntimeError(f"building the Java library failed (exit {result.returncode}): see {log}\n"
-                               + log.read_text()[-3000:])
+            raise RuntimeError(
+                f"building the Java library failed (exit {result.returncode}): see {log}\n" + log.read_text()[-3000:]
+            )
     return os.pathsep.join([str(target / "test-classes"), str(target / "classes"), listing.read_text().strip()])

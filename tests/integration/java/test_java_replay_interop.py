@@ -18,8 +18,15 @@ import pytest
 
 from replay_worker.handover_topic import HandoverTopic
 
-from ..replay_worker.harness import (Processes, ProducerThread, committed, end_offsets, produce, settle_and_check,
-                                     wait_for)
+from ..replay_worker.harness import (
+    Processes,
+    ProducerThread,
+    committed,
+    end_offsets,
+    produce,
+    settle_and_check,
+    wait_for,
+)
 from .jvm_classpath import java_classpath
 
 pytestmark = pytest.mark.integration
@@ -40,9 +47,19 @@ def java_worker(procs: Processes, name: str, classpath: str, env: dict[str, str]
     java = shutil.which("java")
     assert java, "java is not on PATH (run `make platform`)"
     # A small JVM: the machine runs a broker, live services and several of these at once.
-    return procs.start(name, [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath,
-                              "io.reprise.kafka.replay.LedgerReplayMain"],
-                       {**env, "REPRISE_MEMBER_NAME": name, "REPRISE_TEST_LEDGER": str(out_dir / f"replay-{name}.log")})
+    return procs.start(
+        name,
+        [
+            java,
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath,
+            "io.reprise.kafka.replay.LedgerReplayMain",
+        ],
+        {**env, "REPRISE_MEMBER_NAME": name, "REPRISE_TEST_LEDGER": str(out_dir / f"replay-{name}.log")},
+    )
 
 
 def replay_env(kafka, topic: str, handover_topic: str, live_group: str, config_dir: Path) -> dict[str, str]:
@@ -68,17 +85,29 @@ def replay_env(kafka, topic: str, handover_topic: str, live_group: str, config_d
 
 @pytest.mark.parametrize("kill_replay", [False, True], ids=["calm", "kill-9-java-replica"])
 def test_java_replay_role_against_the_python_guard_processes_every_record_once(
-        kafka, topic_name, procs, out_dir, tmp_path, classpath, kill_replay) -> None:
+    kafka, topic_name, procs, out_dir, tmp_path, classpath, kill_replay
+) -> None:
     bootstrap = kafka.bootstrap
     handover_topic = f"{topic_name}-handover"
     kafka.create_topic(topic_name, PARTITIONS)
     produce(bootstrap, topic_name, PARTITIONS, 12000)
     live_group = f"{topic_name}-live"
-    lives = [procs.live("live1", bootstrap, live_group, topic_name, out_dir, handover_topic, LIVE_BATCH),
-             procs.live("live2", bootstrap, live_group, topic_name, out_dir, handover_topic, LIVE_BATCH)]
-    wait_for(lambda: all(o >= end for (o, _), end in zip(committed(bootstrap, live_group, topic_name, PARTITIONS).values(),
-                                                         end_offsets(bootstrap, topic_name, PARTITIONS).values())),
-             120, "the live service caught up", processes_to_watch=lives)
+    lives = [
+        procs.live("live1", bootstrap, live_group, topic_name, out_dir, handover_topic, LIVE_BATCH),
+        procs.live("live2", bootstrap, live_group, topic_name, out_dir, handover_topic, LIVE_BATCH),
+    ]
+    wait_for(
+        lambda: all(
+            o >= end
+            for (o, _), end in zip(
+                committed(bootstrap, live_group, topic_name, PARTITIONS).values(),
+                end_offsets(bootstrap, topic_name, PARTITIONS).values(),
+            )
+        ),
+        120,
+        "the live service caught up",
+        processes_to_watch=lives,
+    )
     live_from = {p: o for p, (o, _) in committed(bootstrap, live_group, topic_name, PARTITIONS).items()}
     # Writing until the handover is complete (stopped then), so the guard skips new records between the bootstrap
     # and the handover however slowly the JVMs start on a busy machine.
@@ -96,23 +125,36 @@ def test_java_replay_role_against_the_python_guard_processes_every_record_once(
             return None
 
     try:
-        wait_for(lambda: (s := state()) is not None and s.bootstrapped, 120, "the Java replay role bootstrapped",
-                 processes_to_watch=lives + workers)
-        wait_for(lambda: (s := state()) is not None and any(p.guard is not None for p in s.partitions.values()),
-                 180, "the Python guard skipping for the Java replay", processes_to_watch=lives + workers)
+        wait_for(
+            lambda: (s := state()) is not None and s.bootstrapped,
+            120,
+            "the Java replay role bootstrapped",
+            processes_to_watch=lives + workers,
+        )
+        wait_for(
+            lambda: (s := state()) is not None and any(p.guard is not None for p in s.partitions.values()),
+            180,
+            "the Python guard skipping for the Java replay",
+            processes_to_watch=lives + workers,
+        )
         if kill_replay:
             procs.kill9(workers[0])
             allowance += REPLAY_WINDOW
             workers[0] = java_worker(procs, "j3", classpath, env, out_dir)
             time.sleep(1.0)
-        wait_for(lambda: (s := state()) is not None and s.complete, 400,
-                 "every partition handed over by the Java role and acknowledged by the Python guard",
-                 interval=1.0, processes_to_watch=lives + workers)
+        wait_for(
+            lambda: (s := state()) is not None and s.complete,
+            400,
+            "every partition handed over by the Java role and acknowledged by the Python guard",
+            interval=1.0,
+            processes_to_watch=lives + workers,
+        )
     finally:
         producer.stop()
     assert producer.error is None
-    report, handovers = settle_and_check(bootstrap, handover_topic, replay_id, topic_name, PARTITIONS, live_group,
-                                         live_from, out_dir, lives, workers)
+    report, handovers = settle_and_check(
+        bootstrap, handover_topic, replay_id, topic_name, PARTITIONS, live_group, live_from, out_dir, lives, workers
+    )
     # The Java role committed H with its finished mark before publishing it.
     marks = committed(bootstrap, f"{topic_name}-replay", topic_name, PARTITIONS)
     for p in range(PARTITIONS):

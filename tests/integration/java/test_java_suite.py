@@ -54,7 +54,9 @@ def _reports(reports: Path) -> dict[str, dict[str, int]]:
     found: dict[str, dict[str, int]] = {}
     for path in sorted(reports.glob("TEST-*.xml")):
         root = ET.parse(path).getroot()
-        found[root.get("name", path.stem)] = {k: int(root.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")}
+        found[root.get("name", path.stem)] = {
+            k: int(root.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")
+        }
     return found
 
 
@@ -79,12 +81,14 @@ def test_java_suite(kafka: KafkaBroker) -> None:
     env["REPRISE_TEST_BOOTSTRAP"] = kafka.bootstrap
     command = ["mvn", "-B", f"-Dreprise.build.dir={build}", f"-Dreprise.conformance.dir={VECTORS}", "test"]
     with log.open("w") as out:
-        done = subprocess.run(command, cwd=JAVA, env=env, stdout=out, stderr=subprocess.STDOUT, check=False,
-                              timeout=1700)
+        done = subprocess.run(
+            command, cwd=JAVA, env=env, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=1700
+        )
     found = _reports(reports)
     failed = {name: counts for name, counts in found.items() if counts["failures"] or counts["errors"]}
-    assert done.returncode == 0 and not failed, \
+    assert done.returncode == 0 and not failed, (
         f"the Java suite failed (exit {done.returncode}; failing classes: {sorted(failed)}); log {log}:\n{_tail(log)}"
+    )
     total = sum(c["tests"] for c in found.values())
     skipped = sum(c["skipped"] for c in found.values())
     assert total > MIN_TESTS, f"only {total} Java tests ran (expected more than {MIN_TESTS}); log {log}"
@@ -101,11 +105,24 @@ class JavaLiveProcesses(Processes):
 
     classpath: str = ""
 
-    def live(self, name: str, bootstrap: str, group: str, topic: str, out_dir: Path, handover_topic: str,
-             batch: int = 200) -> processes.ManagedProcess:
+    def live(
+        self, name: str, bootstrap: str, group: str, topic: str, out_dir: Path, handover_topic: str, batch: int = 200
+    ) -> processes.ManagedProcess:
         # A small JVM: the machine runs brokers, replay workers and several of these at once.
-        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", self.classpath,
-                "io.reprise.kafka.guard.LedgerLiveService", bootstrap, group, topic, str(out_dir), handover_topic]
+        argv = [
+            "java",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            self.classpath,
+            "io.reprise.kafka.guard.LedgerLiveService",
+            bootstrap,
+            group,
+            topic,
+            str(out_dir),
+            handover_topic,
+        ]
         return self.start(name, argv, {"LIVE_BATCH": str(batch)})
 
 
@@ -117,21 +134,37 @@ def java_classpath() -> str:
     listing = build / "test-classpath.txt"
     log = build / "mvn-classpath.log"
     with log.open("w") as out:
-        done = subprocess.run(["mvn", "-B", "-q", f"-Dreprise.build.dir={build}", "test-compile",
-                               "dependency:build-classpath", f"-Dmdep.outputFile={listing}", "-Dmdep.includeScope=test"],
-                              cwd=JAVA, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=900)
+        done = subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                f"-Dreprise.build.dir={build}",
+                "test-compile",
+                "dependency:build-classpath",
+                f"-Dmdep.outputFile={listing}",
+                "-Dmdep.includeScope=test",
+            ],
+            cwd=JAVA,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+            timeout=900,
+        )
     assert done.returncode == 0, f"building the Java classes failed; log {log}:\n{_tail(log)}"
     return os.pathsep.join([str(build / "test-classes"), str(build / "classes"), listing.read_text().strip()])
 
 
 @pytest.mark.timeout(900)
-def test_python_replay_role_against_the_java_guard(kafka, topic_name, handover_topic, procs, out_dir, worker_env,
-                                                   java_classpath) -> None:
+def test_python_replay_role_against_the_java_guard(
+    kafka, topic_name, handover_topic, procs, out_dir, worker_env, java_classpath
+) -> None:
     java = JavaLiveProcesses(procs.log_dir)
     java.classpath = java_classpath
     try:
-        report, allowance = run_handover(kafka, topic_name, handover_topic, java, out_dir, worker_env,
-                                         faults=["kill-live", "kill-replay"], seed=7)
+        report, allowance = run_handover(
+            kafka, topic_name, handover_topic, java, out_dir, worker_env, faults=["kill-live", "kill-replay"], seed=7
+        )
     finally:
         java.stop_all()
     print(report.summary())

@@ -23,8 +23,9 @@ Record = tuple[int, int, bytes | None, bytes | None]  # partition, offset, key, 
 
 def produce_keyed(bootstrap: str, topic: str, records: Iterable[tuple[str, str | None]]) -> None:
     """Produce (key, value) pairs with the murmur2 partitioner Java producers use (None value: a tombstone)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
-                         "partitioner": "murmur2_random"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, "partitioner": "murmur2_random"}
+    )
     for i, (key, value) in enumerate(records):
         producer.produce(topic, key=key.encode(), value=value.encode() if value is not None else None)
         if i % 1000 == 0:
@@ -40,8 +41,14 @@ def read_topic(bootstrap: str, topic: str, partitions: int, starts: dict[int, in
     found: list[Record] = []
     if not todo:
         return found
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "backfill-test-reader", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "backfill-test-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in sorted(todo)])
         while todo:
@@ -105,7 +112,9 @@ def wait_status(kube, namespace: str, name: str, check, what: str, timeout: floa
         return wait_for(current, timeout, what, interval=0.5)
     except AssertionError as exc:
         log = "\n".join(operator.log().splitlines()[-40:]) if operator is not None else ""
-        raise AssertionError(f"{exc}\nstatus: {json.dumps(last.get('status'), indent=1)}\noperator log:\n{log}") from None
+        raise AssertionError(
+            f"{exc}\nstatus: {json.dumps(last.get('status'), indent=1)}\noperator log:\n{log}"
+        ) from None
 
 
 @dataclass
@@ -139,16 +148,22 @@ class FakeConnector:
             self._thread.join(30)
 
     def _notify(self, producer: Producer, id_: str, type_: str, **extra: str) -> None:
-        body = {"id": id_, "aggregate_type": "Incremental Snapshot", "type": type_,
-                "additional_data": {"connector_name": self.topic_prefix, **extra}, "timestamp": "1695817046353"}
+        body = {
+            "id": id_,
+            "aggregate_type": "Incremental Snapshot",
+            "type": type_,
+            "additional_data": {"connector_name": self.topic_prefix, **extra},
+            "timestamp": "1695817046353",
+        }
         producer.produce(self.notification_topic, key=self.topic_prefix.encode(), value=json.dumps(body).encode())
         assert producer.flush(10) == 0
         self.notified.append(type_)
 
     def _run(self) -> None:
         try:
-            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "fake-connector-signals",
-                                 "enable.auto.commit": False})
+            consumer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": "fake-connector-signals", "enable.auto.commit": False}
+            )
             consumer.assign([TopicPartition(self.signal_topic, 0, 0)])
             try:
                 while self.signal is None and not self._stop.is_set():
@@ -169,13 +184,21 @@ class FakeConnector:
             for key, value in self.rows.items():
                 producer.produce(self.table_topic, key=json.dumps({"id": key}).encode(), value=value.encode())
             assert producer.flush(10) == 0
-            self._notify(producer, id_, "IN_PROGRESS", data_collections=collection,
-                         current_collection_in_progress=collection)
+            self._notify(
+                producer, id_, "IN_PROGRESS", data_collections=collection, current_collection_in_progress=collection
+            )
             self.finish.wait()
             if self._stop.is_set():
                 return
-            self._notify(producer, id_, "TABLE_SCAN_COMPLETED", data_collection=collection, scanned_collection=collection,
-                         total_rows_scanned=str(len(self.rows)), status="SUCCEEDED")
+            self._notify(
+                producer,
+                id_,
+                "TABLE_SCAN_COMPLETED",
+                data_collection=collection,
+                scanned_collection=collection,
+                total_rows_scanned=str(len(self.rows)),
+                status="SUCCEEDED",
+            )
             self._notify(producer, id_, "COMPLETED")
         except Exception as exc:  # shown by the test
             self.error = f"{type(exc).__name__}: {exc}"

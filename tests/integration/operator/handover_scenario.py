@@ -34,8 +34,16 @@ from tests.fixtures.kube import wait_for
 
 from reprise_operator.constants import replay_group_name
 
-from .scenario import (PARTITIONS, KeepProducing, apply, assert_children_gone, live_deployment, produce, wait_caught_up,
-                       wait_phase)
+from .scenario import (
+    PARTITIONS,
+    KeepProducing,
+    apply,
+    assert_children_gone,
+    live_deployment,
+    produce,
+    wait_caught_up,
+    wait_phase,
+)
 
 JVM_IMAGE = "reprise-examples/accounts-jvm:dev"
 #: What the image's ENTRYPOINT is (examples/accounts-jvm/Dockerfile); the node agent runs only what the pod says.
@@ -135,11 +143,15 @@ def python_live_deployment(name: str, bootstrap: str, group: str, topic: str, le
 SERVICE_CONTAINERS = {"java": jvm_container, "go": go_container}
 
 
-def service_replay_consumer(language: str, bootstrap: str, live_group: str, topic: str, ledger: Path, *,
-                            clone: str | None) -> dict:
+def service_replay_consumer(
+    language: str, bootstrap: str, live_group: str, topic: str, ledger: Path, *, clone: str | None
+) -> dict:
     """The Java or Go replay role: the service's own image and command (`entrypoint: Service`)."""
-    consumer: dict = {"entrypoint": "Service", "replicas": 3,
-                      "env": [{"name": "REPRISE_BATCH_SIZE", "value": str(REPLAY_BATCH)}]}
+    consumer: dict = {
+        "entrypoint": "Service",
+        "replicas": 3,
+        "env": [{"name": "REPRISE_BATCH_SIZE", "value": str(REPLAY_BATCH)}],
+    }
     if clone:
         consumer["deploymentRef"] = {"name": clone}
     else:  # the live service is in another language: the template runs this language's image
@@ -161,8 +173,9 @@ def python_replay_consumer(ledger: Path) -> dict:
     }
 
 
-def handover_reconsume(name: str, bootstrap: str, topic: str, live_group: str, consumer: dict,
-                       records_per_second: int) -> dict:
+def handover_reconsume(
+    name: str, bootstrap: str, topic: str, live_group: str, consumer: dict, records_per_second: int
+) -> dict:
     consumer = json.loads(json.dumps(consumer))
     consumer["env"].append({"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": str(records_per_second)})
     return {
@@ -185,8 +198,16 @@ def handover_reconsume(name: str, bootstrap: str, topic: str, live_group: str, c
 
 def replay_client_secret(kube, namespace: str) -> None:
     """Client settings of the replay consumers: a dead replica's partitions move after 6 s, not 45 s."""
-    apply(kube, namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "replay-kafka-client"},
-                            "stringData": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}})
+    apply(
+        kube,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "replay-kafka-client"},
+            "stringData": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"},
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------ the ledger
@@ -259,15 +280,18 @@ class Verdict:
     repeats_by_killed: dict[int, int] = field(default_factory=dict)
 
     def summary(self) -> str:
-        return (f"live {self.live_records} replay {self.replay_records} records; from F on: {self.after_boundary} "
-                f"offsets, both {len(self.both)}, lost {len(self.lost)}; repeats live {self.repeats['L']} replay "
-                f"{self.repeats['R']} (by killed process {self.repeats_by_killed}), unexplained "
-                f"{len(self.unexplained_repeats)}; F {self.first_skipped} ends {self.ends}")
+        return (
+            f"live {self.live_records} replay {self.replay_records} records; from F on: {self.after_boundary} "
+            f"offsets, both {len(self.both)}, lost {len(self.lost)}; repeats live {self.repeats['L']} replay "
+            f"{self.repeats['R']} (by killed process {self.repeats_by_killed}), unexplained "
+            f"{len(self.unexplained_repeats)}; F {self.first_skipped} ends {self.ends}"
+        )
 
 
 def check_exactly_once(ledger: GroupLedger, ends: dict[int, int], killed: set[int]) -> Verdict:
-    verdict = Verdict({p: ledger.first_skipped(p, ends[p]) for p in ends}, dict(ends),
-                      ledger.count("L"), ledger.count("R"))
+    verdict = Verdict(
+        {p: ledger.first_skipped(p, ends[p]) for p in ends}, dict(ends), ledger.count("L"), ledger.count("R")
+    )
     for p, end in ends.items():
         live, replay = ledger.sides["L"].get(p, Counter()), ledger.sides["R"].get(p, Counter())
         for offset in range(verdict.first_skipped[p], end):
@@ -293,10 +317,13 @@ def check_exactly_once(ledger: GroupLedger, ends: dict[int, int], killed: set[in
 
 def assert_exactly_once(verdict: GroupLedger | Verdict, *, per_killed_process: int) -> None:
     assert isinstance(verdict, Verdict)
-    assert not verdict.both, f"{len(verdict.both)} records processed by both groups, e.g. {verdict.both[:5]}: {verdict.summary()}"
+    assert not verdict.both, (
+        f"{len(verdict.both)} records processed by both groups, e.g. {verdict.both[:5]}: {verdict.summary()}"
+    )
     assert not verdict.lost, f"{len(verdict.lost)} records lost, e.g. {verdict.lost[:5]}: {verdict.summary()}"
     assert not verdict.unexplained_repeats, (
-        f"repeats outside a killed process's batch, e.g. {verdict.unexplained_repeats[:5]}: {verdict.summary()}")
+        f"repeats outside a killed process's batch, e.g. {verdict.unexplained_repeats[:5]}: {verdict.summary()}"
+    )
     over = {pid: n for pid, n in verdict.repeats_by_killed.items() if n > per_killed_process}
     assert not over, f"killed processes repeated more than their uncommitted batches ({per_killed_process}): {over}"
     assert any(verdict.first_skipped[p] < verdict.ends[p] for p in verdict.ends), "the guard never skipped"
@@ -333,6 +360,7 @@ def running_pid(pod: dict) -> int | None:
 
 def kill_one(kube, namespace: str, selector: str) -> int:
     """`kill -9` of the process of one running replica (the node agent starts it again)."""
+
     def target():
         for pod in sorted(pods(kube, namespace, selector), key=lambda p: p["metadata"]["name"]):
             pid = running_pid(pod)
@@ -357,13 +385,26 @@ def reached(kube, namespace: str, name: str, ledger_dir: Path, topic: str, when:
     raise ValueError(when)
 
 
-def inject(kube, namespace: str, name: str, live: str, ledger_dir: Path, topic: str,
-           faults: tuple[Fault, ...], killed: set[int], live_group: str) -> list[str]:
+def inject(
+    kube,
+    namespace: str,
+    name: str,
+    live: str,
+    ledger_dir: Path,
+    topic: str,
+    faults: tuple[Fault, ...],
+    killed: set[int],
+    live_group: str,
+) -> list[str]:
     """Inject `faults` in order, each once its point is reached; returns what was done."""
     done = []
     for fault in faults:
-        wait_for(lambda: reached(kube, namespace, name, ledger_dir, topic, fault.when, live_group), 240, f"the point {fault.when}",
-                 interval=0.3)
+        wait_for(
+            lambda: reached(kube, namespace, name, ledger_dir, topic, fault.when, live_group),
+            240,
+            f"the point {fault.when}",
+            interval=0.3,
+        )
         if fault.action == "kill-live":
             killed.add(kill_one(kube, namespace, f"app={live}"))
         elif fault.action == "kill-replay":
@@ -390,8 +431,18 @@ EARLY = (Fault("running", "kill-live"), Fault("replaying", "kill-replay"), Fault
 LATE = (Fault("replaying", "rebalance"), Fault("handing-over", "kill-replay"), Fault("handing-over", "kill-live"))
 
 
-def run_handover(kube, kafka, operator, namespace: str, topic: str, ledger: Path, *, live: str, replay: str,
-                 faults: tuple[Fault, ...]) -> str:
+def run_handover(
+    kube,
+    kafka,
+    operator,
+    namespace: str,
+    topic: str,
+    ledger: Path,
+    *,
+    live: str,
+    replay: str,
+    faults: tuple[Fault, ...],
+) -> str:
     """One Handover with `live` (java | go | python) guarding and `replay` (java | go | python) replaying;
     returns the figures. Fails on any breach of exactly-once."""
     kafka.create_topic(topic, PARTITIONS)
@@ -402,8 +453,9 @@ def run_handover(kube, kafka, operator, namespace: str, topic: str, ledger: Path
     if replay == "python":
         consumer = python_replay_consumer(ledger)
     else:
-        consumer = service_replay_consumer(replay, kafka.bootstrap, LIVE_GROUP, topic, ledger,
-                                           clone="accounts" if live == replay else None)
+        consumer = service_replay_consumer(
+            replay, kafka.bootstrap, LIVE_GROUP, topic, ledger, clone="accounts" if live == replay else None
+        )
     killed: set[int] = set()
     with keep_producing_events(kafka.bootstrap, topic) as producer:
         apply(kube, namespace, handover_reconsume("handover", kafka.bootstrap, topic, LIVE_GROUP, consumer, RATE))

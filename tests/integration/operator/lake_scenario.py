@@ -50,8 +50,19 @@ class Lake:
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     folder = tmp_path_factory.mktemp("lake")
     uri = f"file://{folder}/events"
-    argv = [sys.executable, "-m", "spark_app.lakegen", "--rows", str(LAKE.rows), "--days", str(LAKE.days),
-            "--keys", str(LAKE.keys), "--out", uri]
+    argv = [
+        sys.executable,
+        "-m",
+        "spark_app.lakegen",
+        "--rows",
+        str(LAKE.rows),
+        "--days",
+        str(LAKE.days),
+        "--keys",
+        str(LAKE.keys),
+        "--out",
+        uri,
+    ]
     process = processes.start("lake generator", argv, folder / "lakegen.log")
     try:
         code = process.popen.wait(timeout=600)
@@ -62,25 +73,55 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
 
 
 def schema_configmap(kube, namespace: str) -> None:
-    apply(kube, namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SCHEMA_CONFIGMAP},
-                            "data": {SCHEMA_KEY: json.dumps(LATEST_SCHEMA)}})
+    apply(
+        kube,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": SCHEMA_CONFIGMAP},
+            "data": {SCHEMA_KEY: json.dumps(LATEST_SCHEMA)},
+        },
+    )
 
 
 def service_template(sink: Path) -> dict:
     """A pod template of a service image the node agent runs; the clone replaces its command with the worker."""
     return {
         "metadata": {"labels": {"app": "accounts"}},
-        "spec": {"containers": [{"name": "app", "image": LIVE_IMAGE, "command": ["python", "-c", "pass"],
-                                 "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": str(sink)}]}]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": LIVE_IMAGE,
+                    "command": ["python", "-c", "pass"],
+                    "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": str(sink)}],
+                }
+            ]
+        },
     }
 
 
-def lake_replay(name: str, bootstrap: str, lake: Lake, spark_version: str, *, to: str, consumer: dict,
-                start: str | None = None, filter_: str | None = None, partitions: int | None = 3,
-                **extra: Any) -> dict:
+def lake_replay(
+    name: str,
+    bootstrap: str,
+    lake: Lake,
+    spark_version: str,
+    *,
+    to: str,
+    consumer: dict,
+    start: str | None = None,
+    filter_: str | None = None,
+    partitions: int | None = 3,
+    **extra: Any,
+) -> dict:
     source: dict[str, Any] = {
-        "uri": lake.uri, "format": "parquet", "timestampColumn": "ts", "keyColumn": "user_id",
-        "partitionColumn": "dt", "to": to,
+        "uri": lake.uri,
+        "format": "parquet",
+        "timestampColumn": "ts",
+        "keyColumn": "user_id",
+        "partitionColumn": "dt",
+        "to": to,
         "schema": {"configMapRef": {"name": SCHEMA_CONFIGMAP, "key": SCHEMA_KEY}},
     }
     if start is not None:
@@ -91,8 +132,12 @@ def lake_replay(name: str, bootstrap: str, lake: Lake, spark_version: str, *, to
         "kafka": {"bootstrapServers": bootstrap},
         "source": source,
         "backfillTopic": {"partitions": partitions} if partitions else {},
-        "spark": {"image": "reprise-spark:dev", "sparkVersion": spark_version,
-                  "driver": {"cores": 1, "memory": "1g"}, "executor": {"instances": 1, "cores": 1, "memory": "1g"}},
+        "spark": {
+            "image": "reprise-spark:dev",
+            "sparkVersion": spark_version,
+            "driver": {"cores": 1, "memory": "1g"},
+            "executor": {"instances": 1, "cores": 1, "memory": "1g"},
+        },
         "consumer": consumer,
         "consumerGroup": f"{name}-lake",
         "completion": {"drainedFor": "2s"},
@@ -103,10 +148,13 @@ def lake_replay(name: str, bootstrap: str, lake: Lake, spark_version: str, *, to
 
 def drain_consumer(sink: Path | None = None, deployment: str | None = None, replicas: int = 1) -> dict:
     """spec.consumer: a clone of `deployment`, or of `service_template(sink)`, calling the lake sink."""
-    consumer: dict[str, Any] = {"replicas": replicas, "env": [
-        {"name": "REPRISE_HANDLER", "value": HANDLER},
-        {"name": "REPRISE_BATCH_SIZE", "value": "500"},
-    ]}
+    consumer: dict[str, Any] = {
+        "replicas": replicas,
+        "env": [
+            {"name": "REPRISE_HANDLER", "value": HANDLER},
+            {"name": "REPRISE_BATCH_SIZE", "value": "500"},
+        ],
+    }
     if deployment is not None:
         consumer["deploymentRef"] = {"name": deployment}
     else:
@@ -161,8 +209,16 @@ def get(kube, namespace: str, kind: str, name: str) -> dict | None:
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
-def watch(kube, namespace: str, name: str, phase: str, timeout: float, operator=None, spark=None,
-          watched: Watched | None = None) -> Watched:
+def watch(
+    kube,
+    namespace: str,
+    name: str,
+    phase: str,
+    timeout: float,
+    operator=None,
+    spark=None,
+    watched: Watched | None = None,
+) -> Watched:
     """Poll the LakeReplay until `phase`, remembering phases, Spark states and conditions on the way."""
     seen = watched or Watched({}, [], [], set())
     deadline = time.monotonic() + timeout
@@ -180,14 +236,18 @@ def watch(kube, namespace: str, name: str, phase: str, timeout: float, operator=
             for c in status.get("conditions") or []:
                 seen.conditions_seen.add((c["type"], c["status"], c["reason"]))
             if got == "Failed" and phase != "Failed":
-                raise AssertionError(f"LakeReplay {name} failed: {json.dumps(status, indent=1)}\n"
-                                     f"{_logs(operator, spark, namespace, name)}")
+                raise AssertionError(
+                    f"LakeReplay {name} failed: {json.dumps(status, indent=1)}\n"
+                    f"{_logs(operator, spark, namespace, name)}"
+                )
             if got == phase:
                 return seen
         if time.monotonic() > deadline:
-            raise AssertionError(f"LakeReplay {name} did not reach {phase} within {timeout:.0f}s (phases "
-                                 f"{seen.phases}, Spark {seen.spark_states}):\n{json.dumps(seen.body.get('status'), indent=1)}\n"
-                                 f"{_logs(operator, spark, namespace, name)}")
+            raise AssertionError(
+                f"LakeReplay {name} did not reach {phase} within {timeout:.0f}s (phases "
+                f"{seen.phases}, Spark {seen.spark_states}):\n{json.dumps(seen.body.get('status'), indent=1)}\n"
+                f"{_logs(operator, spark, namespace, name)}"
+            )
         time.sleep(0.5)
 
 
@@ -202,8 +262,11 @@ def _logs(operator, spark, namespace: str, name: str) -> str:
         controller = getattr(spark, "controller", None)
         if controller is not None and controller.controller_log.exists():
             app = f'"name":"{name}-spark","namespace":"{namespace}"'
-            states = [line for line in controller.controller_log.read_text(errors="replace").splitlines()
-                      if app in line and "newState" in line]
+            states = [
+                line
+                for line in controller.controller_log.read_text(errors="replace").splitlines()
+                if app in line and "newState" in line
+            ]
             text += f"\nSpark operator ({controller.controller_log}):\n" + "\n".join(states[-20:])
     return text
 
@@ -214,9 +277,14 @@ def topic_exists(bootstrap: str, topic: str) -> bool:
 
 def assert_lake_children_gone(kube, kafka, namespace: str, name: str, status: dict) -> None:
     children = status["children"]
-    assert get(kube, namespace, "sparkapplication", children["sparkApplication"]) is None, "the SparkApplication must be deleted"
-    pods = json.loads(kube.kubectl("get", "pods", "-n", namespace, "-l", f"reprise.io/replay={name},reprise.io/kind=lakereplay",
-                                   "-o", "json").stdout)["items"]
+    assert get(kube, namespace, "sparkapplication", children["sparkApplication"]) is None, (
+        "the SparkApplication must be deleted"
+    )
+    pods = json.loads(
+        kube.kubectl(
+            "get", "pods", "-n", namespace, "-l", f"reprise.io/replay={name},reprise.io/kind=lakereplay", "-o", "json"
+        ).stdout
+    )["items"]
     assert pods == [], "the drain pods must be gone"
     assert get(kube, namespace, "deployment", children["deployment"]) is None, "the drain Deployment must be deleted"
     assert not topic_exists(kafka.bootstrap, children["backfillTopic"]), "the backfill topic must be deleted"
@@ -228,8 +296,9 @@ def produce_events(bootstrap: str, topic: str, events: list[dict]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     for i, event in enumerate(sorted(events, key=lambda e: (e["ts"], e["event_id"]))):
         value = json.dumps({**event, "ts": event["ts"].isoformat()})
-        producer.produce(topic, key=event["user_id"].encode(), value=value.encode(),
-                         timestamp=int(event["ts"].timestamp() * 1000))
+        producer.produce(
+            topic, key=event["user_id"].encode(), value=value.encode(), timestamp=int(event["ts"].timestamp() * 1000)
+        )
         if i % 1000 == 0:
             producer.poll(0)
     producer.flush(60)

@@ -37,27 +37,36 @@ def sink_rows(folder: Path) -> dict[tuple[str, int], set[int]]:
     return rows
 
 
-def mismatches(plan: list[dict], positions: dict[tuple[str, int], int], rows: dict[tuple[str, int], set[int]]) -> list[str]:
+def mismatches(
+    plan: list[dict], positions: dict[tuple[str, int], int], rows: dict[tuple[str, int], set[int]]
+) -> list[str]:
     found = []
     for part in plan:
         key = (part["topic"], part["partition"])
         stop = positions.get(key)
         if stop is None or stop < part["endOffset"]:
-            found.append(f"{key[0]}/{key[1]}: the replay group is at {stop}, short of the plan's end {part['endOffset']}")
+            found.append(
+                f"{key[0]}/{key[1]}: the replay group is at {stop}, short of the plan's end {part['endOffset']}"
+            )
             continue
         expected = stop - part["startOffset"]
         got = len([o for o in rows.get(key, ()) if part["startOffset"] <= o < stop])
         if got != expected:
             missing = sorted(set(range(part["startOffset"], stop)) - rows.get(key, set()))
-            found.append(f"{key[0]}/{key[1]}: {got} rows in the sink for {expected} records in the topic "
-                         f"(first missing offset {missing[0] if missing else '-'})")
+            found.append(
+                f"{key[0]}/{key[1]}: {got} rows in the sink for {expected} records in the topic "
+                f"(first missing offset {missing[0] if missing else '-'})"
+            )
     return found
 
 
 def main() -> int:
     plan = json.loads(os.environ["REPRISE_PLAN"])
-    positions = replay_positions(os.environ["REPRISE_BOOTSTRAP_SERVERS"], os.environ["REPRISE_REPLAY_GROUP"],
-                                 [(p["topic"], p["partition"]) for p in plan])
+    positions = replay_positions(
+        os.environ["REPRISE_BOOTSTRAP_SERVERS"],
+        os.environ["REPRISE_REPLAY_GROUP"],
+        [(p["topic"], p["partition"]) for p in plan],
+    )
     rows = sink_rows(Path(os.environ["REPRISE_TEST_SINK_DIR"]))  # read after the positions: rows precede commits
     problems = mismatches(plan, positions, rows)
     checked = sum(positions.get((p["topic"], p["partition"]), 0) - p["startOffset"] for p in plan)

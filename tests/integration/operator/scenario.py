@@ -34,12 +34,17 @@ def event_type_of(_n: int) -> bytes:
     return b"UserUpdated"
 
 
-def produce(bootstrap: str, topic: str, count: int, first: int = 0,
-            event_type: Callable[[int], bytes] = event_type_of) -> None:
+def produce(
+    bootstrap: str, topic: str, count: int, first: int = 0, event_type: Callable[[int], bytes] = event_type_of
+) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     for i in range(first, first + count):
-        producer.produce(topic, key=f"user-{i % 97}".encode(), value=json.dumps({"n": i}).encode(),
-                         headers=[("event-type", event_type(i))])
+        producer.produce(
+            topic,
+            key=f"user-{i % 97}".encode(),
+            value=json.dumps({"n": i}).encode(),
+            headers=[("event-type", event_type(i))],
+        )
         if i % 1000 == 0:
             producer.poll(0)
     producer.flush(30)
@@ -67,8 +72,12 @@ class KeepProducing:
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
         while not self._stop.wait(1.0 / self.rate):
             n = self.first + self.written
-            producer.produce(self.topic, key=f"user-{n % 97}".encode(), value=json.dumps({"n": n}).encode(),
-                             headers=[("event-type", self.event_type(n))])
+            producer.produce(
+                self.topic,
+                key=f"user-{n % 97}".encode(),
+                value=json.dumps({"n": n}).encode(),
+                headers=[("event-type", self.event_type(n))],
+            )
             producer.poll(0)
             self.written += 1
         producer.flush(30)
@@ -95,8 +104,15 @@ def live_deployment(name: str, bootstrap: str, group: str, topic: str, out_dir: 
                         {
                             "name": "app",
                             "image": LIVE_IMAGE,
-                            "command": ["python", "-m", "tests.integration.replay_worker.live_service",
-                                        bootstrap, group, topic, str(out_dir)],
+                            "command": [
+                                "python",
+                                "-m",
+                                "tests.integration.replay_worker.live_service",
+                                bootstrap,
+                                group,
+                                topic,
+                                str(out_dir),
+                            ],
                             "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": str(out_dir)}],
                         }
                     ],
@@ -187,10 +203,10 @@ def wait_phase(kube, namespace: str, kind: str, name: str, phase: str, timeout: 
         if time.monotonic() > deadline:
             out = kube.kubectl("get", kind, name, "-n", namespace, "-o", "yaml", check=False).stdout
             log = "\n".join(operator.log().splitlines()[-40:]) if operator is not None else ""
-            raise AssertionError(f"{kind} {name} did not reach {phase} within {timeout:.0f}s:\n{out}\noperator log:\n{log}")
+            raise AssertionError(
+                f"{kind} {name} did not reach {phase} within {timeout:.0f}s:\n{out}\noperator log:\n{log}"
+            )
         time.sleep(0.5)
-
-
 
 
 def get(kube, namespace: str, kind: str, name: str) -> dict | None:
@@ -232,7 +248,9 @@ def reconsume(name: str, bootstrap: str, topic: str, mode: str, live: str, sink:
 
 
 def assert_children_gone(kube, kafka, namespace: str, name: str, group: str | None, topic: str) -> None:
-    deployments = json.loads(kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout)
+    deployments = json.loads(
+        kube.kubectl("get", "deployments", "-n", namespace, "-l", f"reprise.io/replay={name}", "-o", "json").stdout
+    )
     assert deployments["items"] == [], "the standby Deployment must be deleted"
     if group is not None:
         assert group_state(kafka.bootstrap, group) in ("DEAD", "Dead"), f"replay group {group} must be deleted"

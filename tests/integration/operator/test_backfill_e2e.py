@@ -39,8 +39,16 @@ def backfill(name: str, bootstrap: str, topic: str, source: dict, **spec) -> dic
 
 def upstream_template(database, bootstrap: str, rate: float = 0) -> dict:
     """The example upstream service's backfill CLI as the Job's pod template."""
-    command = ["python", "-m", "examples.upstream_cli", "backfill", "--database", str(database),
-               "--bootstrap-servers", bootstrap]
+    command = [
+        "python",
+        "-m",
+        "examples.upstream_cli",
+        "backfill",
+        "--database",
+        str(database),
+        "--bootstrap-servers",
+        bootstrap,
+    ]
     if rate:
         command += ["--max-records-per-second", str(rate)]
     return {"spec": {"containers": [{"name": "backfill", "image": UPSTREAM_IMAGE, "command": command}]}}
@@ -73,7 +81,9 @@ def is_true(body: dict, type_: str) -> bool:
     return conditions(body).get(type_, {}).get("status") == "True"
 
 
-def test_topic_source_re_emits_the_latest_value_of_1000_keys_on_the_right_partition(kube, kafka, operator, namespace, topic_name):
+def test_topic_source_re_emits_the_latest_value_of_1000_keys_on_the_right_partition(
+    kube, kafka, operator, namespace, topic_name
+):
     source, target = f"{topic_name}-state", topic_name
     kafka.create_topic(source, 3)
     kafka.create_topic(target, 4)
@@ -89,10 +99,27 @@ def test_topic_source_re_emits_the_latest_value_of_1000_keys_on_the_right_partit
     assert all(p == partition_for(k.decode(), 3) for p, _, k, _ in read_topic(kafka.bootstrap, source, 3))
 
     named = present + absent + ["user-deleted"]
-    apply(kube, namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "users-to-fix"},
-                            "data": {"keys.txt": "\n".join(named) + "\n"}})
-    apply(kube, namespace, backfill("users-fix", kafka.bootstrap, target, {"topic": {"name": source}},
-                                    keysFrom={"configMapRef": {"name": "users-to-fix", "key": "keys.txt"}}))
+    apply(
+        kube,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "users-to-fix"},
+            "data": {"keys.txt": "\n".join(named) + "\n"},
+        },
+    )
+    apply(
+        kube,
+        namespace,
+        backfill(
+            "users-fix",
+            kafka.bootstrap,
+            target,
+            {"topic": {"name": source}},
+            keysFrom={"configMapRef": {"name": "users-to-fix", "key": "keys.txt"}},
+        ),
+    )
     done = wait_status(kube, namespace, "users-fix", lambda b: phase(b) == "Complete", "Complete", 85, operator)
 
     status = done["status"]
@@ -127,8 +154,19 @@ def test_job_source_barrier_waits_for_every_downstream_group(kube, kafka, operat
         consume_to_end(kafka.bootstrap, group, topic_name, 3)
     template = upstream_template(entities(tmp_path / "users.db", 50), kafka.bootstrap)
     keys = [f"user-{i}" for i in range(50)] + ["user-missing-1", "user-missing-2"]
-    apply(kube, namespace, backfill("users-recalc", kafka.bootstrap, topic_name, {"job": {"template": template}},
-                                    keys=keys, downstreamGroups=["billing", "search"], approval="Manual"))
+    apply(
+        kube,
+        namespace,
+        backfill(
+            "users-recalc",
+            kafka.bootstrap,
+            topic_name,
+            {"job": {"template": template}},
+            keys=keys,
+            downstreamGroups=["billing", "search"],
+            approval="Manual",
+        ),
+    )
 
     # Manual approval: the plan (keys, partitions, groups) is shown and nothing runs until approved.
     planned = wait_status(kube, namespace, "users-recalc", lambda b: phase(b) == "PlanReady", "PlanReady", 60, operator)
@@ -143,7 +181,9 @@ def test_job_source_barrier_waits_for_every_downstream_group(kube, kafka, operat
     ranges = produced["status"]["producedRange"]
     assert sum(r["endOffset"] - r["startOffset"] for r in ranges) == 50
     written = read_topic(kafka.bootstrap, topic_name, 3, {r["partition"]: r["startOffset"] for r in ranges})
-    assert {k.decode(): json.loads(v) for _, _, k, v in written} == {f"user-{i}": {"user": i, "fixed": True} for i in range(50)}
+    assert {k.decode(): json.loads(v) for _, _, k, v in written} == {
+        f"user-{i}": {"user": i, "fixed": True} for i in range(50)
+    }
     pod_env = json.loads(kube.kubectl("get", "job", "users-recalc-backfill", "-n", namespace, "-o", "json").stdout)
     env = {e["name"]: e.get("value") for e in pod_env["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["REPRISE_KEYS"] == ",".join(keys) and env["REPRISE_KEYS_FILE"] == "/etc/reprise/keys/keys.txt"
@@ -162,7 +202,10 @@ def test_job_source_barrier_waits_for_every_downstream_group(kube, kafka, operat
     search_rows = [r for r in barrier["partitions"] if r["group"] == "search"]
     assert {r["partition"] for r in search_rows} == {r["partition"] for r in ranges}
     assert sum(r["remaining"] for r in search_rows) == 50 == barrier["remaining"]
-    assert all(r["targetOffset"] == next(x["endOffset"] for x in ranges if x["partition"] == r["partition"]) for r in search_rows)
+    assert all(
+        r["targetOffset"] == next(x["endOffset"] for x in ranges if x["partition"] == r["partition"])
+        for r in search_rows
+    )
 
     consume_to_end(kafka.bootstrap, "search", topic_name, 3)
     done = wait_status(kube, namespace, "users-recalc", lambda b: phase(b) == "Complete", "Complete", 60, operator)
@@ -176,14 +219,27 @@ def test_debezium_source_sends_the_exact_signal_and_follows_notifications(kube, 
     kafka.create_topic(signals, 1)
     kafka.create_topic(notifications, 1)
     keys = ["1017", "2044", "O'Brien"]
-    source = {"debezium": {"signalTopic": signals, "topicPrefix": "crm", "dataCollection": "public.customers",
-                           "keyColumn": "id", "notificationTopic": notifications}}
+    source = {
+        "debezium": {
+            "signalTopic": signals,
+            "topicPrefix": "crm",
+            "dataCollection": "public.customers",
+            "keyColumn": "id",
+            "notificationTopic": notifications,
+        }
+    }
     rows = {k: json.dumps({"after": {"id": k, "status": "fixed"}, "op": "r"}) for k in keys}
     with FakeConnector(kafka.bootstrap, "crm", signals, table, notifications, rows) as connector:
         apply(kube, namespace, backfill("customers-resnapshot", kafka.bootstrap, table, source, keys=keys))
-        running = wait_status(kube, namespace, "customers-resnapshot",
-                              lambda b: ((b.get("status") or {}).get("signal") or {}).get("lastNotification") == "IN_PROGRESS",
-                              "the IN_PROGRESS notification", 60, operator)
+        running = wait_status(
+            kube,
+            namespace,
+            "customers-resnapshot",
+            lambda b: ((b.get("status") or {}).get("signal") or {}).get("lastNotification") == "IN_PROGRESS",
+            "the IN_PROGRESS notification",
+            60,
+            operator,
+        )
         assert connector.error is None
         # The signal, exactly as Debezium's Kafka signal channel reads it.
         key, value, headers = connector.signal
@@ -191,23 +247,53 @@ def test_debezium_source_sends_the_exact_signal_and_follows_notifications(kube, 
         assert key == b"crm"
         assert value == expected.value
         assert json.loads(value)["data"]["additional-conditions"] == [
-            {"data-collection": "public.customers", "filter": "id IN ('1017','2044','O''Brien')"}]
+            {"data-collection": "public.customers", "filter": "id IN ('1017','2044','O''Brien')"}
+        ]
         assert dict(headers)["reprise.io/backfill"] == f"{namespace}/customers-resnapshot".encode()
         # Rows are already in the table topic, but the snapshot is not COMPLETED: not produced, not complete.
         assert phase(running) == "Running" and not is_true(running, "Produced")
         assert running["status"]["signal"]["id"] == signal_id(running["metadata"]["uid"])
 
         # Suspend pauses the connector's snapshot; resuming resumes it (signals on the same topic).
-        kube.kubectl("patch", "backfill", "customers-resnapshot", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":true}}')
-        wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Suspended", "Suspended", 30, operator)
-        kube.kubectl("patch", "backfill", "customers-resnapshot", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
-        wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Running", "Running again", 30, operator)
+        kube.kubectl(
+            "patch",
+            "backfill",
+            "customers-resnapshot",
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"spec":{"suspend":true}}',
+        )
+        wait_status(
+            kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Suspended", "Suspended", 30, operator
+        )
+        kube.kubectl(
+            "patch",
+            "backfill",
+            "customers-resnapshot",
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"spec":{"suspend":false}}',
+        )
+        wait_status(
+            kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Running", "Running again", 30, operator
+        )
         controls = [json.loads(v)["type"] for _, _, k, v in read_topic(kafka.bootstrap, signals, 1) if k == b"crm"]
         assert controls == ["execute-snapshot", "pause-snapshot", "resume-snapshot"]
 
         connector.finish.set()
-        done = wait_status(kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Complete", "Complete", 60, operator)
-    assert connector.error is None and connector.notified == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED"]
+        done = wait_status(
+            kube, namespace, "customers-resnapshot", lambda b: phase(b) == "Complete", "Complete", 60, operator
+        )
+    assert connector.error is None and connector.notified == [
+        "STARTED",
+        "IN_PROGRESS",
+        "TABLE_SCAN_COMPLETED",
+        "COMPLETED",
+    ]
     status = done["status"]
     assert status["signal"]["lastNotification"] == "COMPLETED" and status["keysProduced"] == 3
     assert status["keysNotFoundCount"] == 0
@@ -227,14 +313,28 @@ def test_stalled_downstream_group_is_reported_with_partition_and_offset(kube, ka
     produce_keyed(kafka.bootstrap, target, [(f"order-{i}", "{}") for i in range(100)])
     # The downstream service is stuck on offset 10 of each partition (seed 000's blocked partition).
     commit(kafka.bootstrap, "fulfilment", target, {0: 10, 1: 10})
-    apply(kube, namespace, backfill("orders-fix", kafka.bootstrap, target, {"topic": {"name": source}}, keys=keys,
-                                    downstreamGroups=["fulfilment"], barrier={"stalledAfter": "3s"}))
+    apply(
+        kube,
+        namespace,
+        backfill(
+            "orders-fix",
+            kafka.bootstrap,
+            target,
+            {"topic": {"name": source}},
+            keys=keys,
+            downstreamGroups=["fulfilment"],
+            barrier={"stalledAfter": "3s"},
+        ),
+    )
 
     stalled = wait_status(kube, namespace, "orders-fix", lambda b: is_true(b, "Stalled"), "Stalled", 80, operator)
     condition = conditions(stalled)["Stalled"]
     assert condition["reason"] == "GroupStalled"
     assert "group fulfilment" in condition["message"]
-    assert f"{target} partition 0 at offset 10" in condition["message"] or f"{target} partition 1 at offset 10" in condition["message"]
+    assert (
+        f"{target} partition 0 at offset 10" in condition["message"]
+        or f"{target} partition 1 at offset 10" in condition["message"]
+    )
     rows = stalled["status"]["barrier"]["partitions"]
     assert all(r["committedOffset"] == 10 and r["remaining"] > 0 and r.get("stalledSince") for r in rows)
     assert phase(stalled) == "Draining"
@@ -247,22 +347,52 @@ def test_stalled_downstream_group_is_reported_with_partition_and_offset(kube, ka
     assert done["status"]["barrier"]["groupsPassed"] == 1
 
     # ttlSecondsAfterFinished deletes the finished Backfill; its Job and keys ConfigMap go with it.
-    kube.kubectl("patch", "backfill", "orders-fix", "-n", namespace, "--type=merge", "-p",
-                 '{"spec":{"cleanup":{"ttlSecondsAfterFinished":1}}}')
-    wait_for(lambda: kube.kubectl("get", "backfill", "orders-fix", "-n", namespace, check=False).returncode != 0,
-             30, "the TTL to delete the Backfill")
+    kube.kubectl(
+        "patch",
+        "backfill",
+        "orders-fix",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"spec":{"cleanup":{"ttlSecondsAfterFinished":1}}}',
+    )
+    wait_for(
+        lambda: kube.kubectl("get", "backfill", "orders-fix", "-n", namespace, check=False).returncode != 0,
+        30,
+        "the TTL to delete the Backfill",
+    )
     wait_for(lambda: not jobs_of(kube, namespace, "orders-fix"), 30, "the garbage collector to delete the Job")
 
 
-def test_operator_killed_mid_backfill_adopts_the_job_and_keeps_the_exact_range(kube, kafka, operator, namespace, topic_name, tmp_path):
+def test_operator_killed_mid_backfill_adopts_the_job_and_keeps_the_exact_range(
+    kube, kafka, operator, namespace, topic_name, tmp_path
+):
     kafka.create_topic(topic_name, 3)
     produce_keyed(kafka.bootstrap, topic_name, [(f"user-{i}", "{}") for i in range(90)])
     consume_to_end(kafka.bootstrap, "billing", topic_name, 3)
     template = upstream_template(entities(tmp_path / "users.db", 30), kafka.bootstrap, rate=10)
-    apply(kube, namespace, backfill("restarts", kafka.bootstrap, topic_name, {"job": {"template": template}},
-                                    keys=[f"user-{i}" for i in range(30)], downstreamGroups=["billing"]))
-    wait_status(kube, namespace, "restarts", lambda b: phase(b) == "Running" and jobs_of(kube, namespace, "restarts"),
-                "the Job to run", 60, operator)
+    apply(
+        kube,
+        namespace,
+        backfill(
+            "restarts",
+            kafka.bootstrap,
+            topic_name,
+            {"job": {"template": template}},
+            keys=[f"user-{i}" for i in range(30)],
+            downstreamGroups=["billing"],
+        ),
+    )
+    wait_status(
+        kube,
+        namespace,
+        "restarts",
+        lambda b: phase(b) == "Running" and jobs_of(kube, namespace, "restarts"),
+        "the Job to run",
+        60,
+        operator,
+    )
     operator.kill()  # mid-production: the end offsets before it are recorded, the Job exists
     operator.start()
     produced = wait_status(kube, namespace, "restarts", lambda b: phase(b) == "Draining", "Draining", 60, operator)
@@ -275,16 +405,37 @@ def test_operator_killed_mid_backfill_adopts_the_job_and_keeps_the_exact_range(k
     (job,) = jobs_of(kube, namespace, "restarts")
     assert job["status"].get("succeeded") == 1 and not job["status"].get("failed")
     assert len(pods_of(kube, namespace, "restarts")) == 1, "the upstream command ran once"
-    assert {"PlanReady", "Approved", "Produced", "Drained", "Complete"} <= {t for t, c in conditions(done).items() if c["status"] == "True"}
+    assert {"PlanReady", "Approved", "Produced", "Drained", "Complete"} <= {
+        t for t, c in conditions(done).items() if c["status"] == "True"
+    }
 
 
-def test_suspend_holds_the_job_and_deleting_mid_flight_leaves_nothing(kube, kafka, operator, namespace, topic_name, tmp_path):
+def test_suspend_holds_the_job_and_deleting_mid_flight_leaves_nothing(
+    kube, kafka, operator, namespace, topic_name, tmp_path
+):
     kafka.create_topic(topic_name, 2)
     template = upstream_template(entities(tmp_path / "users.db", 200), kafka.bootstrap, rate=5)
-    apply(kube, namespace, backfill("held", kafka.bootstrap, topic_name, {"job": {"template": template}},
-                                    keys=[f"user-{i}" for i in range(200)], downstreamGroups=["billing"]))
-    wait_status(kube, namespace, "held", lambda b: phase(b) == "Running" and pods_of(kube, namespace, "held"),
-                "the Job's pod", 60, operator)
+    apply(
+        kube,
+        namespace,
+        backfill(
+            "held",
+            kafka.bootstrap,
+            topic_name,
+            {"job": {"template": template}},
+            keys=[f"user-{i}" for i in range(200)],
+            downstreamGroups=["billing"],
+        ),
+    )
+    wait_status(
+        kube,
+        namespace,
+        "held",
+        lambda b: phase(b) == "Running" and pods_of(kube, namespace, "held"),
+        "the Job's pod",
+        60,
+        operator,
+    )
     kube.kubectl("patch", "backfill", "held", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":true}}')
     suspended = wait_status(kube, namespace, "held", lambda b: phase(b) == "Suspended", "Suspended", 30, operator)
     assert conditions(suspended)["Suspended"]["status"] == "True"

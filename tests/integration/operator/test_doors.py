@@ -42,8 +42,16 @@ def door(kube):
 
 
 def test_the_kafka_secret_is_read_again_only_when_its_resource_version_moves(kube, namespace, door, monkeypatch):
-    kube.kubectl("create", "secret", "generic", "kafka-client", "-n", namespace,
-                 "--from-literal=security.protocol=SASL_SSL", "--from-literal=sasl.password=first")
+    kube.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "kafka-client",
+        "-n",
+        namespace,
+        "--from-literal=security.protocol=SASL_SSL",
+        "--from-literal=sasl.password=first",
+    )
     spy = CountingCalls(door.core.read_namespaced_secret)
     monkeypatch.setattr(door.core, "read_namespaced_secret", spy)
 
@@ -59,8 +67,16 @@ def test_the_kafka_secret_is_read_again_only_when_its_resource_version_moves(kub
     assert spy.calls == ["full", "metadata"]
 
     # A rotated Secret moves its resourceVersion: the next check reads the new values.
-    kube.kubectl("patch", "secret", "kafka-client", "-n", namespace, "--type=merge",
-                 "-p", json.dumps({"stringData": {"sasl.password": "second"}}))
+    kube.kubectl(
+        "patch",
+        "secret",
+        "kafka-client",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        json.dumps({"stringData": {"sasl.password": "second"}}),
+    )
     assert door.secret_data(namespace, "kafka-client")["sasl.password"] == "second"
     assert spy.calls == ["full", "metadata", "metadata", "full"]
 
@@ -93,6 +109,8 @@ def test_the_leader_lease_goes_through_the_door(kube, namespace, door):
     assert taken["spec"]["leaseTransitions"] == 1
 
     # A write from a stale read fails instead of overwriting (the resourceVersion guards it).
-    stale = {"metadata": {"name": LEASE_NAME, "resourceVersion": lease["metadata"]["resourceVersion"]},
-             "spec": {"holderIdentity": "replica-a"}}
+    stale = {
+        "metadata": {"name": LEASE_NAME, "resourceVersion": lease["metadata"]["resourceVersion"]},
+        "spec": {"holderIdentity": "replica-a"},
+    }
     assert door.replace_lease(namespace, LEASE_NAME, stale) is False

@@ -23,8 +23,7 @@ from .handover_scenario import EARLY, LATE, LIVE_GROUP, GroupLedger, run_handove
 pytestmark = pytest.mark.integration
 
 
-def test_go_service_hands_over_to_its_own_replay_role(kube, kafka, operator, namespace, topic_name, tmp_path,
-                                                      go_image):
+def test_go_service_hands_over_to_its_own_replay_role(kube, kafka, operator, namespace, topic_name, tmp_path, go_image):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     run_handover(kube, kafka, operator, namespace, topic_name, ledger, live="go", replay="go", faults=EARLY)
@@ -32,8 +31,9 @@ def test_go_service_hands_over_to_its_own_replay_role(kube, kafka, operator, nam
     assert groups == {LIVE_GROUP, replay_group_name(namespace, "handover")}, groups
 
 
-def test_go_replay_role_against_the_java_guard(kube, kafka, operator, namespace, topic_name, tmp_path, go_image,
-                                               jvm_image):
+def test_go_replay_role_against_the_java_guard(
+    kube, kafka, operator, namespace, topic_name, tmp_path, go_image, jvm_image
+):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     run_handover(kube, kafka, operator, namespace, topic_name, ledger, live="java", replay="go", faults=LATE)

@@ -26,8 +26,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("faults", [EARLY, LATE], ids=["early", "late"])
-def test_java_service_hands_over_to_its_own_replay_role(kube, kafka, operator, namespace, topic_name, tmp_path,
-                                                        jvm_image, faults):
+def test_java_service_hands_over_to_its_own_replay_role(
+    kube, kafka, operator, namespace, topic_name, tmp_path, jvm_image, faults
+):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     run_handover(kube, kafka, operator, namespace, topic_name, ledger, live="java", replay="java", faults=faults)
@@ -35,15 +36,13 @@ def test_java_service_hands_over_to_its_own_replay_role(kube, kafka, operator, n
     assert groups == {LIVE_GROUP, replay_group_name(namespace, "handover")}, groups
 
 
-def test_python_replay_worker_against_the_java_guard(kube, kafka, operator, namespace, topic_name, tmp_path,
-                                                     jvm_image):
+def test_python_replay_worker_against_the_java_guard(kube, kafka, operator, namespace, topic_name, tmp_path, jvm_image):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     run_handover(kube, kafka, operator, namespace, topic_name, ledger, live="java", replay="python", faults=EARLY)
 
 
-def test_java_replay_role_against_the_python_guard(kube, kafka, operator, namespace, topic_name, tmp_path,
-                                                   jvm_image):
+def test_java_replay_role_against_the_python_guard(kube, kafka, operator, namespace, topic_name, tmp_path, jvm_image):
     ledger = tmp_path / "ledger"
     ledger.mkdir()
     run_handover(kube, kafka, operator, namespace, topic_name, ledger, live="python", replay="java", faults=LATE)

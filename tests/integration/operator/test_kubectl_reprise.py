@@ -35,8 +35,14 @@ def kubectl_reprise(kube, *args: str, timeout: float = 300) -> subprocess.Comple
         "PATH": f"{REPO / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "REPRISE_PYTHON": sys.executable,
     }
-    return subprocess.run([str(kube.control_plane.kubectl), "reprise", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(kube.control_plane.kubectl), "reprise", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def write_manifest(tmp_path: Path, body: dict) -> Path:
@@ -57,8 +63,16 @@ def test_plan_agrees_offset_for_offset_with_the_operators_plan(kube, kafka, oper
     start = datetime.now(timezone.utc)
     time.sleep(1.0)
     produce(kafka.bootstrap, topic_name, 1500, first=1500)
-    body = reconsume("plan-first", kafka.bootstrap, topic_name, "Parallel", "accounts", str(tmp_path),
-                     approval="Manual", start={"timestamp": start.strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"})
+    body = reconsume(
+        "plan-first",
+        kafka.bootstrap,
+        topic_name,
+        "Parallel",
+        "accounts",
+        str(tmp_path),
+        approval="Manual",
+        start={"timestamp": start.strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"},
+    )
     manifest = write_manifest(tmp_path, body)
 
     shown = kubectl_reprise(kube, "plan", "-f", str(manifest), "-n", namespace, "-o", "json")
@@ -75,8 +89,10 @@ def test_plan_agrees_offset_for_offset_with_the_operators_plan(kube, kafka, oper
     operators = ready["status"]["plan"]
 
     def offsets(plan: dict) -> list[tuple]:
-        return [(p["topic"], p["partition"], p["startOffset"], p["endOffset"], p["records"], p["retentionRisk"])
-                for p in plan["partitions"]]
+        return [
+            (p["topic"], p["partition"], p["startOffset"], p["endOffset"], p["records"], p["retentionRisk"])
+            for p in plan["partitions"]
+        ]
 
     assert offsets(planned) == offsets(operators)
     assert planned["totalRecords"] == operators["totalRecords"]
@@ -85,15 +101,24 @@ def test_plan_agrees_offset_for_offset_with_the_operators_plan(kube, kafka, oper
     assert all(0 < p["startOffset"] < p["endOffset"] for p in planned["partitions"])
 
 
-def test_plan_refuses_a_start_older_than_retention_with_the_operators_message(kube, kafka, operator, namespace, topic_name, tmp_path):
+def test_plan_refuses_a_start_older_than_retention_with_the_operators_message(
+    kube, kafka, operator, namespace, topic_name, tmp_path
+):
     kafka.create_topic(topic_name, PARTITIONS)
     produce(kafka.bootstrap, topic_name, 600)
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     # Retention at work: the first 50 records of every partition are deleted, so the log starts at 50.
     for future in admin.delete_records([TopicPartition(topic_name, p, 50) for p in range(PARTITIONS)]).values():
         future.result(30)
-    body = reconsume("too-old", kafka.bootstrap, topic_name, "Parallel", "accounts", str(tmp_path),
-                     start={"timestamp": "2020-01-01T00:00:00Z"})
+    body = reconsume(
+        "too-old",
+        kafka.bootstrap,
+        topic_name,
+        "Parallel",
+        "accounts",
+        str(tmp_path),
+        start={"timestamp": "2020-01-01T00:00:00Z"},
+    )
     manifest = write_manifest(tmp_path, body)
 
     refused = kubectl_reprise(kube, "plan", "-f", str(manifest), "-n", namespace)
@@ -108,18 +133,26 @@ def test_plan_refuses_a_start_older_than_retention_with_the_operators_message(ku
     condition = next(c for c in failed["status"]["conditions"] if c["type"] == "Failed")
     assert (condition["reason"], condition["message"]) == ("RetentionExceeded", message)
 
-    future = dict(body, metadata={"name": "not-yet"}, spec=dict(body["spec"], start={"timestamp": "2999-01-01T00:00:00Z"}))
+    future = dict(
+        body, metadata={"name": "not-yet"}, spec=dict(body["spec"], start={"timestamp": "2999-01-01T00:00:00Z"})
+    )
     refused_future = kubectl_reprise(kube, "plan", "-f", str(write_manifest(tmp_path, future)), "-n", namespace)
     assert refused_future.returncode == 1
-    assert refused_future.stderr.startswith("error: plan refused: StartInFuture: spec.start.timestamp 2999-01-01T00:00:00Z is in the future"), refused_future.stderr
+    assert refused_future.stderr.startswith(
+        "error: plan refused: StartInFuture: spec.start.timestamp 2999-01-01T00:00:00Z is in the future"
+    ), refused_future.stderr
 
     watched = kubectl_reprise(kube, "watch", "too-old", "-n", namespace, "--timeout", "60s")
     assert watched.returncode == 1, watched.stdout + watched.stderr
     assert f"reconsume/too-old Failed: RetentionExceeded: {message}" in watched.stdout
 
 
-def test_approve_suspend_resume_and_cancel_move_a_reconsume_through_its_phases(kube, kafka, operator, namespace, topic_name, live_service, tmp_path):
-    body = reconsume("steered", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service), approval="Manual")
+def test_approve_suspend_resume_and_cancel_move_a_reconsume_through_its_phases(
+    kube, kafka, operator, namespace, topic_name, live_service, tmp_path
+):
+    body = reconsume(
+        "steered", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service), approval="Manual"
+    )
     # Slow, so the replay is still running while it is suspended and resumed.
     body["spec"]["consumer"]["env"].append({"name": "REPRISE_MAX_RECORDS_PER_SECOND", "value": "10"})
     apply(kube, namespace, body)
@@ -129,7 +162,9 @@ def test_approve_suspend_resume_and_cancel_move_a_reconsume_through_its_phases(k
     assert "reconsume/steered" in listed.stdout and "PlanReady" in listed.stdout
 
     def replicas() -> int | None:
-        out = kube.kubectl("get", "deployment", "steered-replay", "-n", namespace, "-o", "jsonpath={.spec.replicas}", check=False)
+        out = kube.kubectl(
+            "get", "deployment", "steered-replay", "-n", namespace, "-o", "jsonpath={.spec.replicas}", check=False
+        )
         return int(out.stdout) if out.returncode == 0 and out.stdout else None
 
     approved = kubectl_reprise(kube, "approve", "steered", "-n", namespace)
@@ -160,14 +195,20 @@ def test_approve_suspend_resume_and_cancel_move_a_reconsume_through_its_phases(k
     assert replicas() is None, "the replay Deployment is removed by the cancel"
 
 
-def test_watch_follows_a_rewind_to_complete_and_rollback_restores_its_offsets(kube, kafka, operator, namespace, topic_name, live_service):
+def test_watch_follows_a_rewind_to_complete_and_rollback_restores_its_offsets(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     before = committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
-    apply(kube, namespace, reconsume("rewind-back", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service)))
+    apply(
+        kube, namespace, reconsume("rewind-back", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service))
+    )
     watched = kubectl_reprise(kube, "watch", "rewind-back", "-n", namespace, "--timeout", "240s")
     assert watched.returncode == 0, watched.stdout + watched.stderr
     assert "reconsume/rewind-back Complete: " in watched.stdout
     assert f"{topic_name}/0" in watched.stdout, "plain lines name each partition"
-    snapshot = {o["partition"]: o["offset"] for o in rcs(kube, namespace, "rewind-back")["status"]["rollback"]["offsets"]}
+    snapshot = {
+        o["partition"]: o["offset"] for o in rcs(kube, namespace, "rewind-back")["status"]["rollback"]["offsets"]
+    }
     assert snapshot == before
 
     produce(kafka.bootstrap, topic_name, 90, first=10_000)  # the live group moves past the snapshot
@@ -179,10 +220,14 @@ def test_watch_follows_a_rewind_to_complete_and_rollback_restores_its_offsets(ku
     assert committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS) == moved
 
     kube.kubectl("scale", "deployment", "accounts", "-n", namespace, "--replicas=0")
-    wait_for(lambda: group_state(kafka.bootstrap, "accounts-group") in ("EMPTY", "Empty"), 90, "the live group to be Empty")
+    wait_for(
+        lambda: group_state(kafka.bootstrap, "accounts-group") in ("EMPTY", "Empty"), 90, "the live group to be Empty"
+    )
     rolled = kubectl_reprise(kube, "rollback", "rewind-back", "-n", namespace, "--yes")
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     rows = [line.split() for line in rolled.stdout.splitlines()]
     for p in range(PARTITIONS):  # said before it is moved: where the group is, where it goes back to
-        assert [topic_name, str(p), str(moved[p]), str(snapshot[p]), f"{snapshot[p] - moved[p]:+d}"] in rows, rolled.stdout
+        assert [topic_name, str(p), str(moved[p]), str(snapshot[p]), f"{snapshot[p] - moved[p]:+d}"] in rows, (
+            rolled.stdout
+        )
     assert committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS) == snapshot

@@ -40,15 +40,27 @@ UTC = timezone.utc
 
 
 def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_torn_down(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path
+):
     start, end = datetime(2024, 1, 2, 6, tzinfo=UTC), datetime(2024, 1, 5, 18, tzinfo=UTC)
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
-    apply(kube, namespace, lake_replay("history", kafka.bootstrap, lake, spark_version,
-                                       start="2024-01-02T06:00:00Z", to="2024-01-05T18:00:00Z",
-                                       filter_="event_type <> 'view'", consumer=drain_consumer(sink),
-                                       cleanup={"ttlSecondsAfterFinished": 5}))
+    apply(
+        kube,
+        namespace,
+        lake_replay(
+            "history",
+            kafka.bootstrap,
+            lake,
+            spark_version,
+            start="2024-01-02T06:00:00Z",
+            to="2024-01-05T18:00:00Z",
+            filter_="event_type <> 'view'",
+            consumer=drain_consumer(sink),
+            cleanup={"ttlSecondsAfterFinished": 5},
+        ),
+    )
 
     seen = watch(kube, namespace, "history", "Running", 120, operator, spark_operator)
     children = seen.body["status"]["children"]
@@ -64,8 +76,9 @@ def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_tor
     expected = {k: v for k, v in lake.expected(start, end).items() if v[1]["event_type"] != "view"}
     rows = Sink.read(sink).of_topic(topic)
     counts = Counter(r.value["event_id"] for r in rows)
-    assert set(counts) == set(expected), (f"missing {len(set(expected) - set(counts))}, "
-                                          f"unexpected {len(set(counts) - set(expected))}")
+    assert set(counts) == set(expected), (
+        f"missing {len(set(expected) - set(counts))}, unexpected {len(set(counts) - set(expected))}"
+    )
     assert max(counts.values()) == 1, f"processed twice: {[e for e, c in counts.items() if c > 1][:5]}"
     for row in rows:
         n, want = expected[row.value["event_id"]]
@@ -89,7 +102,8 @@ def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_tor
 
 
 def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_live_group(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, topic_name, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, topic_name, tmp_path
+):
     """The whole journey in one resource: events before `to` come from the lake (through the backfill topic),
     events at and after `to` from the live topic (a Handover continuation), none lost or doubled at the seam."""
     start, seam = datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 1, 5, 12, tzinfo=UTC)
@@ -107,11 +121,28 @@ def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_liv
     schema_configmap(kube, namespace)
 
     with KeepProducing(kafka.bootstrap, topic_name, rate=20) as producer:
-        apply(kube, namespace, lake_replay(
-            "journey", kafka.bootstrap, lake, spark_version, start="2024-01-03T00:00:00Z", to="2024-01-05T12:00:00Z",
-            partitions=None, consumer=drain_consumer(deployment="accounts"),
-            then={"reconsume": {"topics": [topic_name], "consumerGroup": "accounts-group", "mode": "Handover",
-                                "completion": {"drainedFor": "2s"}}}))
+        apply(
+            kube,
+            namespace,
+            lake_replay(
+                "journey",
+                kafka.bootstrap,
+                lake,
+                spark_version,
+                start="2024-01-03T00:00:00Z",
+                to="2024-01-05T12:00:00Z",
+                partitions=None,
+                consumer=drain_consumer(deployment="accounts"),
+                then={
+                    "reconsume": {
+                        "topics": [topic_name],
+                        "consumerGroup": "accounts-group",
+                        "mode": "Handover",
+                        "completion": {"drainedFor": "2s"},
+                    }
+                },
+            ),
+        )
         seen = watch(kube, namespace, "journey", "Complete", 1200, operator, spark_operator)
     assert producer.written > 0
     status = seen.body["status"]
@@ -125,7 +156,9 @@ def test_then_reconsume_continues_on_kafka_at_the_seam_and_hands_over_to_the_liv
     seam_ms = int(seam.timestamp() * 1000)
     for p, records in live.items():
         first = next((o for o, (ts, _) in sorted(records.items()) if ts >= seam_ms), ends[p])
-        assert starts[p] == first, f"partition {p}: continuation starts at {starts[p]}, first record at/after to is {first}"
+        assert starts[p] == first, (
+            f"partition {p}: continuation starts at {starts[p]}, first record at/after to is {first}"
+        )
     assert status["continuation"]["phase"] == "Complete" and children["reconsume"] == "journey-then"
     assert len(status["plan"]["partitions"]) == 3
 

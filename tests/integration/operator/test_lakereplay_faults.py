@@ -44,15 +44,24 @@ def written(kube, namespace: str, name: str) -> int:
 
 
 def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_without_duplicates(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path
+):
     """Approval, an operator crash while Spark writes, a suspend (the SparkApplication's own `suspend`, the drain
     scaled to zero), another crash while suspended, and a resume: every event of the range processed once."""
     start, end = datetime(2024, 1, 3, tzinfo=UTC), datetime(2024, 1, 5, tzinfo=UTC)
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
-    body = lake_replay("paused", kafka.bootstrap, lake, spark_version, start="2024-01-03T00:00:00Z",
-                       to="2024-01-05T00:00:00Z", consumer=drain_consumer(sink), approval="Manual")
+    body = lake_replay(
+        "paused",
+        kafka.bootstrap,
+        lake,
+        spark_version,
+        start="2024-01-03T00:00:00Z",
+        to="2024-01-05T00:00:00Z",
+        consumer=drain_consumer(sink),
+        approval="Manual",
+    )
     # Slow enough that the crash and the suspend happen while Spark writes (the job paces itself).
     body["spec"]["spark"]["maxRecordsPerSecond"] = 250
     apply(kube, namespace, body)
@@ -65,8 +74,15 @@ def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_withou
     patch_spec(kube, namespace, "paused", {"suspend": True})
     operator.start()
     seen = watch(kube, namespace, "paused", "Suspended", 120, operator, spark_operator)
-    app = wait_for(lambda: (a := get(kube, namespace, "sparkapplication", "paused-spark"))
-                   and a["status"]["applicationState"]["state"] == "SUSPENDED" and a, 120, "Spark to be SUSPENDED")
+    app = wait_for(
+        lambda: (
+            (a := get(kube, namespace, "sparkapplication", "paused-spark"))
+            and a["status"]["applicationState"]["state"] == "SUSPENDED"
+            and a
+        ),
+        120,
+        "Spark to be SUSPENDED",
+    )
     assert app["spec"]["suspend"] is True
     # SUSPENDED says the controller deleted the driver pod; the driver stops within the pod's grace period.
     wait_for(lambda: spark_operator.pid(namespace, "paused-spark") is None, 60, "the suspended driver to stop")
@@ -93,12 +109,14 @@ def test_operator_restarts_and_a_suspend_mid_spark_resume_where_they_were_withou
 
 
 def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path
+):
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
-    body = lake_replay("doomed", kafka.bootstrap, lake, spark_version, to="2024-01-07T00:00:00Z",
-                       consumer=drain_consumer(sink))
+    body = lake_replay(
+        "doomed", kafka.bootstrap, lake, spark_version, to="2024-01-07T00:00:00Z", consumer=drain_consumer(sink)
+    )
     body["spec"]["spark"]["maxRecordsPerSecond"] = 100
     apply(kube, namespace, body)
     wait_for(lambda: written(kube, namespace, "doomed") > 0, 300, "Spark to write the first records")
@@ -114,7 +132,8 @@ def test_deleting_a_lakereplay_mid_flight_stops_spark_and_removes_everything(
 
 
 def test_a_killed_driver_is_retried_by_the_spark_operator_and_no_day_is_written_twice(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path
+):
     """`kill -9` of the driver part-way through its write: the Spark operator sees its pod fail (exit code 137),
     retries it under restartPolicy OnFailure, and the retried driver leaves out the records of the days the
     first one wrote (all in one write unit here) that are already in the topic: every event once, and no more
@@ -123,8 +142,15 @@ def test_a_killed_driver_is_retried_by_the_spark_operator_and_no_day_is_written_
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
-    body = lake_replay("crashed", kafka.bootstrap, lake, spark_version, start="2024-01-02T00:00:00Z",
-                       to="2024-01-06T00:00:00Z", consumer=drain_consumer(sink))
+    body = lake_replay(
+        "crashed",
+        kafka.bootstrap,
+        lake,
+        spark_version,
+        start="2024-01-02T00:00:00Z",
+        to="2024-01-06T00:00:00Z",
+        consumer=drain_consumer(sink),
+    )
     body["spec"]["spark"]["maxRecordsPerSecond"] = 400
     body["spec"]["spark"]["retries"] = {"onFailure": 2, "intervalSeconds": 1}
     apply(kube, namespace, body)
@@ -146,14 +172,23 @@ def test_a_killed_driver_is_retried_by_the_spark_operator_and_no_day_is_written_
 
 
 def test_a_spark_application_that_fails_fails_the_lakereplay_with_the_drivers_message(
-        kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path):
+    kube, kafka, operator, spark_operator, spark_version, namespace, lake, tmp_path
+):
     """The job refuses a filter over a column the schema does not have (exit code 2); the controller retries
     as spec.spark.retries says (once, after a second), then gives up: the LakeReplay fails with its message and leaves nothing in Kafka."""
     sink = tmp_path / "sink"
     sink.mkdir()
     schema_configmap(kube, namespace)
-    body = lake_replay("broken", kafka.bootstrap, lake, spark_version, start="2024-01-02T00:00:00Z",
-                       to="2024-01-03T00:00:00Z", filter_="no_such_column > 1", consumer=drain_consumer(sink))
+    body = lake_replay(
+        "broken",
+        kafka.bootstrap,
+        lake,
+        spark_version,
+        start="2024-01-02T00:00:00Z",
+        to="2024-01-03T00:00:00Z",
+        filter_="no_such_column > 1",
+        consumer=drain_consumer(sink),
+    )
     body["spec"]["spark"]["retries"] = {"onFailure": 1, "intervalSeconds": 1}
     apply(kube, namespace, body)
     seen = watch(kube, namespace, "broken", "Failed", 600, operator, spark_operator)

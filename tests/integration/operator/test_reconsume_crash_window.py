@@ -39,14 +39,22 @@ def hold_before_running(namespace: str) -> list[dict]:
             "metadata": {"name": policy},
             "spec": {
                 "failurePolicy": "Fail",
-                "matchConstraints": {"resourceRules": [{
-                    "apiGroups": ["reprise.io"], "apiVersions": ["*"], "operations": ["UPDATE"],
-                    "resources": ["reconsumes/status"],
-                }]},
-                "validations": [{
-                    "expression": "!has(object.status) || !has(object.status.phase) || object.status.phase != 'Running'",
-                    "message": "held by the crash-window test: no status write says Running",
-                }],
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["reprise.io"],
+                            "apiVersions": ["*"],
+                            "operations": ["UPDATE"],
+                            "resources": ["reconsumes/status"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {
+                        "expression": "!has(object.status) || !has(object.status.phase) || object.status.phase != 'Running'",
+                        "message": "held by the crash-window test: no status write says Running",
+                    }
+                ],
             },
         },
         {
@@ -69,8 +77,19 @@ def status_of(kube, namespace: str, name: str) -> dict:
 
 def running_is_refused(kube, namespace: str, name: str) -> bool:
     """Whether the API server refuses a status write saying Running (dry run: nothing is stored)."""
-    out = kube.kubectl("patch", "reconsume", name, "-n", namespace, "--subresource=status", "--type=merge",
-                       "-p", json.dumps({"status": {"phase": "Running"}}), "--dry-run=server", check=False)
+    out = kube.kubectl(
+        "patch",
+        "reconsume",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"phase": "Running"}}),
+        "--dry-run=server",
+        check=False,
+    )
     return out.returncode != 0 and "held by the crash-window test" in out.stderr
 
 
@@ -79,15 +98,17 @@ def plan_starts(status: dict) -> dict[int, int]:
 
 
 def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_workers_started_from(
-        kube, kafka, operator, namespace, topic_name, live_service):
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     hold = hold_before_running(namespace)
     policy_yaml = yaml.safe_dump_all(hold)
     kube.kubectl("apply", "-f", "-", input=policy_yaml)
     try:
         with KeepProducing(kafka.bootstrap, topic_name) as producer:
             # The policy is in force once it refuses a write (admission policies load asynchronously).
-            probe = reconsume("probe", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service),
-                              approval="Manual")
+            probe = reconsume(
+                "probe", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service), approval="Manual"
+            )
             apply(kube, namespace, probe)
             wait_for(lambda: status_of(kube, namespace, "probe").get("phase") == "PlanReady", 90, "the probe's plan")
             wait_for(lambda: running_is_refused(kube, namespace, "probe"), 60, "the admission policy in force")
@@ -96,17 +117,30 @@ def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_wor
             # made later starts later.
             wait_for(lambda: producer.written >= producer.rate * 10, 60, "ten seconds of live traffic")
 
-            body = reconsume(NAME, kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service),
-                             start={"duration": "5s"}, approval="Automatic")
+            body = reconsume(
+                NAME,
+                kafka.bootstrap,
+                topic_name,
+                "Handover",
+                "accounts",
+                str(live_service),
+                start={"duration": "5s"},
+                approval="Automatic",
+            )
             apply(kube, namespace, body)
             deployment = replay_deployment_name(NAME)
-            wait_for(lambda: kube.kubectl("get", "deployment", deployment, "-n", namespace, check=False).returncode == 0,
-                     90, f"Deployment {deployment}")
+            wait_for(
+                lambda: kube.kubectl("get", "deployment", deployment, "-n", namespace, check=False).returncode == 0,
+                90,
+                f"Deployment {deployment}",
+            )
             operator.kill()
             stored_before_restart = status_of(kube, namespace, NAME)
             kube.kubectl("delete", "-f", "-", "--ignore-not-found", input=policy_yaml)
 
-            uid = json.loads(kube.kubectl("get", "reconsume", NAME, "-n", namespace, "-o", "json").stdout)["metadata"]["uid"]
+            uid = json.loads(kube.kubectl("get", "reconsume", NAME, "-n", namespace, "-o", "json").stdout)["metadata"][
+                "uid"
+            ]
             rid = replay_id(namespace, NAME, uid)
             handover = HandoverTopic(kafka.bootstrap, HANDOVER_TOPIC)
 
@@ -121,10 +155,17 @@ def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_wor
             # A plan made now would start later than the one the workers started from.
             wait_for(lambda: producer.written >= producer.rate * 13, 60, "live traffic after the start records")
             operator.start()
-            started = wait_for(lambda: status_of(kube, namespace, NAME).get("phase") in ("Running", "Draining", "Complete")
-                               and status_of(kube, namespace, NAME), 120, "the restarted operator to record the start")
+            started = wait_for(
+                lambda: (
+                    status_of(kube, namespace, NAME).get("phase") in ("Running", "Draining", "Complete")
+                    and status_of(kube, namespace, NAME)
+                ),
+                120,
+                "the restarted operator to record the start",
+            )
             assert plan_starts(started) == s_records, (
-                f"status.plan starts {plan_starts(started)} differ from the workers' S records {s_records}")
+                f"status.plan starts {plan_starts(started)} differ from the workers' S records {s_records}"
+            )
             done = wait_phase(kube, namespace, "reconsume", NAME, "Complete", 240, operator)
         # Before the kill the plan was already stored, and it is the one the workers started from.
         assert stored_before_restart.get("phase") == "PlanReady", stored_before_restart
@@ -132,8 +173,18 @@ def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_wor
         assert min(s_records.values()) > 0, "a 5s start must fall after the history, or the test proves nothing"
         status = done["status"]
         assert plan_starts(status) == s_records
-        events = json.loads(kube.kubectl("get", "events", "-n", namespace, "-o", "json",
-                                         "--field-selector", f"involvedObject.name={NAME},reason=Completed").stdout)
+        events = json.loads(
+            kube.kubectl(
+                "get",
+                "events",
+                "-n",
+                namespace,
+                "-o",
+                "json",
+                "--field-selector",
+                f"involvedObject.name={NAME},reason=Completed",
+            ).stdout
+        )
         assert sum(int(e.get("count") or 1) for e in events["items"]) == 1, "the replay must complete exactly once"
         ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
         ledger = Ledger.read(live_service, topic_name)
@@ -145,10 +196,12 @@ def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_wor
                 total = live.get(offset, 0) + replay.get(offset, 0)
                 assert total == 1, f"partition {p} offset {offset}: processed {total} times"
             below = min(first_skipped, handover_offsets[p])
-            assert all(replay.get(o, 0) >= 1 for o in range(s_records[p], below)), \
+            assert all(replay.get(o, 0) >= 1 for o in range(s_records[p], below)), (
                 f"partition {p}: the replay missed records between S={s_records[p]} and {below}"
-            assert all(replay.get(o, 0) == 0 for o in range(0, s_records[p])), \
+            )
+            assert all(replay.get(o, 0) == 0 for o in range(0, s_records[p])), (
                 f"partition {p}: the replay processed records before its start S={s_records[p]}"
+            )
     finally:
         kube.kubectl("delete", "-f", "-", "--ignore-not-found", input=policy_yaml, check=False)
         if operator.popen is None or operator.popen.poll() is not None:

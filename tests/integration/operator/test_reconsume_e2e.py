@@ -26,7 +26,9 @@ from .scenario import (
 pytestmark = pytest.mark.integration
 
 
-def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, kafka, operator, namespace, topic_name, live_service):
+def test_handover_processes_every_record_from_the_boundary_exactly_once(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     with KeepProducing(kafka.bootstrap, topic_name) as producer:
         body = reconsume("add-locale", kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service))
         # Slow enough that the guard is skipping before the replay catches up; an instant replay would hand
@@ -49,7 +51,9 @@ def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, ka
         live = ledger.live.get(p, {})
         for offset in range(first_skipped, ends[p]):
             total = live.get(offset, 0) + replay.get(offset, 0)
-            assert total == 1, f"partition {p} offset {offset}: processed {total} times (live {live.get(offset, 0)}, replay {replay.get(offset, 0)})"
+            assert total == 1, (
+                f"partition {p} offset {offset}: processed {total} times (live {live.get(offset, 0)}, replay {replay.get(offset, 0)})"
+            )
         # The replay processed every record of history below its handover offset H.
         history = min(first_skipped, handover_offsets[p])
         assert all(replay.get(o, 0) >= 1 for o in range(0, history)), f"partition {p}: the replay missed history"
@@ -60,7 +64,11 @@ def test_handover_processes_every_record_from_the_boundary_exactly_once(kube, ka
 
 def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name):
-        apply(kube, namespace, reconsume("backfill-field", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service)))
+        apply(
+            kube,
+            namespace,
+            reconsume("backfill-field", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service)),
+        )
         done = wait_phase(kube, namespace, "reconsume", "backfill-field", "Complete", timeout=240, operator=operator)
     ledger = Ledger.read(live_service, topic_name)
     for part in done["status"]["progress"]["partitions"]:
@@ -70,20 +78,30 @@ def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, nam
         assert stop >= HISTORY // PARTITIONS // 2, "the replay stops at the live group's position, past the history"
         # Parallel partitions end CaughtUp; HandedOver is the Handover mode's state (docs/reconsume.md, the CRD).
         assert part["state"] == "CaughtUp", part
-    assert_children_gone(kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"), topic_name)
+    assert_children_gone(
+        kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"), topic_name
+    )
 
 
-def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(kube, kafka, operator, namespace, topic_name, live_service):
+def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     before = committed(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
-    apply(kube, namespace, reconsume("rewind-all", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service)))
+    apply(
+        kube, namespace, reconsume("rewind-all", kafka.bootstrap, topic_name, "Rewind", "accounts", str(live_service))
+    )
     done = wait_phase(kube, namespace, "reconsume", "rewind-all", "Complete", timeout=240, operator=operator)
     rollback = done["status"]["rollback"]
     assert {(o["partition"], o["offset"]) for o in rollback["offsets"]} == set(before.items())
-    config_map = json.loads(kube.kubectl("get", "configmap", rollback["configMap"], "-n", namespace, "-o", "json").stdout)
+    config_map = json.loads(
+        kube.kubectl("get", "configmap", rollback["configMap"], "-n", namespace, "-o", "json").stdout
+    )
     rows = sorted(tuple(line.split(",")) for line in config_map["data"]["offsets.csv"].splitlines())
     assert rows == sorted((topic_name, str(p), str(o)) for p, o in before.items())
     ledger = Ledger.read(live_service, topic_name)
     for p in range(PARTITIONS):
-        assert all(ledger.live[p][o] >= 2 for o in range(before[p])), f"partition {p}: the live group did not replay from the start"
+        assert all(ledger.live[p][o] >= 2 for o in range(before[p])), (
+            f"partition {p}: the live group did not replay from the start"
+        )
     deployment = json.loads(kube.kubectl("get", "deployment", "accounts", "-n", namespace, "-o", "json").stdout)
     assert deployment["spec"]["replicas"] == 1, "the live Deployment is scaled back"

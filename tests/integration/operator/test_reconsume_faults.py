@@ -63,7 +63,9 @@ def assert_handover_exact(sink, topic: str, ends: dict[int, int], duplicates_all
     assert duplicated <= duplicates_allowed, f"{duplicated} records processed twice (allowed {duplicates_allowed})"
 
 
-def test_operator_killed_at_each_phase_resumes_without_duplicates(kube, kafka, operator, namespace, topic_name, live_service):
+def test_operator_killed_at_each_phase_resumes_without_duplicates(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     with KeepProducing(kafka.bootstrap, topic_name):
         apply(kube, namespace, slow_reconsume("restarts", kafka, topic_name, live_service, approval="Manual"))
         wait_phase(kube, namespace, "reconsume", "restarts", "PlanReady", 60, operator)
@@ -86,7 +88,9 @@ def test_operator_killed_at_each_phase_resumes_without_duplicates(kube, kafka, o
     assert_children_gone(kube, kafka, namespace, "restarts", replay_group_name(namespace, "restarts"), topic_name)
 
 
-def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(kube, kafka, operator, namespace, topic_name, live_service):
+def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     with KeepProducing(kafka.bootstrap, topic_name):
         body = slow_reconsume("cancelled", kafka, topic_name, live_service)
         apply(kube, namespace, body)
@@ -96,13 +100,17 @@ def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(kub
         kube.kubectl("delete", "reconsume", "cancelled", "-n", namespace, "--timeout=120s")
     # The cleanup waits for the replay pods to stop (and the live side to acknowledge): routine waiting, so the
     # operator logs it at INFO. An ERROR is for something a person must act on.
-    cleanup_log = [found.groupdict() for line in operator.log()[log_from:].splitlines()
-                   if (found := LOG_LINE.search(line))]
+    cleanup_log = [
+        found.groupdict() for line in operator.log()[log_from:].splitlines() if (found := LOG_LINE.search(line))
+    ]
     waits = ("still terminating", "acknowledge", "cleanup")
-    assert not [r for r in cleanup_log if r["level"] == "ERROR" and any(w in r["message"] for w in waits)], \
-        [r["message"] for r in cleanup_log if r["level"] == "ERROR"]
-    assert any(r["level"] == "INFO" and "cancelled" in r["message"] and any(w in r["message"] for w in waits)
-               for r in cleanup_log), [r["message"] for r in cleanup_log]
+    assert not [r for r in cleanup_log if r["level"] == "ERROR" and any(w in r["message"] for w in waits)], [
+        r["message"] for r in cleanup_log if r["level"] == "ERROR"
+    ]
+    assert any(
+        r["level"] == "INFO" and "cancelled" in r["message"] and any(w in r["message"] for w in waits)
+        for r in cleanup_log
+    ), [r["message"] for r in cleanup_log]
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     # The replay's uncommitted batches (batch size 100, 2 replicas) may be processed again by the live side.
     assert_handover_exact(live_service, topic_name, ends, duplicates_allowed=2 * 100 * PARTITIONS)
@@ -117,7 +125,9 @@ def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(kub
         topic.close()
 
 
-def test_suspend_then_resume_continues_from_committed_offsets(kube, kafka, operator, namespace, topic_name, live_service):
+def test_suspend_then_resume_continues_from_committed_offsets(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     with KeepProducing(kafka.bootstrap, topic_name):
         apply(kube, namespace, slow_reconsume("paused", kafka, topic_name, live_service))
         wait_phase(kube, namespace, "reconsume", "paused", "Running", 60, operator)
@@ -131,7 +141,9 @@ def test_suspend_then_resume_continues_from_committed_offsets(kube, kafka, opera
             exposed = answer.read().decode()
         pending = re.search(r'^reprise_handover_partitions_pending\{[^}]*name="paused"[^}]*\} (\S+)$', exposed, re.M)
         assert pending is not None and float(pending.group(1)) == 0, pending
-        kube.kubectl("patch", "reconsume", "paused", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}')
+        kube.kubectl(
+            "patch", "reconsume", "paused", "-n", namespace, "--type=merge", "-p", '{"spec":{"suspend":false}}'
+        )
         wait_phase(kube, namespace, "reconsume", "paused", "Complete", 240, operator)
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     assert_handover_exact(live_service, topic_name, ends)

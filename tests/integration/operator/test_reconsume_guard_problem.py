@@ -44,13 +44,15 @@ def plant_newer_handover_record(bootstrap: str, replay_id: str, topic: str, part
         topic_handle.close()
     value = {"v": 99, "kind": "handover", "topic": topic, "partition": partition, "offset": 0, "shape": "unknown"}
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    producer.produce(HANDOVER_TOPIC, key=encode_key(replay_id, "handover", topic, partition),
-                     value=json.dumps(value).encode())
+    producer.produce(
+        HANDOVER_TOPIC, key=encode_key(replay_id, "handover", topic, partition), value=json.dumps(value).encode()
+    )
     assert producer.flush(30) == 0, "the planted record was not delivered"
 
 
 def test_a_guard_that_cannot_follow_a_partition_is_named_in_status_and_nothing_is_lost(
-        kube, kafka, operator, namespace, topic_name, live_service):
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     name = "newer"
     body = reconsume(name, kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service), approval="Manual")
     body["spec"]["consumer"]["env"].append(SLOW)  # time for the operator to see the problem before the handover
@@ -75,10 +77,12 @@ def test_a_guard_that_cannot_follow_a_partition_is_named_in_status_and_nothing_i
         by_partition = {p["partition"]: p for p in seen["status"]["progress"]["partitions"]}
         assert by_partition[0].get("guardProblem") == PROBLEM
         assert "guardProblem" not in by_partition[1] and "guardProblem" not in by_partition[2]
-        events = kube.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=GuardCannotFollow",
-                              "-o", "json")
-        assert any(e["type"] == "Warning" and f"{topic_name}/0" in e["message"]
-                   for e in json.loads(events.stdout)["items"]), "a Warning Event names the partition"
+        events = kube.kubectl(
+            "get", "events", "-n", namespace, "--field-selector", "reason=GuardCannotFollow", "-o", "json"
+        )
+        assert any(
+            e["type"] == "Warning" and f"{topic_name}/0" in e["message"] for e in json.loads(events.stdout)["items"]
+        ), "a Warning Event names the partition"
 
         # The replay reaches the live group and writes its own handover record for partition 0, which replaces the
         # unreadable one: the guard follows again and acknowledges, and the replay completes.
@@ -89,8 +93,9 @@ def test_a_guard_that_cannot_follow_a_partition_is_named_in_status_and_nothing_i
     ledger = Ledger.read(live_service, topic_name)
     for p in range(PARTITIONS):
         first_skipped = ledger.first_skipped(p, ends[p])
-        counts = [ledger.live.get(p, {}).get(o, 0) + ledger.replay.get(p, {}).get(o, 0)
-                  for o in range(first_skipped, ends[p])]
+        counts = [
+            ledger.live.get(p, {}).get(o, 0) + ledger.replay.get(p, {}).get(o, 0) for o in range(first_skipped, ends[p])
+        ]
         assert all(c >= 1 for c in counts), f"partition {p}: a record was lost"
         if p != 0:  # the guard followed the replay here: exactly once
             assert all(c == 1 for c in counts), f"partition {p}: {sum(c - 1 for c in counts)} processed twice"

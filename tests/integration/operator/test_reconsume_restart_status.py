@@ -53,8 +53,14 @@ class StatusWrites:
                 if version is not None:
                     kwargs["resource_version"] = version
                 try:
-                    for event in stream.stream(custom.list_namespaced_custom_object, "reprise.io", "v1alpha1",
-                                               self.namespace, "reconsumes", **kwargs):
+                    for event in stream.stream(
+                        custom.list_namespaced_custom_object,
+                        "reprise.io",
+                        "v1alpha1",
+                        self.namespace,
+                        "reconsumes",
+                        **kwargs,
+                    ):
                         body = event["object"]
                         version = body["metadata"]["resourceVersion"]
                         status = body.get("status") or {}
@@ -84,7 +90,9 @@ def current(kube, namespace: str) -> dict:
     return json.loads(kube.kubectl("get", "reconsume", NAME, "-n", namespace, "-o", "json").stdout).get("status") or {}
 
 
-def test_a_restarted_operator_never_reports_less_progress_than_before(kube, kafka, operator, namespace, topic_name, live_service):
+def test_a_restarted_operator_never_reports_less_progress_than_before(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     restarts_with_progress = 0
     with KeepProducing(kafka.bootstrap, topic_name), StatusWrites(kube, namespace, NAME) as writes:
         body = reconsume(NAME, kafka.bootstrap, topic_name, "Handover", "accounts", str(live_service))
@@ -92,13 +100,22 @@ def test_a_restarted_operator_never_reports_less_progress_than_before(kube, kafk
         apply(kube, namespace, body)
         # Restart once the replay has reported records processed, and again once a partition is handed over
         # (if the replay is still running by then): the new operator's first reports must not go back.
-        wait_for(lambda: (current(kube, namespace).get("progress") or {}).get("processed", 0) > 0, 120,
-                 "the replay to report records processed")
+        wait_for(
+            lambda: (current(kube, namespace).get("progress") or {}).get("processed", 0) > 0,
+            120,
+            "the replay to report records processed",
+        )
         operator.kill()
         operator.start()
         restarts_with_progress += 1
-        wait_for(lambda: (current(kube, namespace).get("progress") or {}).get("processed", 0) > 0
-                 and len(writes.progress()) > restarts_with_progress + 1, 60, "a report from the restarted operator")
+        wait_for(
+            lambda: (
+                (current(kube, namespace).get("progress") or {}).get("processed", 0) > 0
+                and len(writes.progress()) > restarts_with_progress + 1
+            ),
+            60,
+            "a report from the restarted operator",
+        )
 
         def handed_over_or_done() -> bool:
             status = current(kube, namespace)

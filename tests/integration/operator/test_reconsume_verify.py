@@ -37,13 +37,21 @@ CHECK_IMAGE = "reprise-test/row-count:dev"
 
 def verify_spec(sink: str) -> dict:
     return {
-        "template": {"spec": {"containers": [{
-            "name": "rows",
-            "image": CHECK_IMAGE,
-            "command": ["python", "-m", "tests.integration.operator.row_count_check"],
-            "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": sink},
-                    {"name": "REPRISE_TERMINATION_LOG", "value": "/dev/termination-log"}],
-        }]}},
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "rows",
+                        "image": CHECK_IMAGE,
+                        "command": ["python", "-m", "tests.integration.operator.row_count_check"],
+                        "env": [
+                            {"name": "REPRISE_TEST_SINK_DIR", "value": sink},
+                            {"name": "REPRISE_TERMINATION_LOG", "value": "/dev/termination-log"},
+                        ],
+                    }
+                ]
+            }
+        },
         "timeout": "3m",
     }
 
@@ -64,8 +72,15 @@ def keep(body: dict, name: str) -> dict:
 
 def test_a_passing_check_lets_the_parallel_replay_complete(kube, kafka, operator, namespace, topic_name, live_service):
     with KeepProducing(kafka.bootstrap, topic_name):
-        body = reconsume("checked", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
-                         verify=verify_spec(str(live_service)))
+        body = reconsume(
+            "checked",
+            kafka.bootstrap,
+            topic_name,
+            "Parallel",
+            "accounts",
+            str(live_service),
+            verify=verify_spec(str(live_service)),
+        )
         apply(kube, namespace, body)
         done = wait_phase(kube, namespace, "reconsume", "checked", "Complete", timeout=300, operator=operator)
     status = done["status"]
@@ -78,10 +93,18 @@ def test_a_passing_check_lets_the_parallel_replay_complete(kube, kafka, operator
 
 
 def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a_rerun_passes_after_a_fix(
-        kube, kafka, operator, namespace, topic_name, live_service):
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     group = replay_group_name(namespace, "lossy")
-    body = reconsume("lossy", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
-                     verify=verify_spec(str(live_service)))
+    body = reconsume(
+        "lossy",
+        kafka.bootstrap,
+        topic_name,
+        "Parallel",
+        "accounts",
+        str(live_service),
+        verify=verify_spec(str(live_service)),
+    )
     env = body["spec"]["consumer"]["env"]
     env[0] = {"name": "REPRISE_HANDLER", "value": "tests.integration.operator.lossy_sink:record"}
     env.append({"name": "REPRISE_TEST_DROP_KEY", "value": "user-13"})
@@ -95,8 +118,9 @@ def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a
     running = wait_for(verifying, 300, "the check to start", interval=0.5)
     if conditions(running)["Verified"]["reason"] == "VerifyRunning":
         keep(running, "verify-00-running")
-    failed = keep(wait_phase(kube, namespace, "reconsume", "lossy", "Failed", timeout=300, operator=operator),
-                  "verify-01-failed")
+    failed = keep(
+        wait_phase(kube, namespace, "reconsume", "lossy", "Failed", timeout=300, operator=operator), "verify-01-failed"
+    )
     reason = conditions(failed)["Failed"]
     assert reason["reason"] == "VerifyFailed", reason
     # The Job's own termination message, through the node agent's termination-log file, reaches the condition.
@@ -112,8 +136,12 @@ def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a
     # A fix by hand: the lost rows written to the sink; then the check runs again, without replaying.
     positions = committed(kafka.bootstrap, group, topic_name, PARTITIONS)
     ledger = Ledger.read(live_service, topic_name)
-    fix = "".join(f"R {topic_name} {p} {o}\n" for p, stop in positions.items() for o in range(stop)
-                  if ledger.replay.get(p, {}).get(o, 0) == 0)
+    fix = "".join(
+        f"R {topic_name} {p} {o}\n"
+        for p, stop in positions.items()
+        for o in range(stop)
+        if ledger.replay.get(p, {}).get(o, 0) == 0
+    )
     assert fix, "the planted bug lost no record"
     (live_service / "replay-fix-by-hand.log").write_text(fix)
     kube.kubectl("annotate", "reconsume", "lossy", "-n", namespace, "reprise.io/reverify=after-fix")
@@ -133,11 +161,20 @@ def test_a_planted_mismatch_fails_with_the_jobs_message_keeps_the_children_and_a
 
 
 def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
-        kube, kafka, operator, namespace, topic_name, live_service):
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     group = replay_group_name(namespace, "shadow")
     with KeepProducing(kafka.bootstrap, topic_name) as producer:
-        body = reconsume("shadow", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
-                         verify=verify_spec(str(live_service)), approval="Manual")
+        body = reconsume(
+            "shadow",
+            kafka.bootstrap,
+            topic_name,
+            "Parallel",
+            "accounts",
+            str(live_service),
+            verify=verify_spec(str(live_service)),
+            approval="Manual",
+        )
         body["spec"]["completion"]["hold"] = "UntilCutover"
         body["metadata"]["annotations"] = {"reprise.io/approve": "true"}  # the plan's approval, not the cutover's
         apply(kube, namespace, body)
@@ -149,8 +186,10 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
             cutover = conditions(found).get("CutoverApproved")
             return found if cutover and cutover["reason"] == "AwaitingCutover" else None
 
-        held = keep(wait_for(awaiting, 300, "the shadow to verify and wait for the cutover", interval=1.0),
-                    "shadow-hold-00-running")
+        held = keep(
+            wait_for(awaiting, 300, "the shadow to verify and wait for the cutover", interval=1.0),
+            "shadow-hold-00-running",
+        )
         assert held["status"]["phase"] == "Running"
         assert conditions(held)["Verified"]["status"] == "True"
         ends_at_verify = end_offsets(kafka.bootstrap, topic_name, PARTITIONS)
@@ -170,19 +209,34 @@ def test_a_shadow_hold_follows_live_traffic_verifies_and_tears_down_on_approval(
         print(f"shadow hold: lag behind the live topic at 2 s samples: {lags}")
         assert max(lags) < 600, lags
         kube.kubectl("annotate", "reconsume", "shadow", "-n", namespace, "reprise.io/approve-cutover=true")
-        done = keep(wait_phase(kube, namespace, "reconsume", "shadow", "Complete", timeout=240, operator=operator),
-                    "shadow-hold-01-complete")
-    assert (conditions(done)["CutoverApproved"]["status"], done["status"]["verification"]["state"]) == ("True", "Passed")
+        done = keep(
+            wait_phase(kube, namespace, "reconsume", "shadow", "Complete", timeout=240, operator=operator),
+            "shadow-hold-01-complete",
+        )
+    assert (conditions(done)["CutoverApproved"]["status"], done["status"]["verification"]["state"]) == (
+        "True",
+        "Passed",
+    )
     ledger = Ledger.read(live_service, topic_name)
-    assert any(max(ledger.replay.get(p, {0: 0})) >= ends_at_verify[p] for p in range(PARTITIONS)), \
+    assert any(max(ledger.replay.get(p, {0: 0})) >= ends_at_verify[p] for p in range(PARTITIONS)), (
         "the shadow processed live records written after it was verified"
+    )
     assert_children_gone(kube, kafka, namespace, "shadow", group, topic_name)
 
 
-def test_deleting_a_replay_that_failed_its_check_removes_what_it_kept(kube, kafka, operator, namespace, topic_name, live_service):
+def test_deleting_a_replay_that_failed_its_check_removes_what_it_kept(
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     group = replay_group_name(namespace, "kept")
-    body = reconsume("kept", kafka.bootstrap, topic_name, "Parallel", "accounts", str(live_service),
-                     verify=verify_spec(str(live_service)))
+    body = reconsume(
+        "kept",
+        kafka.bootstrap,
+        topic_name,
+        "Parallel",
+        "accounts",
+        str(live_service),
+        verify=verify_spec(str(live_service)),
+    )
     env = body["spec"]["consumer"]["env"]
     env[0] = {"name": "REPRISE_HANDLER", "value": "tests.integration.operator.lossy_sink:record"}
     env.append({"name": "REPRISE_TEST_DROP_KEY", "value": "user-7"})

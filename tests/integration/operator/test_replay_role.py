@@ -36,10 +36,18 @@ def service_reconsume(name: str, bootstrap: str, topic: str) -> dict:
             "mode": "Handover",
             "start": {"earliest": True},
             "consumer": {
-                "template": {"spec": {"containers": [
-                    {"name": "app", "image": "reprise-test/knows-no-reprise:dev", "command": IGNORING,
-                     "ports": [{"name": "http", "containerPort": 8080}]},
-                ]}},
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "app",
+                                "image": "reprise-test/knows-no-reprise:dev",
+                                "command": IGNORING,
+                                "ports": [{"name": "http", "containerPort": 8080}],
+                            },
+                        ]
+                    }
+                },
                 "entrypoint": "Service",
                 "replicas": 1,
                 "env": [{"name": "REPRISE_BATCH_SIZE", "value": "100"}],
@@ -55,12 +63,14 @@ def condition(kube, namespace: str, name: str, type_: str) -> dict | None:
 
 
 def test_a_service_that_ignores_reprise_env_is_reported_and_the_report_clears_once_the_role_starts(
-        kube, kafka, operator, namespace, topic_name, live_service):
+    kube, kafka, operator, namespace, topic_name, live_service
+):
     apply(kube, namespace, service_reconsume("no-role", kafka.bootstrap, topic_name))
     wait_phase(kube, namespace, "reconsume", "no-role", "Running", 60, operator)
 
-    deployment = json.loads(kube.kubectl("get", "deployment", "-n", namespace, "-l", "reprise.io/replay=no-role",
-                                         "-o", "json").stdout)["items"][0]
+    deployment = json.loads(
+        kube.kubectl("get", "deployment", "-n", namespace, "-l", "reprise.io/replay=no-role", "-o", "json").stdout
+    )["items"][0]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == IGNORING, "entrypoint Service keeps the service's command"
     env = {e["name"]: e.get("value") for e in container["env"]}
@@ -71,29 +81,44 @@ def test_a_service_that_ignores_reprise_env_is_reported_and_the_report_clears_on
 
     waiting = wait_for(
         lambda: (c := condition(kube, namespace, "no-role", "Waiting")) and c["status"] == "True" and c,
-        120, "the ReplayRoleNotStarted condition")
+        120,
+        "the ReplayRoleNotStarted condition",
+    )
     assert waiting["reason"] == "ReplayRoleNotStarted"
     message = waiting["message"]
     assert f"Deployment {deployment['metadata']['name']} (1/1 pods ready)" in message, message
     assert "is not bootstrapped in handover topic reprise.handover" in message
     assert "start the replay role, with its own record handler, when REPRISE_REPLAY_ID is set" in message
-    events = kube.kubectl("get", "events", "-n", namespace, "--field-selector", "reason=ReplayRoleNotStarted",
-                          "-o", "json").stdout
+    events = kube.kubectl(
+        "get", "events", "-n", namespace, "--field-selector", "reason=ReplayRoleNotStarted", "-o", "json"
+    ).stdout
     assert json.loads(events)["items"], "a Warning Event says the same"
     assert condition(kube, namespace, "no-role", "Running")["status"] == "True", "waiting, not failed"
 
     # A replica that does start a replay role (Reprise's Python worker with the pod's env) bootstraps the
     # replay, and the report clears by itself.
     worker_env = {k: v for k, v in env.items() if v is not None}
-    worker_env.update(REPRISE_HANDLER="tests.integration.replay_worker.sink:record",
-                      REPRISE_TEST_SINK_DIR=str(live_service), REPRISE_METRICS_PORT="0",
-                      PYTHONPATH=f"{REPO}{os.pathsep}{REPO}/operator", PATH=os.environ["PATH"])
-    worker = subprocess.Popen([sys.executable, "-m", "replay_worker"], env=worker_env, cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    worker_env.update(
+        REPRISE_HANDLER="tests.integration.replay_worker.sink:record",
+        REPRISE_TEST_SINK_DIR=str(live_service),
+        REPRISE_METRICS_PORT="0",
+        PYTHONPATH=f"{REPO}{os.pathsep}{REPO}/operator",
+        PATH=os.environ["PATH"],
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "replay_worker"],
+        env=worker_env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         cleared = wait_for(
             lambda: (c := condition(kube, namespace, "no-role", "Waiting")) and c["status"] == "False" and c,
-            90, "the Waiting condition to clear")
+            90,
+            "the Waiting condition to clear",
+        )
         assert cleared["reason"] == "Resolved"
         wait_for(lambda: Ledger.read(live_service, topic_name).replay, 60, "the started role to process records")
     finally:

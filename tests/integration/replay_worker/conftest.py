@@ -49,4 +49,5 @@ def worker_env(kafka, topic_name: str, out_dir: Path, handover_topic: str) -> Ca
         }
         env.update(overrides)
         return {k: v for k, v in env.items() if v is not None}
+
     return build

@@ -47,10 +47,23 @@ class Processes:
     def worker(self, name: str, env: Mapping[str, str]) -> processes.ManagedProcess:
         return self.start(name, [sys.executable, "-m", "replay_worker"], {**env, "REPRISE_MEMBER_NAME": name})
 
-    def live(self, name: str, bootstrap: str, group: str, topic: str, out_dir: Path, handover_topic: str,
-             batch: int = 200) -> processes.ManagedProcess:
-        return self.start(name, [sys.executable, "-m", "tests.integration.replay_worker.live_service",
-                                 bootstrap, group, topic, str(out_dir), handover_topic], {"LIVE_BATCH": str(batch)})
+    def live(
+        self, name: str, bootstrap: str, group: str, topic: str, out_dir: Path, handover_topic: str, batch: int = 200
+    ) -> processes.ManagedProcess:
+        return self.start(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "tests.integration.replay_worker.live_service",
+                bootstrap,
+                group,
+                topic,
+                str(out_dir),
+                handover_topic,
+            ],
+            {"LIVE_BATCH": str(batch)},
+        )
 
     @staticmethod
     def kill9(process: processes.ManagedProcess) -> None:
@@ -84,7 +97,9 @@ class ProducerThread(threading.Thread):
                 while self.written < min(due, self.total):
                     n = self.written
                     value = json.dumps({"n": n, "kind": "even" if n % 2 == 0 else "odd"}).encode()
-                    self.producer.produce(self.topic, value=value, key=str(n % 97).encode(), partition=n % self.partitions)
+                    self.producer.produce(
+                        self.topic, value=value, key=str(n % 97).encode(), partition=n % self.partitions
+                    )
                     self.written += 1
                 self.producer.poll(0)
                 time.sleep(0.005)
@@ -113,8 +128,10 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, value_of=No
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reprise-test-probe"})
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(partitions)}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+            for p in range(partitions)
+        }
     finally:
         consumer.close()
 
@@ -174,13 +191,23 @@ class SplitReport:
     live_count: int
 
     def summary(self) -> str:
-        return (f"lost={len(self.lost)} duplicates={sum(self.duplicates.values()) - len(self.duplicates)} "
-                f"both={len(self.both)} first_skipped={self.first_skipped} handover={self.handover} "
-                f"replay={self.replay_count} live={self.live_count}")
+        return (
+            f"lost={len(self.lost)} duplicates={sum(self.duplicates.values()) - len(self.duplicates)} "
+            f"both={len(self.both)} first_skipped={self.first_skipped} handover={self.handover} "
+            f"replay={self.replay_count} live={self.live_count}"
+        )
 
 
-def check_split(topic: str, partitions: int, starts: Mapping[int, int], live_from: Mapping[int, int],
-                handover: Mapping[int, int], ends: Mapping[int, int], live: Counter[Offset], replay: Counter[Offset]) -> SplitReport:
+def check_split(
+    topic: str,
+    partitions: int,
+    starts: Mapping[int, int],
+    live_from: Mapping[int, int],
+    handover: Mapping[int, int],
+    ends: Mapping[int, int],
+    live: Counter[Offset],
+    replay: Counter[Offset],
+) -> SplitReport:
     """Check the Handover split on every partition.
 
     - Lost: an offset the live group had to process (from its committed offset at the start of the test on)
@@ -213,16 +240,29 @@ def check_split(topic: str, partitions: int, starts: Mapping[int, int], live_fro
     return SplitReport(lost, duplicates, both, first, dict(handover), sum(replay.values()), sum(live.values()))
 
 
-def settle_and_check(bootstrap: str, handover_topic: str, replay_id: str, topic: str, partitions: int,
-                     live_group: str, live_from: Mapping[int, int], out_dir: Path, lives: list,
-                     workers: list) -> tuple[SplitReport, dict[int, int]]:
+def settle_and_check(
+    bootstrap: str,
+    handover_topic: str,
+    replay_id: str,
+    topic: str,
+    partitions: int,
+    live_group: str,
+    live_from: Mapping[int, int],
+    out_dir: Path,
+    lives: list,
+    workers: list,
+) -> tuple[SplitReport, dict[int, int]]:
     """After a replay handed every partition over: wait for the live group to reach the end, stop every process,
     and check the split of the ledgers at the S and H the handover topic holds. (the report, H per partition)"""
     from replay_worker.handover_topic import HandoverTopic
 
     ends = end_offsets(bootstrap, topic, partitions)
-    wait_for(lambda: all(committed(bootstrap, live_group, topic, partitions)[p][0] >= ends[p]
-                         for p in range(partitions)), 120, "the live service at the end", processes_to_watch=lives)
+    wait_for(
+        lambda: all(committed(bootstrap, live_group, topic, partitions)[p][0] >= ends[p] for p in range(partitions)),
+        120,
+        "the live service at the end",
+        processes_to_watch=lives,
+    )
     for process in lives + workers:
         process.stop()
     reader = HandoverTopic(bootstrap, handover_topic)
@@ -232,7 +272,15 @@ def settle_and_check(bootstrap: str, handover_topic: str, replay_id: str, topic:
         reader.close()
     starts = {p: final.partitions[(topic, p)].start_offset for p in range(partitions)}
     handovers = {p: final.partitions[(topic, p)].handover_offset for p in range(partitions)}
-    report = check_split(topic, partitions, starts, live_from, handovers, ends, read_log_lines(out_dir, "live"),
-                         read_log_lines(out_dir, "replay"))
+    report = check_split(
+        topic,
+        partitions,
+        starts,
+        live_from,
+        handovers,
+        ends,
+        read_log_lines(out_dir, "live"),
+        read_log_lines(out_dir, "replay"),
+    )
     print(report.summary())
     return report, handovers

@@ -21,20 +21,28 @@ def main() -> int:
     bootstrap, group, topic, out_dir = sys.argv[1:5]
     handover_topic = sys.argv[5] if len(sys.argv) > 5 else "reprise.handover"
     batch = int(os.environ.get("LIVE_BATCH", "200"))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s %(__dict__)s"
-                        if os.environ.get("LIVE_DEBUG") else "%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s %(__dict__)s"
+        if os.environ.get("LIVE_DEBUG")
+        else "%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     logging.getLogger("replay_worker.librdkafka").setLevel(logging.WARNING)
     running = {"yes": True}
     signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
-    consumer = GuardedConsumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500,
-    }, handover_topic=handover_topic, member=f"live-{os.getpid()}")
+    consumer = GuardedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        },
+        handover_topic=handover_topic,
+        member=f"live-{os.getpid()}",
+    )
     fd = os.open(os.path.join(out_dir, f"live-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def commit_on_revoke(guarded, partitions) -> None:

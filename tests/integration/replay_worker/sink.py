@@ -17,7 +17,9 @@ def _open() -> int:
     if _fd is None:
         folder = os.environ["REPRISE_TEST_SINK_DIR"]
         member = os.environ.get("REPRISE_MEMBER_NAME", "worker")
-        _fd = os.open(os.path.join(folder, f"replay-{member}-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        _fd = os.open(
+            os.path.join(folder, f"replay-{member}-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+        )
     return _fd
 
 

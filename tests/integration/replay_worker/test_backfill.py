@@ -21,12 +21,12 @@ def kafka_murmur2(key: bytes) -> int:
     h = (0x9747B28C ^ len(key)) & 0xFFFFFFFF
     whole = len(key) // 4
     for i in range(whole):
-        k = int.from_bytes(key[4 * i:4 * i + 4], "little")
+        k = int.from_bytes(key[4 * i : 4 * i + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF
         h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = key[4 * whole:]
+    tail = key[4 * whole :]
     if len(tail) >= 3:
         h ^= tail[2] << 16
     if len(tail) >= 2:
@@ -45,15 +45,24 @@ def kafka_murmur2_partition(key: bytes, partitions: int) -> int:
     return (kafka_murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-@pytest.mark.parametrize("key, expected", [(b"21", -973932308), (b"foobar", -790332482), (b"abc", 479470107),
-                                           (b"a-little-bit-long-string", -985981536),
-                                           (b"a-little-bit-longer-string", -1486304829)])
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        (b"21", -973932308),
+        (b"foobar", -790332482),
+        (b"abc", 479470107),
+        (b"a-little-bit-long-string", -985981536),
+        (b"a-little-bit-longer-string", -1486304829),
+    ],
+)
 def test_murmur2_matches_the_java_client(key: bytes, expected: int) -> None:
     # The values of Kafka's own UtilsTest.testMurmur2.
     assert kafka_murmur2(key) == expected
 
 
-def test_backfill_re_emits_the_latest_value_of_each_key(kafka, topic_name, procs, worker_env, handover_topic, tmp_path) -> None:
+def test_backfill_re_emits_the_latest_value_of_each_key(
+    kafka, topic_name, procs, worker_env, handover_topic, tmp_path
+) -> None:
     source = kafka.create_topic(topic_name, 3, config={"cleanup.policy": "compact"})
     target = kafka.create_topic(f"{topic_name}-target", 5)
     producer = Producer({"bootstrap.servers": kafka.bootstrap, "partitioner": "murmur2_random"})
@@ -70,18 +79,32 @@ def test_backfill_re_emits_the_latest_value_of_each_key(kafka, topic_name, procs
     keys_file = tmp_path / "keys.txt"
     keys_file.write_text("\n".join(wanted) + "\n")
     result_file = tmp_path / "result.json"
-    worker = procs.worker("backfill", worker_env(
-        REPRISE_ROLE="backfill", REPRISE_REPLAY_GROUP="", REPRISE_HANDLER="", REPRISE_TOPICS=source,
-        REPRISE_FORWARD_TOPIC=target, REPRISE_FILTER=json.dumps({"keysFile": str(keys_file)}),
-        REPRISE_RESULT_FILE=str(result_file)))
+    worker = procs.worker(
+        "backfill",
+        worker_env(
+            REPRISE_ROLE="backfill",
+            REPRISE_REPLAY_GROUP="",
+            REPRISE_HANDLER="",
+            REPRISE_TOPICS=source,
+            REPRISE_FORWARD_TOPIC=target,
+            REPRISE_FILTER=json.dumps({"keysFile": str(keys_file)}),
+            REPRISE_RESULT_FILE=str(result_file),
+        ),
+    )
     assert worker.popen.wait(120) == 0, worker.log_tail(30)
     result = json.loads(result_file.read_text())
     assert result["missing"] == ["customer-900", "customer-901"]
     assert result["deleted"] == ["customer-3"] or result["deleted"] == []  # customer-5 is not asked for
     assert result["produced"] == len(wanted) - 2
     # The target holds exactly the latest value of each key, where Java's partitioner puts the key.
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"{target}-check", "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "group.id": f"{target}-check",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.assign([TopicPartition(target, p, -2) for p in range(5)])
     seen, eof = {}, set(p for p, end in end_offsets(kafka.bootstrap, target, 5).items() if end == 0)
     while len(eof) < 5:

@@ -25,9 +25,18 @@ def _even_odd(n: int) -> bytes:
 
 def _guarded_run(bootstrap: str, group: str, topic: str, handover_topic: str, until) -> set[int]:
     """Run a guarded consumer that commits after every batch until `until(handed offsets)`; the offsets handed."""
-    consumer = GuardedConsumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                "auto.offset.reset": "earliest", "session.timeout.ms": 6000},
-                               handover_topic=handover_topic, member="live-test", progress_interval=0.2)
+    consumer = GuardedConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        },
+        handover_topic=handover_topic,
+        member="live-test",
+        progress_interval=0.2,
+    )
     handed: list[int] = []
     try:
         consumer.subscribe([topic])
@@ -44,7 +53,8 @@ def _guarded_run(bootstrap: str, group: str, topic: str, handover_topic: str, un
 
 
 def test_a_filter_the_guard_cannot_evaluate_hands_every_record_and_says_why(
-        kafka, topic_name, handover_topic, caplog) -> None:
+    kafka, topic_name, handover_topic, caplog
+) -> None:
     kafka.create_topic(topic_name, 1)
     produce(kafka.bootstrap, topic_name, 1, RECORDS, _even_odd)
     group, rid = f"{topic_name}-live", f"test/{topic_name}"
@@ -52,12 +62,25 @@ def test_a_filter_the_guard_cannot_evaluate_hands_every_record_and_says_why(
     try:
         topic.ensure(create=True)
         # A newer Reprise's filter operator: this guard cannot tell which records the replay covers.
-        topic.publish(ReplayInfo(rid, "Handover", f"{topic_name}-replay", group, (topic_name,),
-                                 {"json": [{"path": "kind", "regex": "ev.*"}]}),
-                      StartInfo(rid, topic_name, 0, 0))
+        topic.publish(
+            ReplayInfo(
+                rid,
+                "Handover",
+                f"{topic_name}-replay",
+                group,
+                (topic_name,),
+                {"json": [{"path": "kind", "regex": "ev.*"}]},
+            ),
+            StartInfo(rid, topic_name, 0, 0),
+        )
         with caplog.at_level(logging.WARNING, logger="replay_worker.guard"):
-            handed = _guarded_run(kafka.bootstrap, group, topic_name, handover_topic,
-                                  lambda h: len(h) >= RECORDS and "cannot follow" in caplog.text)
+            handed = _guarded_run(
+                kafka.bootstrap,
+                group,
+                topic_name,
+                handover_topic,
+                lambda h: len(h) >= RECORDS and "cannot follow" in caplog.text,
+            )
         assert handed == set(range(RECORDS))  # nothing skipped
         [line] = [r for r in caplog.records if "cannot follow the replay" in r.getMessage()]
         assert (line.topic, line.partition, line.problem) == (topic_name, 0, "unevaluable-filter:bad-operator")
@@ -65,6 +88,7 @@ def test_a_filter_the_guard_cannot_evaluate_hands_every_record_and_says_why(
         def problem_published() -> bool:
             part = topic.read_replay(rid).partitions.get((topic_name, 0))
             return part is not None and part.guard is not None and part.guard.problem is not None
+
         wait_for(problem_published, 30, "the guard record with the problem")
         guard = topic.read_replay(rid).partitions[(topic_name, 0)].guard
         assert guard is not None and guard.problem == "unevaluable-filter:bad-operator" and guard.first_skipped is None
@@ -88,15 +112,26 @@ def test_a_commit_mark_of_a_newer_version_makes_the_guard_re_read_from_h(kafka, 
     topic = HandoverTopic(kafka.bootstrap, handover_topic, {})
     try:
         topic.ensure(create=True)
-        topic.publish(ReplayInfo(rid, "Handover", f"{topic_name}-replay", group, (topic_name,),
-                                 {"json": [{"path": "kind", "equals": "even"}]}),
-                      StartInfo(rid, topic_name, 0, 2), HandoverInfo(rid, topic_name, 0, 6, "caught-up"))
+        topic.publish(
+            ReplayInfo(
+                rid,
+                "Handover",
+                f"{topic_name}-replay",
+                group,
+                (topic_name,),
+                {"json": [{"path": "kind", "equals": "even"}]},
+            ),
+            StartInfo(rid, topic_name, 0, 2),
+            HandoverInfo(rid, topic_name, 0, 6, "caught-up"),
+        )
 
         def acknowledged() -> bool:
             part = topic.read_replay(rid).partitions.get((topic_name, 0))
             return part is not None and part.acknowledged
-        handed = _guarded_run(kafka.bootstrap, group, topic_name, handover_topic,
-                              lambda h: len(h) >= 12 and acknowledged())
+
+        handed = _guarded_run(
+            kafka.bootstrap, group, topic_name, handover_topic, lambda h: len(h) >= 12 and acknowledged()
+        )
         assert handed == {6, 8} | set(range(10, RECORDS))
         offset, metadata = committed(kafka.bootstrap, group, topic_name, 1)[0]
         assert offset == RECORDS and CommitMark.decode(metadata) is None

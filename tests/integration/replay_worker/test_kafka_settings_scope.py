@@ -19,16 +19,19 @@ pytestmark = pytest.mark.integration
 
 #: A Secret as a user writes it: connection settings, settings of one client type, and prefixed ones.
 SECRET = {
-    "security.protocol": "plaintext",              # every client
-    "session.timeout.ms": "30000",                 # consumers only (librdkafka says C)
-    "linger.ms": "20",                             # producers only (P)
-    "consumer.max.poll.interval.ms": "600000",     # prefixed: consumers only
-    "producer.compression.type": "lz4",            # prefixed: producers only
-    "admin.socket.timeout.ms": "45000",            # prefixed: admin clients only
+    "security.protocol": "plaintext",  # every client
+    "session.timeout.ms": "30000",  # consumers only (librdkafka says C)
+    "linger.ms": "20",  # producers only (P)
+    "consumer.max.poll.interval.ms": "600000",  # prefixed: consumers only
+    "producer.compression.type": "lz4",  # prefixed: producers only
+    "admin.socket.timeout.ms": "45000",  # prefixed: admin clients only
 }
 #: What librdkafka says when a client is handed a setting of another client type (or an unknown one).
-WRONG_CLIENT = ("is a consumer property and will be ignored", "is a producer property and will be ignored",
-                "No such configuration property")
+WRONG_CLIENT = (
+    "is a consumer property and will be ignored",
+    "is a producer property and will be ignored",
+    "No such configuration property",
+)
 
 
 def secret_folder(tmp_path):
@@ -47,12 +50,21 @@ def test_the_workers_clients_get_only_their_settings_and_none_warns(kafka, topic
     producer = kafka_clients.producer_config(base)
     admin = kafka_clients.admin_config(base)
     assert consumer["session.timeout.ms"] == reader["session.timeout.ms"] == "30000"
-    assert consumer["max.poll.interval.ms"] == "600000" and "linger.ms" not in consumer and "compression.type" not in consumer
+    assert (
+        consumer["max.poll.interval.ms"] == "600000"
+        and "linger.ms" not in consumer
+        and "compression.type" not in consumer
+    )
     assert producer["linger.ms"] == "20" and producer["compression.type"] == "lz4"
     assert "session.timeout.ms" not in producer and "max.poll.interval.ms" not in producer
     assert admin["socket.timeout.ms"] == "45000" and not {"linger.ms", "session.timeout.ms"} & set(admin)
     assert all(c["security.protocol"] == "plaintext" for c in (consumer, reader, producer, admin))
-    assert not [k for c in (consumer, reader, producer, admin) for k in c if k.split(".")[0] in ("consumer", "producer", "admin")]
+    assert not [
+        k
+        for c in (consumer, reader, producer, admin)
+        for k in c
+        if k.split(".")[0] in ("consumer", "producer", "admin")
+    ]
 
     caplog.set_level(logging.INFO, logger="replay_worker.librdkafka")
     clients = [Consumer(consumer), Consumer(reader), Producer(producer), AdminClient(admin)]

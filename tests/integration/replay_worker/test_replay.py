@@ -33,8 +33,16 @@ def _exit_code(process, timeout: float = 120.0) -> int:
 
 def _read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list:
     """Every record of `topic`, read to the end of each partition: (partition, offset, key, value, headers, ts)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-check", "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-check",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
     records, done = [], set()
     ends = end_offsets(bootstrap, topic, partitions)
@@ -46,8 +54,16 @@ def _read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "rea
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     done.add(message.partition())
                 continue
-            records.append((message.partition(), message.offset(), message.key(), message.value(),
-                            message.headers(), message.timestamp()[1]))
+            records.append(
+                (
+                    message.partition(),
+                    message.offset(),
+                    message.key(),
+                    message.value(),
+                    message.headers(),
+                    message.timestamp()[1],
+                )
+            )
     consumer.close()
     assert len(done) == partitions, "could not read the topic to its end"
     return records
@@ -74,9 +90,15 @@ def test_the_start_is_resolved_once_by_concurrent_replicas(kafka, topic_name, ha
     for n in range(900):
         producer.produce(topic_name, value=b"x", partition=n % 3, timestamp=now - 900 + n)
     producer.flush(30)
-    settings = WorkerSettings(bootstrap_servers=kafka.bootstrap, replay_id=f"test/{topic_name}", topics=(topic_name,),
-                              replay_group=f"{topic_name}-replay", handler="json:dumps", handover_topic=handover_topic,
-                              start=StartSpec("duration", duration_s=0.2))
+    settings = WorkerSettings(
+        bootstrap_servers=kafka.bootstrap,
+        replay_id=f"test/{topic_name}",
+        topics=(topic_name,),
+        replay_group=f"{topic_name}-replay",
+        handler="json:dumps",
+        handover_topic=handover_topic,
+        start=StartSpec("duration", duration_s=0.2),
+    )
     results: list = []
     errors: list = []
     barrier = threading.Barrier(6)
@@ -84,7 +106,9 @@ def test_the_start_is_resolved_once_by_concurrent_replicas(kafka, topic_name, ha
     def replica() -> None:
         try:
             barrier.wait()
-            results.append(bootstrap_replay(settings.with_changes(member_name=threading.current_thread().name)).start_offsets())
+            results.append(
+                bootstrap_replay(settings.with_changes(member_name=threading.current_thread().name)).start_offsets()
+            )
         except Exception as exc:  # reported below
             errors.append(exc)
 
@@ -101,7 +125,9 @@ def test_the_start_is_resolved_once_by_concurrent_replicas(kafka, topic_name, ha
     assert {(topic_name, p): o for p, (o, _) in group.items()} == published
 
 
-def test_a_start_older_than_retention_fails_loudly_unless_clamping(kafka, topic_name, procs, worker_env, out_dir) -> None:
+def test_a_start_older_than_retention_fails_loudly_unless_clamping(
+    kafka, topic_name, procs, worker_env, out_dir
+) -> None:
     kafka.create_topic(topic_name, 1)
     produce(kafka.bootstrap, topic_name, 1, 100)
     admin = kafka.admin()  # kept referenced until its futures are done
@@ -110,8 +136,10 @@ def test_a_start_older_than_retention_fails_loudly_unless_clamping(kafka, topic_
     refused = procs.worker("refused", worker_env(REPRISE_START='{"timestamp": 1}', REPRISE_EXIT_WHEN_DONE="true"))
     assert _exit_code(refused) == 3
     assert "older than the partition's log-start offset 50" in refused.log_path.read_text()
-    clamped = procs.worker("clamped", worker_env(REPRISE_START='{"timestamp": 1}', REPRISE_ALLOW_CLAMP="true",
-                                                 REPRISE_EXIT_WHEN_DONE="true"))
+    clamped = procs.worker(
+        "clamped",
+        worker_env(REPRISE_START='{"timestamp": 1}', REPRISE_ALLOW_CLAMP="true", REPRISE_EXIT_WHEN_DONE="true"),
+    )
     assert _exit_code(clamped) == 0
     assert sorted(o for (_, _, o) in read_log_lines(out_dir, "replay")) == list(range(50, 100))
 
@@ -127,13 +155,24 @@ def test_forward_keeps_key_headers_timestamp_and_partition(kafka, topic_name, pr
     target = kafka.create_topic(f"{topic_name}-copy", 4, config=keep)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
     for n in range(2000):
-        producer.produce(topic_name, key=f"k{n % 37}".encode(), partition=n % 4, timestamp=1_700_000_000_000 + n,
-                         value=json.dumps({"n": n, "kind": "even" if n % 2 == 0 else "odd"}).encode(),
-                         headers=[("n", str(n).encode()), ("source", b"test")])
+        producer.produce(
+            topic_name,
+            key=f"k{n % 37}".encode(),
+            partition=n % 4,
+            timestamp=1_700_000_000_000 + n,
+            value=json.dumps({"n": n, "kind": "even" if n % 2 == 0 else "odd"}).encode(),
+            headers=[("n", str(n).encode()), ("source", b"test")],
+        )
     producer.flush(30)
-    worker = procs.worker("forward", worker_env(REPRISE_HANDLER="", REPRISE_FORWARD_TOPIC=target,
-                                                REPRISE_FILTER='{"json":[{"path":"kind","equals":"even"}]}',
-                                                REPRISE_EXIT_WHEN_DONE="true"))
+    worker = procs.worker(
+        "forward",
+        worker_env(
+            REPRISE_HANDLER="",
+            REPRISE_FORWARD_TOPIC=target,
+            REPRISE_FILTER='{"json":[{"path":"kind","equals":"even"}]}',
+            REPRISE_EXIT_WHEN_DONE="true",
+        ),
+    )
     assert _exit_code(worker) == 0, worker.log_tail(30)
     source = [r for r in _read_all(kafka.bootstrap, topic_name, 4) if json.loads(r[3])["kind"] == "even"]
     copied = _read_all(kafka.bootstrap, target, 4)
@@ -149,11 +188,21 @@ def test_transactional_forward_is_exactly_once_across_a_kill(kafka, topic_name, 
     kafka.create_topic(topic_name, 4)
     target = kafka.create_topic(f"{topic_name}-copy", 4)
     produce(kafka.bootstrap, topic_name, 4, 20000)
-    env = worker_env(REPRISE_HANDLER="", REPRISE_FORWARD_TOPIC=target, REPRISE_FORWARD_TRANSACTIONAL="true",
-                     REPRISE_BATCH_SIZE="500", REPRISE_MAX_RECORDS_PER_SECOND="4000", REPRISE_EXIT_WHEN_DONE="true")
+    env = worker_env(
+        REPRISE_HANDLER="",
+        REPRISE_FORWARD_TOPIC=target,
+        REPRISE_FORWARD_TRANSACTIONAL="true",
+        REPRISE_BATCH_SIZE="500",
+        REPRISE_MAX_RECORDS_PER_SECOND="4000",
+        REPRISE_EXIT_WHEN_DONE="true",
+    )
     first = procs.worker("eos", env)
-    wait_for(lambda: sum(end_offsets(kafka.bootstrap, target, 4).values()) > 4000, 120, "some records copied",
-             processes_to_watch=[first])
+    wait_for(
+        lambda: sum(end_offsets(kafka.bootstrap, target, 4).values()) > 4000,
+        120,
+        "some records copied",
+        processes_to_watch=[first],
+    )
     procs.kill9(first)
     again = procs.worker("eos", env)  # the same member name: its transactional id fences the dead one
     assert _exit_code(again, 300) == 0, again.log_tail(30)
@@ -165,7 +214,9 @@ def test_transactional_forward_is_exactly_once_across_a_kill(kafka, topic_name, 
 # -- faults: rebalances, kill -9, a broker restart
 
 
-def test_rebalances_kills_and_a_broker_restart_lose_nothing(kafka, topic_name, procs, worker_env, out_dir, handover_topic) -> None:
+def test_rebalances_kills_and_a_broker_restart_lose_nothing(
+    kafka, topic_name, procs, worker_env, out_dir, handover_topic
+) -> None:
     partitions, records, batch = 6, 30000, 200
     kafka.create_topic(topic_name, partitions)
     produce(kafka.bootstrap, topic_name, partitions, records)
@@ -186,8 +237,12 @@ def test_rebalances_kills_and_a_broker_restart_lose_nothing(kafka, topic_name, p
     wait_for(lambda: processed() > 15000, 120, "more progress", processes_to_watch=[r3])
     kafka.restart()  # the broker goes away mid-replay and comes back on the same address
     r4 = procs.worker("r4", env)
-    wait_for(lambda: _all_finished(kafka.bootstrap, handover_topic, replay_id), 300, "every partition finished",
-             processes_to_watch=[r3, r4])
+    wait_for(
+        lambda: _all_finished(kafka.bootstrap, handover_topic, replay_id),
+        300,
+        "every partition finished",
+        processes_to_watch=[r3, r4],
+    )
     counts = read_log_lines(out_dir, "replay")
     expected = {(topic_name, p, o) for p in range(partitions) for o in range(records // partitions)}
     assert set(counts) == expected, f"lost {len(expected - set(counts))}"
@@ -203,11 +258,15 @@ def test_rebalances_kills_and_a_broker_restart_lose_nothing(kafka, topic_name, p
 # -- operations
 
 
-def test_poison_records_go_to_the_dead_letter_topic_and_the_replay_goes_on(kafka, topic_name, procs, worker_env, out_dir) -> None:
+def test_poison_records_go_to_the_dead_letter_topic_and_the_replay_goes_on(
+    kafka, topic_name, procs, worker_env, out_dir
+) -> None:
     kafka.create_topic(topic_name, 2)
     dlq = kafka.create_topic(f"{topic_name}-dlq", 1)
     produce(kafka.bootstrap, topic_name, 2, 400, value_of=lambda n: b"poison" if n % 50 == 7 else b'{"ok":1}')
-    worker = procs.worker("w", worker_env(REPRISE_DLQ_TOPIC=dlq, REPRISE_EXIT_WHEN_DONE="true", REPRISE_HANDLER_RETRIES="1"))
+    worker = procs.worker(
+        "w", worker_env(REPRISE_DLQ_TOPIC=dlq, REPRISE_EXIT_WHEN_DONE="true", REPRISE_HANDLER_RETRIES="1")
+    )
     assert _exit_code(worker) == 0, worker.log_tail(30)
     dead = _read_all(kafka.bootstrap, dlq, 1)
     assert len(dead) == 8 and all(r[3] == b"poison" for r in dead)
@@ -216,11 +275,16 @@ def test_poison_records_go_to_the_dead_letter_topic_and_the_replay_goes_on(kafka
     assert sum(read_log_lines(out_dir, "replay").values()) == 392
 
 
-def test_undecodable_records_are_counted_and_skipped_without_a_dlq(kafka, topic_name, procs, worker_env, out_dir) -> None:
+def test_undecodable_records_are_counted_and_skipped_without_a_dlq(
+    kafka, topic_name, procs, worker_env, out_dir
+) -> None:
     kafka.create_topic(topic_name, 1)
-    produce(kafka.bootstrap, topic_name, 1, 100, value_of=lambda n: b'"paid" but broken' if n == 10 else b'{"s":"paid"}')
-    worker = procs.worker("w", worker_env(REPRISE_FILTER='{"json":[{"path":"s","equals":"paid"}]}',
-                                          REPRISE_EXIT_WHEN_DONE="true"))
+    produce(
+        kafka.bootstrap, topic_name, 1, 100, value_of=lambda n: b'"paid" but broken' if n == 10 else b'{"s":"paid"}'
+    )
+    worker = procs.worker(
+        "w", worker_env(REPRISE_FILTER='{"json":[{"path":"s","equals":"paid"}]}', REPRISE_EXIT_WHEN_DONE="true")
+    )
     assert _exit_code(worker) == 0
     assert sorted(o for (_, _, o) in read_log_lines(out_dir, "replay")) == [o for o in range(100) if o != 10]
     assert "poison record skipped" in worker.log_path.read_text()
@@ -254,8 +318,13 @@ def test_a_stop_while_joining_the_group_leaves_at_once(kafka, topic_name, procs,
     produce(kafka.bootstrap, topic_name, 4, 400)
     env = worker_env(REPRISE_EXIT_WHEN_DONE="true")
     worker = procs.worker("w", env)
-    wait_for(lambda: "replay consumer started" in worker.log_path.read_text(), 60, "the subscription",
-             interval=0.005, processes_to_watch=[worker])
+    wait_for(
+        lambda: "replay consumer started" in worker.log_path.read_text(),
+        60,
+        "the subscription",
+        interval=0.005,
+        processes_to_watch=[worker],
+    )
     worker.popen.send_signal(signal.SIGTERM)
     assert _exit_code(worker, 60) == 0
     log = worker.log_path.read_text()
@@ -284,7 +353,9 @@ def test_transaction_markers_do_not_keep_lag_above_zero(kafka, topic_name, procs
     assert all(offsets[p][0] == ends[p] for p in range(2)), (offsets, ends)  # lag exactly 0, past the markers
 
 
-def test_bounded_end_snapshot_stops_at_the_end_offsets_of_the_start(kafka, topic_name, procs, worker_env, out_dir, handover_topic) -> None:
+def test_bounded_end_snapshot_stops_at_the_end_offsets_of_the_start(
+    kafka, topic_name, procs, worker_env, out_dir, handover_topic
+) -> None:
     kafka.create_topic(topic_name, 2)
     produce(kafka.bootstrap, topic_name, 2, 200)
     settings = WorkerSettings.from_env(worker_env(REPRISE_END='{"snapshot":true}'))
@@ -294,7 +365,10 @@ def test_bounded_end_snapshot_stops_at_the_end_offsets_of_the_start(kafka, topic
     assert _exit_code(worker) == 0
     assert sorted(o for (_, p, o) in read_log_lines(out_dir, "replay") if p == 0) == list(range(100))
     state = HandoverTopic(kafka.bootstrap, handover_topic).read_replay(settings.replay_id)
-    assert {k: p.handover.reason for k, p in state.partitions.items()} == {(topic_name, 0): "end-bound", (topic_name, 1): "end-bound"}
+    assert {k: p.handover.reason for k, p in state.partitions.items()} == {
+        (topic_name, 0): "end-bound",
+        (topic_name, 1): "end-bound",
+    }
 
 
 def test_metrics_and_liveness_endpoint(kafka, topic_name, procs, worker_env) -> None:
@@ -335,11 +409,22 @@ def test_cli_help_is_readable() -> None:
 
     from .harness import REPO, python_env
 
-    result = subprocess.run([sys.executable, "-m", "replay_worker", "--help"], capture_output=True, text=True,
-                            env={**python_env(), "PATH": "/usr/bin:/bin"}, cwd=REPO, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "replay_worker", "--help"],
+        capture_output=True,
+        text=True,
+        env={**python_env(), "PATH": "/usr/bin:/bin"},
+        cwd=REPO,
+        timeout=60,
+    )
     assert result.returncode == 0
     assert "REPRISE_START" in result.stdout and "--mode" in result.stdout and "examples:" in result.stdout
-    bad = subprocess.run([sys.executable, "-m", "replay_worker", "--mode", "Sideways"], capture_output=True, text=True,
-                         env={**python_env(), "PATH": "/usr/bin:/bin"}, cwd=REPO, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "replay_worker", "--mode", "Sideways"],
+        capture_output=True,
+        text=True,
+        env={**python_env(), "PATH": "/usr/bin:/bin"},
+        cwd=REPO,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "REPRISE_MODE (--mode)" in bad.stderr
-

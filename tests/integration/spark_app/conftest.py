@@ -91,12 +91,32 @@ class JobRunner:
         self.started: list[JobRun] = []
 
     def start(self, args: Sequence[str], name: str) -> JobRun:
-        argv = [spark_submit_executable(), "--master", "local[2]", "--driver-memory", "1g",
-                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2",
-                "--jars", self.jars, str(MAIN), *args]
+        argv = [
+            spark_submit_executable(),
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "1g",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+            "--jars",
+            self.jars,
+            str(MAIN),
+            *args,
+        ]
         log_path = self.workdir / f"{name}-{len(self.started)}.log"
-        process = processes.start(f"spark job {name}", argv, log_path, env={
-            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"})
+        process = processes.start(
+            f"spark job {name}",
+            argv,
+            log_path,
+            env={
+                "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable,
+                "SPARK_LOCAL_IP": "127.0.0.1",
+            },
+        )
         run = JobRun(process, log_path)
         self.started.append(run)
         return run
@@ -120,9 +140,25 @@ def jobs(spark_jars, tmp_path_factory) -> Iterator[JobRunner]:
 
 
 def job_args(lake: Lake, broker: KafkaBroker, topic: str, progress: Path, *extra: str) -> list[str]:
-    return ["--source", lake.uri, "--partition-column", "dt", "--timestamp-column", "ts", "--key-column", "user_id",
-            "--latest-schema", str(lake.schema_path), "--bootstrap-servers", broker.bootstrap, "--topic", topic,
-            "--progress", f"file://{progress}", *extra]
+    return [
+        "--source",
+        lake.uri,
+        "--partition-column",
+        "dt",
+        "--timestamp-column",
+        "ts",
+        "--key-column",
+        "user_id",
+        "--latest-schema",
+        str(lake.schema_path),
+        "--bootstrap-servers",
+        broker.bootstrap,
+        "--topic",
+        topic,
+        "--progress",
+        f"file://{progress}",
+        *extra,
+    ]
 
 
 @dataclass(frozen=True)
@@ -136,8 +172,14 @@ class Record:
 
 def read_topic(broker: KafkaBroker, topic: str) -> list[Record]:
     """Every record of `topic`, each partition from its start to its current end."""
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{topic}-check",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"{topic}-check",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
@@ -152,8 +194,15 @@ def read_topic(broker: KafkaBroker, topic: str) -> list[Record]:
                     assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                     pending.discard(msg.partition())
                     continue
-                records.append(Record(msg.partition(), msg.offset(), msg.key().decode() if msg.key() else None,
-                                      json.loads(msg.value()), {k: v.decode() for k, v in msg.headers() or []}))
+                records.append(
+                    Record(
+                        msg.partition(),
+                        msg.offset(),
+                        msg.key().decode() if msg.key() else None,
+                        json.loads(msg.value()),
+                        {k: v.decode() for k, v in msg.headers() or []},
+                    )
+                )
                 if msg.offset() + 1 >= ends[msg.partition()]:
                     pending.discard(msg.partition())
         return records

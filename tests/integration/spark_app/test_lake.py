@@ -22,10 +22,29 @@ END = datetime(2024, 1, 5, tzinfo=timezone.utc)
 
 
 def settings(uri, schema_path, *extra):
-    return parse_settings(["--source", uri, "--timestamp-column", "ts", "--key-column", "user_id",
-                           "--from", "2024-01-02T12:00:00Z", "--to", "2024-01-05T00:00:00Z",
-                           "--latest-schema", str(schema_path), "--bootstrap-servers", "unused:9092",
-                           "--topic", "unused", "--progress", "file:///unused", *extra])
+    return parse_settings(
+        [
+            "--source",
+            uri,
+            "--timestamp-column",
+            "ts",
+            "--key-column",
+            "user_id",
+            "--from",
+            "2024-01-02T12:00:00Z",
+            "--to",
+            "2024-01-05T00:00:00Z",
+            "--latest-schema",
+            str(schema_path),
+            "--bootstrap-servers",
+            "unused:9092",
+            "--topic",
+            "unused",
+            "--progress",
+            "file:///unused",
+            *extra,
+        ]
+    )
 
 
 def values(spark, s):
@@ -43,16 +62,20 @@ def schema_path(tmp_path_factory):
 def test_a_json_lake_is_read_with_the_latest_schema_and_null_fields_get_defaults(spark, tmp_path, schema_path):
     spec = LakeSpec(rows=3000, days=6, keys=40)
     write_lake(spark, spec, f"file://{tmp_path}/events", fmt="json")
-    got = values(spark, settings(f"file://{tmp_path}/events", schema_path, "--format", "json",
-                                 "--partition-column", "dt"))
+    got = values(
+        spark, settings(f"file://{tmp_path}/events", schema_path, "--format", "json", "--partition-column", "dt")
+    )
     expected = dict(expected_records(spec, START, END))
     assert len(got) == len(expected)
     for n, want in expected.items():
         day, value = got[want["event_id"]]
         assert day == spec.day_text(n)
         # Spark's JSON writer drops nulls, so a null channel cannot be told from a missing one: it gets the default.
-        want = dict(want, ts=want["ts"].strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-                    channel=want["channel"] if want["channel"] is not None else "legacy")
+        want = dict(
+            want,
+            ts=want["ts"].strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            channel=want["channel"] if want["channel"] is not None else "legacy",
+        )
         assert value == want
 
 
@@ -71,8 +94,11 @@ def test_a_dry_run_counts_every_day_and_writes_nothing_anywhere(spark, lake):
 
 def test_a_wrong_partition_column_is_named(spark, lake):
     with pytest.raises(LakeLayoutError, match="no column day"):
-        LakeTable(spark, settings(lake.uri, lake.schema_path, "--format", "json", "--partition-column", "day"),
-                  latest_schema_of(settings(lake.uri, lake.schema_path))).records().count()
+        LakeTable(
+            spark,
+            settings(lake.uri, lake.schema_path, "--format", "json", "--partition-column", "day"),
+            latest_schema_of(settings(lake.uri, lake.schema_path)),
+        ).records().count()
 
 
 @pytest.mark.parametrize("fmt, package", [("delta", "io.delta:delta-spark_2.13"), ("iceberg", "iceberg-spark-runtime")])

@@ -39,8 +39,20 @@ class Replayed:
 def replayed(lake, kafka, jobs, tmp_path_factory) -> Replayed:
     topic = kafka.create_topic(f"lake-replay-{uuid.uuid4().hex[:8]}", 3)
     progress = tmp_path_factory.mktemp("progress")
-    args = job_args(lake, kafka, topic, progress, "--from", "2024-01-02T10:00:00Z", "--to", "2024-01-10T06:00:00Z",
-                    "--filter", FILTER, "--max-records-per-write", "8000")
+    args = job_args(
+        lake,
+        kafka,
+        topic,
+        progress,
+        "--from",
+        "2024-01-02T10:00:00Z",
+        "--to",
+        "2024-01-10T06:00:00Z",
+        "--filter",
+        FILTER,
+        "--max-records-per-write",
+        "8000",
+    )
     code, log = jobs.run(args, "replay")
     return Replayed(topic, args, code, log, read_topic(kafka, topic) if code == 0 else [])
 
@@ -86,8 +98,13 @@ def test_validation_fails_loudly_when_the_topic_holds_a_record_twice(replayed, k
     assert replayed.exit_code == 0, replayed.log[-3000:]
     copy = replayed.records[len(replayed.records) // 2]
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
-    producer.produce(replayed.topic, key=copy.key.encode(), value=__import__("json").dumps(copy.value).encode(),
-                     partition=copy.partition, headers=[(k, v.encode()) for k, v in copy.headers.items()])
+    producer.produce(
+        replayed.topic,
+        key=copy.key.encode(),
+        value=__import__("json").dumps(copy.value).encode(),
+        partition=copy.partition,
+        headers=[(k, v.encode()) for k, v in copy.headers.items()],
+    )
     assert producer.flush(60) == 0
     day = copy.headers["reprise-origin"].rsplit("=", 1)[1]
     in_lake = sum(1 for r in replayed.records if r.headers["reprise-origin"] == copy.headers["reprise-origin"])
@@ -97,5 +114,4 @@ def test_validation_fails_loudly_when_the_topic_holds_a_record_twice(replayed, k
     assert code == 3, log[-3000:]
     assert "skipping" in log  # every day was written: nothing is written again
     assert "validation failed: 1 day(s) of topic" in log
-    assert (f"day {day}: lake {in_lake} records, topic {in_lake + 1}: 1 more than in the lake; 1 duplicate(s)"
-            in log)
+    assert f"day {day}: lake {in_lake} records, topic {in_lake + 1}: 1 more than in the lake; 1 duplicate(s)" in log

@@ -24,7 +24,10 @@ def test_render_is_deterministic_across_processes(tmp_path: Path) -> None:
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{REPOSITORY}:{REPOSITORY / 'operator'}"}
         subprocess.run(
             [sys.executable, "-m", "reprise_operator.api.generate", "--root", str(root)],
-            check=True, env=env, capture_output=True, text=True,
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         outputs.append({p.relative_to(root): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1]
@@ -34,8 +37,11 @@ def test_render_is_deterministic_across_processes(tmp_path: Path) -> None:
 def test_committed_crds_match_the_models(tmp_path: Path) -> None:
     written = generate.write(tmp_path)
     assert len(written) == 3 * len(KINDS) + 1  # three CRD copies per kind, and the RBAC plurals
-    drifted = [str(rel) for rel in written if not (REPOSITORY / rel).exists()
-               or (REPOSITORY / rel).read_text() != (tmp_path / rel).read_text()]
+    drifted = [
+        str(rel)
+        for rel in written
+        if not (REPOSITORY / rel).exists() or (REPOSITORY / rel).read_text() != (tmp_path / rel).read_text()
+    ]
     assert not drifted, f"generated CRDs drifted from the models: {drifted}; {HINT}"
     assert generate.stale(REPOSITORY, generate.render()) == [], f"stale generated files; {HINT}"
 
@@ -66,10 +72,7 @@ def test_the_three_copies_hold_the_same_crd() -> None:
         assert template.splitlines()[1] == "{{- if .Values.crds.enabled }}"
         assert template.rstrip().endswith("{{- end }}")
         # Rendered by hand the way Helm would with crds.keep=true: the same CRD plus the keep annotation.
-        rendered = "\n".join(
-            line for line in template.splitlines()
-            if not line.lstrip().startswith("{{")
-        )
+        rendered = "\n".join(line for line in template.splitlines() if not line.lstrip().startswith("{{"))
         document = yaml.safe_load(rendered)
         assert document["metadata"].pop("annotations") == {"helm.sh/resource-policy": "keep"}
         assert document == plain

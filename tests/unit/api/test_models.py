@@ -160,29 +160,65 @@ def test_status_dump_is_what_the_api_server_expects() -> None:
         phase=Phase.RUNNING,
         observed_generation=2,
         conditions=[
-            Condition(type=ConditionType.PLAN_READY, status=ConditionStatus.TRUE, reason="PlanComputed",
-                      last_transition_time=now, observed_generation=2),
-            Condition(type=ConditionType.RUNNING, status=ConditionStatus.TRUE, reason="ConsumersRunning",
-                      message="3 of 3 replicas ready", last_transition_time=now, observed_generation=2),
+            Condition(
+                type=ConditionType.PLAN_READY,
+                status=ConditionStatus.TRUE,
+                reason="PlanComputed",
+                last_transition_time=now,
+                observed_generation=2,
+            ),
+            Condition(
+                type=ConditionType.RUNNING,
+                status=ConditionStatus.TRUE,
+                reason="ConsumersRunning",
+                message="3 of 3 replicas ready",
+                last_transition_time=now,
+                observed_generation=2,
+            ),
         ],
         children={"deployment": "accounts-add-locale-replay", "replay_group": "reprise-accounts-add-locale"},
         plan=Plan(
-            partitions=[PartitionPlan(topic="users", partition=0, start_offset=10, end_offset=110, records=100,
-                                      oldest_timestamp=now, retention_risk=RetentionRisk.AT_RISK)],
-            partition_count=1, total_records=100, computed_at=now, retention_risk=RetentionRisk.AT_RISK,
+            partitions=[
+                PartitionPlan(
+                    topic="users",
+                    partition=0,
+                    start_offset=10,
+                    end_offset=110,
+                    records=100,
+                    oldest_timestamp=now,
+                    retention_risk=RetentionRisk.AT_RISK,
+                )
+            ],
+            partition_count=1,
+            total_records=100,
+            computed_at=now,
+            retention_risk=RetentionRisk.AT_RISK,
         ),
         progress=Progress(
-            partitions=[PartitionProgress(topic="users", partition=0, position=60, end_offset=110, lag=50,
-                                          state=PartitionState.REPLAYING)],
-            total_records=100, processed=50, percent=50, lag=50, eta_seconds=750, eta="12m30s", updated_at=now,
+            partitions=[
+                PartitionProgress(
+                    topic="users", partition=0, position=60, end_offset=110, lag=50, state=PartitionState.REPLAYING
+                )
+            ],
+            total_records=100,
+            processed=50,
+            percent=50,
+            lag=50,
+            eta_seconds=750,
+            eta="12m30s",
+            updated_at=now,
         ),
         started_at=now,
     )
     dumped = status.dump()
     assert dumped["phase"] == "Running" and dumped["observedGeneration"] == 2
     assert dumped["conditions"][0] == {
-        "type": "PlanReady", "status": "True", "reason": "PlanComputed", "message": "",
-        "lastTransitionTime": "2026-11-20T12:00:00Z", "observedGeneration": 2,
+        "type": "PlanReady",
+        "status": "True",
+        "reason": "PlanComputed",
+        "message": "",
+        "lastTransitionTime": "2026-11-20T12:00:00Z",
+        "observedGeneration": 2,
     }
     assert dumped["children"]["replayGroup"] == "reprise-accounts-add-locale"
     assert dumped["plan"]["partitions"][0]["retentionRisk"] == "AtRisk"
@@ -199,8 +235,7 @@ def test_status_dump_is_what_the_api_server_expects() -> None:
 
 def test_condition_reason_must_be_one_camel_case_word() -> None:
     with pytest.raises(ValidationError):
-        Condition(type="Complete", status="True", reason="not a word",
-                  last_transition_time=datetime.now(timezone.utc))
+        Condition(type="Complete", status="True", reason="not a word", last_transition_time=datetime.now(timezone.utc))
     with pytest.raises(ValidationError, match="timezone"):
         Condition(type="Complete", status="True", reason="Done", last_transition_time=datetime(2026, 1, 1))
 
@@ -212,9 +247,22 @@ def test_backfill_and_lakereplay_status() -> None:
         keys_not_found=["u-9"],
         keys_not_found_count=1,
         produced_range=[{"topic": "users", "partition": 3, "start_offset": 100, "end_offset": 102}],
-        barrier={"partitions": [{"group": "billing", "topic": "users", "partition": 3, "target_offset": 102,
-                                 "committed_offset": 101, "remaining": 1, "stalled_since": now}],
-                 "groups_passed": 1, "groups_total": 2, "remaining": 1},
+        barrier={
+            "partitions": [
+                {
+                    "group": "billing",
+                    "topic": "users",
+                    "partition": 3,
+                    "target_offset": 102,
+                    "committed_offset": 101,
+                    "remaining": 1,
+                    "stalled_since": now,
+                }
+            ],
+            "groups_passed": 1,
+            "groups_total": 2,
+            "remaining": 1,
+        },
         children={"jobs": ["users-missing-profiles-backfill"]},
     ).dump()
     assert backfill["keysNotFound"] == ["u-9"]
@@ -224,8 +272,10 @@ def test_backfill_and_lakereplay_status() -> None:
     lake = LakeReplayStatus(
         phase="Running",
         spark={"application_name": "accounts-2025h1-spark", "state": "RUNNING"},
-        continuation={"reconsume": "accounts-full-history-live", "start_offsets": [
-            {"topic": "users", "partition": 0, "offset": 42}]},
+        continuation={
+            "reconsume": "accounts-full-history-live",
+            "start_offsets": [{"topic": "users", "partition": 0, "offset": 42}],
+        },
         children={"backfill_topic": "users.backfill.2025h1", "spark_application": "accounts-2025h1-spark"},
     ).dump()
     assert lake["spark"] == {"applicationName": "accounts-2025h1-spark", "state": "RUNNING"}

@@ -29,7 +29,8 @@ def kind(request) -> KindDefinition:
 
 def test_every_field_has_a_description(kind: KindDefinition) -> None:
     missing = [
-        path for path, node in walk(root_schema(kind))
+        path
+        for path, node in walk(root_schema(kind))
         # metadata is ObjectMeta, described by the API server; the API server forbids more than a type here.
         if path != "metadata" and not path.endswith(("[]", "{}")) and not node.get("description", "").strip()
     ]
@@ -54,10 +55,26 @@ def test_status_is_schema_checked(kind: KindDefinition) -> None:
     free = [path for path, node in walk(status, "status") if node.get("x-kubernetes-preserve-unknown-fields")]
     assert free == ["status.kopf"], "only Kopf's own bookkeeping may be free-form in status"
     props = status["properties"]
-    for name in ("phase", "observedGeneration", "conditions", "children", "plan", "progress", "startedAt", "completedAt"):
+    for name in (
+        "phase",
+        "observedGeneration",
+        "conditions",
+        "children",
+        "plan",
+        "progress",
+        "startedAt",
+        "completedAt",
+    ):
         assert name in props, f"{kind.kind} status lacks {name}"
     assert props["phase"]["enum"] == [
-        "Pending", "Planning", "PlanReady", "Running", "Suspended", "Draining", "Complete", "Failed"
+        "Pending",
+        "Planning",
+        "PlanReady",
+        "Running",
+        "Suspended",
+        "Draining",
+        "Complete",
+        "Failed",
     ]
     condition = props["conditions"]["items"]
     assert set(condition["required"]) == {"type", "status", "reason", "lastTransitionTime"}

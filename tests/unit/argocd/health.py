@@ -45,7 +45,11 @@ def expected_health(obj: dict[str, Any]) -> str:
     generation = (obj.get("metadata") or {}).get("generation")
     if (obj.get("metadata") or {}).get("deletionTimestamp") or not phase:
         return "Progressing"
-    if status.get("observedGeneration") is not None and generation is not None and status["observedGeneration"] < generation:
+    if (
+        status.get("observedGeneration") is not None
+        and generation is not None
+        and status["observedGeneration"] < generation
+    ):
         return "Progressing"
     if phase == "Complete":
         return "Healthy"
@@ -53,7 +57,11 @@ def expected_health(obj: dict[str, Any]) -> str:
         return "Degraded"
     if phase == "Suspended" or conditions.get("Suspended") == "True":
         return "Suspended"
-    if phase == "PlanReady" and (obj.get("spec") or {}).get("approval") == "Manual" and conditions.get("Approved") != "True":
+    if (
+        phase == "PlanReady"
+        and (obj.get("spec") or {}).get("approval") == "Manual"
+        and conditions.get("Approved") != "True"
+    ):
         return "Suspended"
     if phase == "Running" and conditions.get("CutoverApproved") == "False":
         return "Suspended"  # a shadow hold waiting for a person to approve the cutover

@@ -67,7 +67,11 @@ def by_phase(kind: str, phase: str, scenario: str = "") -> dict:
 
 def test_messages_say_what_is_happening() -> None:
     failed = evaluate("Reconsume", by_phase("Reconsume", "Failed"))
-    assert failed["status"] == "Degraded" and failed["message"].startswith("TopicNotFound: ") and "not exist" in failed["message"]
+    assert (
+        failed["status"] == "Degraded"
+        and failed["message"].startswith("TopicNotFound: ")
+        and "not exist" in failed["message"]
+    )
     approval = evaluate("Reconsume", by_phase("Reconsume", "PlanReady", "manual"))
     assert approval["status"] == "Suspended" and "reprise.io/approve=true" in approval["message"]
     suspended = evaluate("Reconsume", by_phase("Reconsume", "Suspended"))
@@ -80,7 +84,10 @@ def test_running_shows_progress_when_the_operator_reported_it() -> None:
     running = by_phase("Reconsume", "Running", "parallel")
     running["status"]["progress"] = {"percent": 41.7, "lag": 350.0, "processed": 250, "totalRecords": 600}
     running["status"]["eta"] = "12s"
-    assert evaluate("Reconsume", running) == {"status": "Progressing", "message": "Running (41% processed, lag 350, ETA 12s)"}
+    assert evaluate("Reconsume", running) == {
+        "status": "Progressing",
+        "message": "Running (41% processed, lag 350, ETA 12s)",
+    }
 
 
 def test_a_status_for_an_older_generation_is_progressing() -> None:
@@ -116,11 +123,17 @@ def test_the_scripts_use_only_what_argo_cd_s_lua_sandbox_offers() -> None:
 def test_verify_before_cutover_states() -> None:
     """Captured from tests/integration/operator/test_reconsume_verify.py (issue 20)."""
     running = evaluate("Reconsume", CAPTURED["reconsume-verify-00-running.json"])
-    assert running["status"] == "Progressing" and running["message"].startswith("Verifying: VerifyRunning: Job lossy-verify-1")
+    assert running["status"] == "Progressing" and running["message"].startswith(
+        "Verifying: VerifyRunning: Job lossy-verify-1"
+    )
     failed = evaluate("Reconsume", CAPTURED["reconsume-verify-01-failed.json"])
-    assert failed["status"] == "Degraded" and failed["message"].startswith("VerifyFailed: verification Job lossy-verify-1")
+    assert failed["status"] == "Degraded" and failed["message"].startswith(
+        "VerifyFailed: verification Job lossy-verify-1"
+    )
     assert "row count mismatch" in failed["message"]
     held = evaluate("Reconsume", CAPTURED["reconsume-shadow-hold-00-running.json"])
-    assert held["status"] == "Suspended" and held["message"].startswith("Verified, holding for the cutover: AwaitingCutover")
+    assert held["status"] == "Suspended" and held["message"].startswith(
+        "Verified, holding for the cutover: AwaitingCutover"
+    )
     assert "reprise.io/approve-cutover=true" in held["message"]
     assert evaluate("Reconsume", CAPTURED["reconsume-shadow-hold-01-complete.json"])["status"] == "Healthy"

@@ -48,9 +48,12 @@ def render(helm: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[...
     return _render
 
 
-def find(docs: list[dict[str, Any]], kind: str, name: str | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
+def find(
+    docs: list[dict[str, Any]], kind: str, name: str | None = None, namespace: str | None = None
+) -> list[dict[str, Any]]:
     return [
-        d for d in docs
+        d
+        for d in docs
         if d["kind"] == kind
         and (name is None or d["metadata"]["name"] == name)
         and (namespace is None or d["metadata"].get("namespace") == namespace)

@@ -18,16 +18,49 @@ from reprise_operator.workloads import Owner, replay_deployment_manifest
 from .conftest import RELEASE, one
 
 FULLNAME = f"{RELEASE}-reprise"
-ALL_ON = {"metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True},
-                      "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}}}
+ALL_ON = {
+    "metrics": {
+        "serviceMonitor": {"enabled": True},
+        "podMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True},
+        "dashboard": {"enabled": True},
+    }
+}
 # Series Prometheus makes itself for every target, and the labels it adds to every scraped series.
 PROMETHEUS_SERIES = {"up": set()}
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
 # PromQL words that look like metric names.
 PROMQL_WORDS = {
-    "sum", "max", "min", "avg", "count", "by", "without", "on", "ignoring", "group_left", "group_right",
-    "and", "or", "unless", "rate", "irate", "increase", "delta", "deriv", "changes", "absent", "offset",
-    "bool", "humanizeDuration", "label_values", "topk", "bottomk", "time", "vector", "scalar",
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "rate",
+    "irate",
+    "increase",
+    "delta",
+    "deriv",
+    "changes",
+    "absent",
+    "offset",
+    "bool",
+    "humanizeDuration",
+    "label_values",
+    "topk",
+    "bottomk",
+    "time",
+    "vector",
+    "scalar",
 }
 
 
@@ -63,7 +96,7 @@ def check_expression(expr: str, known: dict[str, set[str]]) -> list[str]:
         name, selector = match.group(1), match.group(2) or ""
         if name in PROMQL_WORDS or re.fullmatch(r"\d+[smhdwy]?", name):
             continue
-        following = without_ranges[match.end():].lstrip()[:1]
+        following = without_ranges[match.end() :].lstrip()[:1]
         if following == "(" and not selector:
             continue  # a function call
         used.append(name)
@@ -92,7 +125,9 @@ def known() -> dict[str, set[str]]:
 def test_the_checker_catches_a_renamed_metric_and_a_wrong_label(known) -> None:
     assert check_expression("reprise_replay_lag_records > 0", known) == []
     assert check_expression("reprise_replay_lag > 0", known) == ["unknown metric reprise_replay_lag"]
-    assert check_expression('reprise_replays{phase="Failed", stage="x"} > 0', known) == ["reprise_replays has no label stage"]
+    assert check_expression('reprise_replays{phase="Failed", stage="x"} > 0', known) == [
+        "reprise_replays has no label stage"
+    ]
     assert check_expression("sum by (group) (reprise_replay_eta_seconds)", known) == [
         "label group is on none of ['reprise_replay_eta_seconds']"
     ]
@@ -101,12 +136,19 @@ def test_the_checker_catches_a_renamed_metric_and_a_wrong_label(known) -> None:
 def test_prometheus_rule_has_the_four_alerts_with_real_metric_names(render, known) -> None:
     rule = one(render(ALL_ON), "PrometheusRule", FULLNAME)
     rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
-    for alert in ("RepriseReplayStalled", "RepriseReplayFailed", "RepriseHandoverNotProgressing", "RepriseBackfillBarrierStalled"):
+    for alert in (
+        "RepriseReplayStalled",
+        "RepriseReplayFailed",
+        "RepriseHandoverNotProgressing",
+        "RepriseBackfillBarrierStalled",
+    ):
         assert alert in rules, alert
     for name, body in rules.items():
         assert check_expression(body["expr"], known) == [], name
         assert body["labels"]["severity"] in ("warning", "critical")
-        assert body["annotations"]["summary"] and "{{" in body["annotations"]["summary"] or name == "RepriseOperatorDown"
+        assert (
+            body["annotations"]["summary"] and "{{" in body["annotations"]["summary"] or name == "RepriseOperatorDown"
+        )
     assert "reprise_backfill_barrier_stalled" in rules["RepriseBackfillBarrierStalled"]["expr"]
     assert "reprise_handover_partitions_pending" in rules["RepriseHandoverNotProgressing"]["expr"]
     assert 'phase="Failed"' in rules["RepriseReplayFailed"]["expr"]
@@ -114,8 +156,17 @@ def test_prometheus_rule_has_the_four_alerts_with_real_metric_names(render, know
 
 
 def test_alert_windows_and_labels_come_from_values(render) -> None:
-    values = {"metrics": {"prometheusRule": {"enabled": True, "stalledFor": "1h", "handoverStalledFor": "2h",
-                                             "alertLabels": {"team": "data"}, "labels": {"release": "kp"}}}}
+    values = {
+        "metrics": {
+            "prometheusRule": {
+                "enabled": True,
+                "stalledFor": "1h",
+                "handoverStalledFor": "2h",
+                "alertLabels": {"team": "data"},
+                "labels": {"release": "kp"},
+            }
+        }
+    }
     rule = one(render(values), "PrometheusRule", FULLNAME)
     assert rule["metadata"]["labels"]["release"] == "kp"
     rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
@@ -136,7 +187,12 @@ def test_dashboard_panels_use_real_metric_names(render, known) -> None:
     for expr in exprs:
         assert check_expression(expr.replace("$namespace", "x"), known) == [], expr
     used = {n for e in exprs for n in re.findall(r"reprise_\w+", e)}
-    assert {"reprise_replays", "reprise_replay_lag_records", "reprise_replay_eta_seconds", "reprise_replay_processed_records"} <= used
+    assert {
+        "reprise_replays",
+        "reprise_replay_lag_records",
+        "reprise_replay_eta_seconds",
+        "reprise_replay_processed_records",
+    } <= used
 
 
 def test_service_monitor_scrapes_the_operator_service_and_keeps_replay_labels(render) -> None:
@@ -155,9 +211,13 @@ def test_service_monitor_scrapes_the_operator_service_and_keeps_replay_labels(re
 def test_pod_monitor_selects_the_replay_pods_the_operator_builds(render) -> None:
     monitor = one(render(ALL_ON), "PodMonitor", f"{FULLNAME}-replay-workers")
     replay = replay_deployment_manifest(
-        owner=Owner("reprise.io/v1alpha1", "Reconsume", "r", "uid"), name="r-replay", namespace="ns",
+        owner=Owner("reprise.io/v1alpha1", "Reconsume", "r", "uid"),
+        name="r-replay",
+        namespace="ns",
         labels=child_labels("Reconsume", "r", "replay-consumer"),
-        pod_template={"spec": {"containers": [{"name": "app", "image": "svc:1"}]}}, replicas=1, worker_env={},
+        pod_template={"spec": {"containers": [{"name": "app", "image": "svc:1"}]}},
+        replicas=1,
+        worker_env={},
     )
     pod = replay["spec"]["template"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()

@@ -59,13 +59,22 @@ def test_no_wildcards_and_no_dangerous_verbs_anywhere(render) -> None:
         for group, resource, verb, _ in grants(doc["rules"]):
             assert "*" not in (group, resource, verb), f"{doc['metadata']['name']}: wildcard"
             assert verb not in ("escalate", "bind", "impersonate"), f"{doc['metadata']['name']}: {verb}"
-            assert resource not in ("pods/exec", "pods/attach", "serviceaccounts/token", "nodes", "clusterroles", "roles")
+            assert resource not in (
+                "pods/exec",
+                "pods/attach",
+                "serviceaccounts/token",
+                "nodes",
+                "clusterroles",
+                "roles",
+            )
 
 
 def test_secrets_are_get_only_and_can_be_pinned_by_name_or_dropped(render) -> None:
     secrets = {g for g in operator_rules(render()) if g[1] == "secrets"}
     assert secrets == {("", "secrets", "get", "")}, "get by name: never list or watch, so nothing is enumerated"
-    pinned = {g for g in operator_rules(render({"rbac": {"secrets": {"names": ["kafka-client"]}}})) if g[1] == "secrets"}
+    pinned = {
+        g for g in operator_rules(render({"rbac": {"secrets": {"names": ["kafka-client"]}}})) if g[1] == "secrets"
+    }
     assert pinned == {("", "secrets", "get", "kafka-client")}
     assert not {g for g in operator_rules(render({"rbac": {"secrets": {"enabled": False}}})) if g[1] == "secrets"}
 

@@ -24,7 +24,9 @@ def test_every_value_has_a_doc_comment() -> None:
 
 
 def test_the_committed_readme_is_what_values_yaml_gives() -> None:
-    assert (CHART / "README.md").read_text() == readme.render(), "run `python charts/reprise/readme.py` and commit README.md"
+    assert (CHART / "README.md").read_text() == readme.render(), (
+        "run `python charts/reprise/readme.py` and commit README.md"
+    )
     assert readme.main(["--check"]) == 0
 
 

@@ -37,20 +37,22 @@ def settings_of(container: dict) -> OperatorSettings:
 def test_defaults_render_the_operator_and_nothing_optional(render) -> None:
     docs = render()
     kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
-    assert kinds == sorted([
-        ("ClusterRole", FULLNAME),
-        ("ClusterRole", f"{FULLNAME}-crd-discovery"),
-        ("ClusterRole", f"{FULLNAME}-edit"),
-        ("ClusterRole", f"{FULLNAME}-view"),
-        ("ClusterRoleBinding", FULLNAME),
-        ("ClusterRoleBinding", f"{FULLNAME}-crd-discovery"),
-        ("Deployment", FULLNAME),
-        ("NetworkPolicy", FULLNAME),
-        ("Role", f"{FULLNAME}-leader-election"),
-        ("RoleBinding", f"{FULLNAME}-leader-election"),
-        ("Service", f"{FULLNAME}-metrics"),
-        ("ServiceAccount", FULLNAME),
-    ])
+    assert kinds == sorted(
+        [
+            ("ClusterRole", FULLNAME),
+            ("ClusterRole", f"{FULLNAME}-crd-discovery"),
+            ("ClusterRole", f"{FULLNAME}-edit"),
+            ("ClusterRole", f"{FULLNAME}-view"),
+            ("ClusterRoleBinding", FULLNAME),
+            ("ClusterRoleBinding", f"{FULLNAME}-crd-discovery"),
+            ("Deployment", FULLNAME),
+            ("NetworkPolicy", FULLNAME),
+            ("Role", f"{FULLNAME}-leader-election"),
+            ("RoleBinding", f"{FULLNAME}-leader-election"),
+            ("Service", f"{FULLNAME}-metrics"),
+            ("ServiceAccount", FULLNAME),
+        ]
+    )
     for doc in docs:
         if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
             assert doc["metadata"]["namespace"] == NAMESPACE
@@ -94,10 +96,12 @@ def test_the_operator_pod_is_restricted_with_a_read_only_root(render) -> None:
 
 def test_the_restricted_check_itself_catches_a_weakened_pod(render) -> None:
     # null removes a default key in Helm (an empty map would merge with the defaults and change nothing).
-    weakened = {"operator": {
-        "securityContext": {"allowPrivilegeEscalation": True, "runAsNonRoot": None, "seccompProfile": None},
-        "podSecurityContext": {"runAsNonRoot": None, "seccompProfile": None},
-    }}
+    weakened = {
+        "operator": {
+            "securityContext": {"allowPrivilegeEscalation": True, "runAsNonRoot": None, "seccompProfile": None},
+            "podSecurityContext": {"runAsNonRoot": None, "seccompProfile": None},
+        }
+    }
     pod = one(render(weakened), "Deployment", FULLNAME)["spec"]["template"]["spec"]
     problems = restricted_violations(pod)
     assert any("allowPrivilegeEscalation" in p for p in problems)
@@ -107,7 +111,9 @@ def test_the_restricted_check_itself_catches_a_weakened_pod(render) -> None:
 
 def test_image_digest_wins_and_the_worker_image_follows_it(render) -> None:
     digest = "sha256:" + "a" * 64
-    container = operator_container(render({"image": {"repository": "registry.local/reprise", "tag": "1.2.3", "digest": digest}}))
+    container = operator_container(
+        render({"image": {"repository": "registry.local/reprise", "tag": "1.2.3", "digest": digest}})
+    )
     assert container["image"] == f"registry.local/reprise@{digest}"
     assert settings_of(container).worker_image == container["image"]
     container = operator_container(render({"image": {"tag": "1.2.3"}, "operator": {"workerImage": "other/reprise:9"}}))
@@ -116,7 +122,9 @@ def test_image_digest_wins_and_the_worker_image_follows_it(render) -> None:
 
 
 def test_verbose_and_extra_env_reach_the_container(render) -> None:
-    container = operator_container(render({"operator": {"verbose": True, "extraEnv": [{"name": "REPRISE_EXTRA", "value": "1"}]}}))
+    container = operator_container(
+        render({"operator": {"verbose": True, "extraEnv": [{"name": "REPRISE_EXTRA", "value": "1"}]}})
+    )
     assert container["args"] == ["--verbose"]
     assert {"name": "REPRISE_EXTRA", "value": "1"} in container["env"]
 
@@ -134,7 +142,9 @@ def test_two_replicas_get_a_pdb_and_leader_election(render) -> None:
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert settings_of(operator_container(docs)).leader_election is True
-    assert not find(render({"operator": {"replicas": 2}, "podDisruptionBudget": {"enabled": False}}), "PodDisruptionBudget")
+    assert not find(
+        render({"operator": {"replicas": 2}, "podDisruptionBudget": {"enabled": False}}), "PodDisruptionBudget"
+    )
 
 
 def test_one_replica_has_no_pdb(render) -> None:
@@ -182,7 +192,11 @@ def test_watch_namespaces_must_be_namespace_names(render) -> None:
 
 
 def crds_in_folder() -> dict[str, dict]:
-    return {d["metadata"]["name"]: d for path in sorted((CHART / "crds").glob("*.yaml")) for d in [yaml.safe_load(path.read_text())]}
+    return {
+        d["metadata"]["name"]: d
+        for path in sorted((CHART / "crds").glob("*.yaml"))
+        for d in [yaml.safe_load(path.read_text())]
+    }
 
 
 def test_crds_folder_is_what_helm_installs_by_default(render) -> None:
@@ -257,10 +271,18 @@ def test_network_policy_lets_in_only_scrapes_and_out_only_dns_api_and_kafka(rend
         [(443, "TCP"), (6443, "TCP")],
         [(9092, "TCP"), (9093, "TCP"), (9094, "TCP")],
     ]
-    narrowed = one(render({"networkPolicy": {
-        "kafkaPeers": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
-        "metricsFrom": [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}],
-    }}), "NetworkPolicy", FULLNAME)["spec"]
+    narrowed = one(
+        render(
+            {
+                "networkPolicy": {
+                    "kafkaPeers": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+                    "metricsFrom": [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}],
+                }
+            }
+        ),
+        "NetworkPolicy",
+        FULLNAME,
+    )["spec"]
     assert narrowed["egress"][2]["to"] == [{"ipBlock": {"cidr": "10.1.0.0/16"}}]
     assert narrowed["ingress"][0]["from"] == [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]
     assert not find(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
@@ -280,9 +302,17 @@ def test_network_policy_selects_the_operator_pod(render) -> None:
     "values",
     [
         {},
-        {"operator": {"replicas": 2}, "watchNamespaces": ["a", "b"], "crds": {"enabled": True},
-         "metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True},
-                     "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}}},
+        {
+            "operator": {"replicas": 2},
+            "watchNamespaces": ["a", "b"],
+            "crds": {"enabled": True},
+            "metrics": {
+                "serviceMonitor": {"enabled": True},
+                "podMonitor": {"enabled": True},
+                "prometheusRule": {"enabled": True},
+                "dashboard": {"enabled": True},
+            },
+        },
     ],
     ids=["defaults", "everything-on"],
 )
@@ -297,10 +327,21 @@ def test_helm_lint_is_clean(helm, tmp_path, values) -> None:
 def test_lakereplay_defaults_reach_the_operator_settings(render) -> None:
     defaults = settings_of(operator_container(render()))
     assert defaults.spark_image == OperatorSettings.spark_image, "unset values leave the operator's defaults"
-    container = operator_container(render({"operator": {"spark": {
-        "image": "registry.local/reprise-spark:4.1.4", "version": "4.1.4", "driverServiceAccount": "spark",
-        "jars": ["local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar"], "progressUri": "s3a://lake/_reprise",
-    }}}))
+    container = operator_container(
+        render(
+            {
+                "operator": {
+                    "spark": {
+                        "image": "registry.local/reprise-spark:4.1.4",
+                        "version": "4.1.4",
+                        "driverServiceAccount": "spark",
+                        "jars": ["local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar"],
+                        "progressUri": "s3a://lake/_reprise",
+                    }
+                }
+            }
+        )
+    )
     settings = settings_of(container)
     assert settings.spark_image == "registry.local/reprise-spark:4.1.4"
     assert settings.spark_version == "4.1.4"

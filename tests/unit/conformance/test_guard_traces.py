@@ -97,7 +97,9 @@ class Runner:
         return {"verdicts": verdicts, "stores": _offsets(stores)}
 
     def _service_stores(self, step: dict[str, Any]) -> list[Store]:
-        return [self.book.service_store(o["topic"], o["partition"], o["offset"], o["metadata"]) for o in step["offsets"]]
+        return [
+            self.book.service_store(o["topic"], o["partition"], o["offset"], o["metadata"]) for o in step["offsets"]
+        ]
 
     def op_store(self, step: dict[str, Any]) -> dict[str, Any]:
         return {"stores": _offsets(self._service_stores(step))}
@@ -115,10 +117,27 @@ class Runner:
         book = self.book
         commits = book.take_guard_commits()
         self._durable(commits)
-        reports = [{"replay_id": r.replay_id, "topic": r.topic, "partition": r.partition,
-                    "first_skipped": r.first_skipped, "seen_until": r.seen_until} for r in book.skip_reports()]
-        problems = [{"replay_id": r.replay_id, "topic": r.topic, "partition": r.partition, "problem": r.problem,
-                     "first_skipped": r.first_skipped, "seen_until": r.seen_until} for r in book.problem_reports()]
+        reports = [
+            {
+                "replay_id": r.replay_id,
+                "topic": r.topic,
+                "partition": r.partition,
+                "first_skipped": r.first_skipped,
+                "seen_until": r.seen_until,
+            }
+            for r in book.skip_reports()
+        ]
+        problems = [
+            {
+                "replay_id": r.replay_id,
+                "topic": r.topic,
+                "partition": r.partition,
+                "problem": r.problem,
+                "first_skipped": r.first_skipped,
+                "seen_until": r.seen_until,
+            }
+            for r in book.problem_reports()
+        ]
         positions = {_tp(p): p["offset"] for p in step["positions"]}
         floors = book.floor_commits(positions.get)
         for store in floors:
@@ -131,11 +150,17 @@ class Runner:
                 continue
             offset, metadata = self.committed.get(key, (None, None))
             if ack_due(h, offset, CommitMark.decode(metadata)):
-                acks.append({"replay_id": replay_id, "topic": key[0], "partition": key[1], "offset": h,
-                             "committed": offset})
+                acks.append(
+                    {"replay_id": replay_id, "topic": key[0], "partition": key[1], "offset": h, "committed": offset}
+                )
         by_tp = lambda i: (i["topic"], i["partition"])  # noqa: E731
-        return {"commits": _offsets(commits), "reports": sorted(reports, key=by_tp),
-                "problems": sorted(problems, key=by_tp), "floor_commits": _offsets(floors), "acks": acks}
+        return {
+            "commits": _offsets(commits),
+            "reports": sorted(reports, key=by_tp),
+            "problems": sorted(problems, key=by_tp),
+            "floor_commits": _offsets(floors),
+            "acks": acks,
+        }
 
     def op_revoke(self, step: dict[str, Any]) -> dict[str, Any]:
         for part in step["partitions"]:
@@ -156,14 +181,17 @@ def _run(scenario: dict[str, Any], steps: list[dict[str, Any]], runner: Runner, 
 CASES = [(s, None) for s in TRACES["scenarios"]] + [(s, c) for s in TRACES["scenarios"] for c in s["crashes"]]
 
 
-@pytest.mark.parametrize("scenario, crash", CASES, ids=[
-    s["name"] + ("" if c is None else f" / crash after step {c['after_step']}") for s, c in CASES])
+@pytest.mark.parametrize(
+    "scenario, crash",
+    CASES,
+    ids=[s["name"] + ("" if c is None else f" / crash after step {c['after_step']}") for s, c in CASES],
+)
 def test_guard_trace(scenario: dict[str, Any], crash: dict[str, Any] | None) -> None:
     runner = Runner(scenario)
     if crash is None:
         _run(scenario, scenario["steps"], runner, scenario["name"])
         return
-    _run(scenario, scenario["steps"][:crash["after_step"]], runner, scenario["name"])
+    _run(scenario, scenario["steps"][: crash["after_step"]], runner, scenario["name"])
     _run(scenario, crash["steps"], runner, f"{scenario['name']} / crash after step {crash['after_step']}")
 
 
@@ -173,5 +201,7 @@ def test_every_crash_point_is_covered() -> None:
         assert points[0] == 1 and points == sorted(set(points))
         # Every step boundary of the script, except inside a tick whose acks come back as the next step.
         for k in range(1, points[-1]):
-            assert k in points or (scenario["steps"][k - 1]["op"] == "tick" and scenario["steps"][k]["op"] == "handover")
+            assert k in points or (
+                scenario["steps"][k - 1]["op"] == "tick" and scenario["steps"][k]["op"] == "handover"
+            )
         assert all(c["steps"][0]["op"] == "crash" for c in scenario["crashes"])

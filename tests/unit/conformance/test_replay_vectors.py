@@ -8,8 +8,14 @@ from typing import Any
 import pytest
 
 from replay_worker.finish_rules import record_ends_partition, replay_finish
-from replay_worker.start_position import (EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec,
-                                          decide_partition)
+from replay_worker.start_position import (
+    EndSpec,
+    PartitionFacts,
+    SpecError,
+    StartOlderThanRetention,
+    StartSpec,
+    decide_partition,
+)
 
 from .vectors import ids, load
 
@@ -36,22 +42,33 @@ def test_start_decide_case(case: dict[str, Any]) -> None:
     p = case["partition"]
     facts = PartitionFacts(p["topic"], p["partition"], p["log_start"], p["end"], p["time_lookup"], p["end_time_lookup"])
     try:
-        decision = decide_partition(start, end, facts, allow_clamp=case["allow_clamp"], now_ms=case["now_ms"],
-                                    committed=case["committed"])
+        decision = decide_partition(
+            start, end, facts, allow_clamp=case["allow_clamp"], now_ms=case["now_ms"], committed=case["committed"]
+        )
     except (SpecError, StartOlderThanRetention) as exc:
         assert exc.code == case.get("error"), f"unexpected error {exc.code}"
         return
     assert "error" not in case, f"expected {case.get('error')}"
-    assert {"offset": decision.offset, "clamped": decision.clamped, "end_offset": decision.end_offset,
-            "end_timestamp_ms": decision.end_timestamp_ms} == case["decision"]
+    assert {
+        "offset": decision.offset,
+        "clamped": decision.clamped,
+        "end_offset": decision.end_offset,
+        "end_timestamp_ms": decision.end_timestamp_ms,
+    } == case["decision"]
 
 
 @pytest.mark.parametrize("case", FINISH["finish"], ids=ids(FINISH["finish"]))
 def test_finish_case(case: dict[str, Any]) -> None:
     def decide() -> str | None:
-        return replay_finish(case["mode"], case["position"], end_offset=case["end_offset"],
-                             end_timestamp_ms=case["end_timestamp_ms"], at_end=case["at_end"],
-                             live_committed=case["live_position"])
+        return replay_finish(
+            case["mode"],
+            case["position"],
+            end_offset=case["end_offset"],
+            end_timestamp_ms=case["end_timestamp_ms"],
+            at_end=case["at_end"],
+            live_committed=case["live_position"],
+        )
+
     if "error" in case:
         with pytest.raises(ValueError):
             decide()
@@ -61,5 +78,7 @@ def test_finish_case(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", FINISH["record_ends"], ids=ids(FINISH["record_ends"]))
 def test_record_ends_case(case: dict[str, Any]) -> None:
-    assert record_ends_partition(case["end_offset"], case["end_timestamp_ms"], case["offset"],
-                                 case["timestamp_ms"]) is case["ends"]
+    assert (
+        record_ends_partition(case["end_offset"], case["end_timestamp_ms"], case["offset"], case["timestamp_ms"])
+        is case["ends"]
+    )

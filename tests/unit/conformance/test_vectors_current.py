@@ -17,8 +17,11 @@ HINT = "run `make vectors` and commit conformance/vectors/ (a rule of the refere
 
 def test_committed_vectors_match_the_reference_byte_for_byte() -> None:
     committed = REPOSITORY / VECTOR_DIR
-    drifted = [name for name, text in render().items()
-               if not (committed / name).exists() or (committed / name).read_bytes() != text.encode("utf-8")]
+    drifted = [
+        name
+        for name, text in render().items()
+        if not (committed / name).exists() or (committed / name).read_bytes() != text.encode("utf-8")
+    ]
     assert not drifted, f"conformance vectors drifted from the reference: {drifted}; {HINT}"
     leftover = sorted(p.name for p in committed.glob("*.json") if p.name not in AREAS)
     assert not leftover, f"vector files no generator writes: {leftover}; {HINT}"
@@ -48,7 +51,12 @@ def test_generation_is_deterministic_across_processes(tmp_path: Path) -> None:
     for seed in ("0", "4242"):
         root = tmp_path / seed
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{REPOSITORY}:{REPOSITORY / 'operator'}"}
-        subprocess.run([sys.executable, "-m", "replay_worker.conformance", "--root", str(root)],
-                       check=True, env=env, capture_output=True, text=True)
+        subprocess.run(
+            [sys.executable, "-m", "replay_worker.conformance", "--root", str(root)],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         outputs.append({p.name: p.read_text() for p in sorted((root / VECTOR_DIR).glob("*.json"))})
     assert outputs[0] == outputs[1] == render()

@@ -10,8 +10,19 @@ import pytest
 
 from replay_worker.commit_marks import CommitMark
 from replay_worker.filters import FilterSpecError, Undecodable, published_filter
-from replay_worker.wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, HandoverRecord, ProgressInfo,
-                                ReplayInfo, ResultInfo, StartInfo, decode, encode)
+from replay_worker.wire import (
+    AckInfo,
+    GuardInfo,
+    HandoverFormatError,
+    HandoverInfo,
+    HandoverRecord,
+    ProgressInfo,
+    ReplayInfo,
+    ResultInfo,
+    StartInfo,
+    decode,
+    encode,
+)
 
 from .vectors import headers, ids, load, raw
 
@@ -27,7 +38,9 @@ MARKS = load("commit_marks.json")
 def test_filter_case(case: dict[str, Any]) -> None:
     matcher = published_filter(case["filter"])
     try:
-        result = "match" if matcher.matches(raw(case["key"]), headers(case["headers"]), raw(case["value"])) else "no-match"
+        result = (
+            "match" if matcher.matches(raw(case["key"]), headers(case["headers"]), raw(case["value"])) else "no-match"
+        )
     except Undecodable:
         result = "undecodable"
     assert result == case["result"]
@@ -85,8 +98,9 @@ def test_wire_decode_case(case: dict[str, Any]) -> None:
         assert caught.value.code == case["error"]
         return
     key, record = decode(raw(case["key"]), raw(case["value"]))
-    assert {"replay_id": key.replay_id, "kind": key.kind, "topic": key.topic, "partition": key.partition} \
-        == case["parsed_key"]
+    assert {"replay_id": key.replay_id, "kind": key.kind, "topic": key.topic, "partition": key.partition} == case[
+        "parsed_key"
+    ]
     assert (None if record is None else _normal(record)) == case["record"]
 
 
@@ -94,8 +108,12 @@ def test_wire_decode_case(case: dict[str, Any]) -> None:
 
 
 def _fields(mark: CommitMark) -> dict[str, Any]:
-    return {"replay": mark.replay_id, "finished": mark.finished, "skip_from": mark.skip_from,
-            "reread_until": mark.reread_until}
+    return {
+        "replay": mark.replay_id,
+        "finished": mark.finished,
+        "skip_from": mark.skip_from,
+        "reread_until": mark.reread_until,
+    }
 
 
 @pytest.mark.parametrize("case", MARKS["encode"], ids=ids(MARKS["encode"]))

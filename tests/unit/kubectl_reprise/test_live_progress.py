@@ -6,18 +6,30 @@ from __future__ import annotations
 from kubectl_reprise.live_progress import RateMeter, bar, frame, plain_lines, redraw, terminal_lines
 
 
-def body(phase: str, positions: dict[int, int | None], lag: dict[int, int], states: dict[int, str], eta=None,
-         conditions=()) -> dict:
+def body(
+    phase: str, positions: dict[int, int | None], lag: dict[int, int], states: dict[int, str], eta=None, conditions=()
+) -> dict:
     return {
         "status": {
             "phase": phase,
-            "plan": {"partitions": [{"topic": "users", "partition": p, "startOffset": 100, "endOffset": 1100}
-                                    for p in positions], "totalRecords": 1000 * len(positions)},
+            "plan": {
+                "partitions": [
+                    {"topic": "users", "partition": p, "startOffset": 100, "endOffset": 1100} for p in positions
+                ],
+                "totalRecords": 1000 * len(positions),
+            },
             "progress": {
-                "partitions": [{"topic": "users", "partition": p, "lag": lag[p], "state": states[p],
-                                **({"position": pos} if pos is not None else {}),
-                                **({"handoverOffset": 1100} if states[p] == "HandedOver" else {})}
-                               for p, pos in positions.items()],
+                "partitions": [
+                    {
+                        "topic": "users",
+                        "partition": p,
+                        "lag": lag[p],
+                        "state": states[p],
+                        **({"position": pos} if pos is not None else {}),
+                        **({"handoverOffset": 1100} if states[p] == "HandedOver" else {}),
+                    }
+                    for p, pos in positions.items()
+                ],
                 "processed": sum(max(0, (pos or 100) - 100) for pos in positions.values()),
                 "totalRecords": 1000 * len(positions),
                 "lag": sum(lag.values()),
@@ -31,9 +43,17 @@ def body(phase: str, positions: dict[int, int | None], lag: dict[int, int], stat
 
 def test_partitions_show_their_share_of_the_planned_range_and_their_handover_state():
     meter = RateMeter()
-    f = frame("reconsume/r", "Handover", body("Running", {0: 600, 1: None}, {0: 500, 1: 1000}, {0: "Replaying", 1: "Pending"}), 0.0, meter)
+    f = frame(
+        "reconsume/r",
+        "Handover",
+        body("Running", {0: 600, 1: None}, {0: 500, 1: 1000}, {0: "Replaying", 1: "Pending"}),
+        0.0,
+        meter,
+    )
     assert [(p.name, p.processed, p.total, p.state) for p in f.partitions] == [
-        ("users/0", 500, 1000, "Replaying"), ("users/1", 0, 1000, "Pending")]
+        ("users/0", 500, 1000, "Replaying"),
+        ("users/1", 0, 1000, "Pending"),
+    ]
     assert f.partitions[0].fraction == 0.5
     lines = terminal_lines(f)
     assert lines[0].startswith("reconsume/r  Running  Handover  10%  500/2,000 records  lag 1,500")
@@ -46,13 +66,20 @@ def test_the_rate_is_measured_over_successive_statuses_and_gives_the_eta_when_th
     f = frame("reconsume/r", "Parallel", body("Running", {0: 500}, {0: 600}, {0: "Replaying"}), 2.0, meter)
     assert f.rate == 200.0 and f.partitions[0].rate == 200.0
     assert f.eta_seconds == 3  # 600 records at 200/s
-    with_eta = frame("reconsume/r", "Parallel", body("Running", {0: 600}, {0: 500}, {0: "Replaying"}, eta=42), 3.0, meter)
+    with_eta = frame(
+        "reconsume/r", "Parallel", body("Running", {0: 600}, {0: 500}, {0: "Replaying"}, eta=42), 3.0, meter
+    )
     assert with_eta.eta_seconds == 42, "the operator's ETA wins"
 
 
 def test_a_finished_replay_carries_its_outcome_message():
-    done = body("Failed", {0: None}, {0: 1000}, {0: "Pending"},
-                conditions=[{"type": "Failed", "status": "True", "reason": "RetentionExceeded", "message": "gone"}])
+    done = body(
+        "Failed",
+        {0: None},
+        {0: 1000},
+        {0: "Pending"},
+        conditions=[{"type": "Failed", "status": "True", "reason": "RetentionExceeded", "message": "gone"}],
+    )
     f = frame("reconsume/r", "Parallel", done, 0.0, RateMeter())
     assert f.message == "RetentionExceeded: gone"
 

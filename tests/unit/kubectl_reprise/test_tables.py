@@ -16,7 +16,15 @@ NOW = datetime(2026, 11, 23, 20, 0, tzinfo=timezone.utc)
 
 
 def test_durations_read_like_kubectls_ages():
-    assert [duration(s) for s in (None, 5, 65, 120, 3600, 3 * 3600 + 61, 90000)] == ["-", "5s", "1m5s", "2m", "1h", "3h1m", "1d1h"]
+    assert [duration(s) for s in (None, 5, 65, 120, 3600, 3 * 3600 + 61, 90000)] == [
+        "-",
+        "5s",
+        "1m5s",
+        "2m",
+        "1h",
+        "3h1m",
+        "1d1h",
+    ]
 
 
 def test_tables_align_columns_like_kubectl():
@@ -24,9 +32,21 @@ def test_tables_align_columns_like_kubectl():
 
 
 def test_the_plan_table_has_a_row_per_partition_and_the_total():
-    shown = {"partitions": [{"topic": "users", "partition": 0, "startOffset": 5, "endOffset": 15, "records": 10,
-                             "oldestTimestamp": "2026-11-23T19:00:00.000Z", "retentionRisk": "Safe"}],
-             "totalRecords": 10, "retentionRisk": "Safe"}
+    shown = {
+        "partitions": [
+            {
+                "topic": "users",
+                "partition": 0,
+                "startOffset": 5,
+                "endOffset": 15,
+                "records": 10,
+                "oldestTimestamp": "2026-11-23T19:00:00.000Z",
+                "retentionRisk": "Safe",
+            }
+        ],
+        "totalRecords": 10,
+        "retentionRisk": "Safe",
+    }
     rows = [line.split() for line in plan_text(shown, NOW).splitlines()]
     assert rows[1] == ["users", "0", "5", "15", "10", "2026-11-23T19:00:00.000Z", "1h", "Safe"]
     assert rows[2] == ["TOTAL", "10", "Safe"]
@@ -34,7 +54,9 @@ def test_the_plan_table_has_a_row_per_partition_and_the_total():
 
 def test_the_estimate_is_bounded_by_the_largest_partition():
     parts = tuple(PartitionPlan("t", p, 0, n, None, False) for p, n in enumerate((1000, 100, 100)))
-    found = ManifestPlan("Reconsume", "r", "ns", "Parallel", None, Plan(parts, NOW), {}, consumers=3, rate_per_consumer=100)  # type: ignore[arg-type]
+    found = ManifestPlan(
+        "Reconsume", "r", "ns", "Parallel", None, Plan(parts, NOW), {}, consumers=3, rate_per_consumer=100
+    )  # type: ignore[arg-type]
     assert found.estimated_seconds == 10  # one consumer reads the 1000-record partition
     found.consumers = 1
     assert found.estimated_seconds == 12
@@ -49,29 +71,46 @@ def test_rollback_moves_say_where_each_partition_goes_back_to():
 
 def test_kind_words_as_kubectl_accepts_them():
     reconsume = next(k for k in KINDS if k.kind == "Reconsume")
-    assert all(kind_named(w) is reconsume for w in ("rcs", "reconsume", "Reconsume", "reconsumes", "reconsumes.reprise.io"))
+    assert all(
+        kind_named(w) is reconsume for w in ("rcs", "reconsume", "Reconsume", "reconsumes", "reconsumes.reprise.io")
+    )
     assert kind_named("deployment") is None
 
 
 def test_get_lists_phase_progress_and_eta():
     reconsume = next(k for k in KINDS if k.kind == "Reconsume")
-    body = {"metadata": {"name": "r", "namespace": "ns", "creationTimestamp": "2026-11-23T19:58:00Z"},
-            "spec": {"mode": "Handover"}, "status": {"phase": "Running", "progress": {"percent": 41, "lag": 18, "etaSeconds": 185}}}
+    body = {
+        "metadata": {"name": "r", "namespace": "ns", "creationTimestamp": "2026-11-23T19:58:00Z"},
+        "spec": {"mode": "Handover"},
+        "status": {"phase": "Running", "progress": {"percent": 41, "lag": 18, "etaSeconds": 185}},
+    }
     rows = [line.split() for line in get_table([(reconsume, body)], NOW, all_namespaces=True).splitlines()]
-    assert rows == [["NAMESPACE", "NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "AGE"],
-                    ["ns", "reconsume/r", "Running", "Handover", "41%", "18", "3m5s", "2m"]]
+    assert rows == [
+        ["NAMESPACE", "NAME", "PHASE", "MODE", "PROGRESS", "LAG", "ETA", "AGE"],
+        ["ns", "reconsume/r", "Running", "Handover", "41%", "18", "3m5s", "2m"],
+    ]
 
 
 def test_status_says_what_a_held_or_failed_check_needs():
     from kubectl_reprise.tables import verification_lines
 
     assert verification_lines("r", {}) == []
-    held = {"phase": "Running", "verification": {"state": "Passed", "job": "r-verify-1", "run": 1},
-            "conditions": [{"type": "CutoverApproved", "status": "False", "reason": "AwaitingCutover"}]}
+    held = {
+        "phase": "Running",
+        "verification": {"state": "Passed", "job": "r-verify-1", "run": 1},
+        "conditions": [{"type": "CutoverApproved", "status": "False", "reason": "AwaitingCutover"}],
+    }
     text = "\n".join(verification_lines("r", held))
     assert "verification Passed   Job r-verify-1 (run 1)" in text and "kubectl reprise approve r" in text
-    failed = {"phase": "Failed", "verification": {"state": "Failed", "job": "r-verify-2", "run": 2,
-                                                  "message": "verification Job r-verify-2 failed: rows differ"},
-              "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
+    failed = {
+        "phase": "Failed",
+        "verification": {
+            "state": "Failed",
+            "job": "r-verify-2",
+            "run": 2,
+            "message": "verification Job r-verify-2 failed: rows differ",
+        },
+        "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}],
+    }
     text = "\n".join(verification_lines("r", failed))
     assert "rows differ" in text and "kubectl reprise reverify r" in text and "approve" not in text

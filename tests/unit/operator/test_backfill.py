@@ -31,15 +31,18 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 OWNER = Owner("reprise.io/v1alpha1", "Backfill", "fix-users", "0b1c2d3e-aaaa")
 
 
-@pytest.mark.parametrize("data, expected", [
-    # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java).
-    (b"21", -973932308),
-    (b"foobar", -790332482),
-    (b"a-little-bit-long-string", -985981536),
-    (b"a-little-bit-longer-string", -1486304829),
-    (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
-    (b"abc", 479470107),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java).
+        (b"21", -973932308),
+        (b"foobar", -790332482),
+        (b"a-little-bit-long-string", -985981536),
+        (b"a-little-bit-longer-string", -1486304829),
+        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+        (b"abc", 479470107),
+    ],
+)
 def test_murmur2_matches_kafkas_test_vectors(data, expected):
     assert murmur2(data) == expected
 
@@ -89,7 +92,12 @@ def test_keys_configmap_is_owned_and_one_key_per_line():
 
 def test_keys_env_has_file_keys_and_topic():
     env = {e["name"]: e["value"] for e in keys_env(["a", "b"], "users")}
-    assert env == {"REPRISE_KEYS_FILE": KEYS_PATH, "REPRISE_KEYS": "a,b", "REPRISE_KEY_COUNT": "2", "REPRISE_TOPIC": "users"}
+    assert env == {
+        "REPRISE_KEYS_FILE": KEYS_PATH,
+        "REPRISE_KEYS": "a,b",
+        "REPRISE_KEY_COUNT": "2",
+        "REPRISE_TOPIC": "users",
+    }
 
 
 def test_keys_env_leaves_out_keys_that_do_not_fit():
@@ -99,16 +107,20 @@ def test_keys_env_leaves_out_keys_that_do_not_fit():
 
 
 def spec(**source) -> BackfillSpec:
-    return BackfillSpec.model_validate({
-        "kafka": {"bootstrapServers": "kafka:9092", **source.pop("kafka", {})},
-        "topic": "users",
-        "keys": ["u-1"],
-        "source": source,
-    })
+    return BackfillSpec.model_validate(
+        {
+            "kafka": {"bootstrapServers": "kafka:9092", **source.pop("kafka", {})},
+            "topic": "users",
+            "keys": ["u-1"],
+            "source": source,
+        }
+    )
 
 
 def test_worker_job_runs_the_worker_in_role_backfill_with_the_keys_file():
-    job = worker_job(OWNER, "shop", spec(topic={"name": "users-state"}), "shop/fix-users/0b1c2d3e", "reprise:dev", "reprise.handover")
+    job = worker_job(
+        OWNER, "shop", spec(topic={"name": "users-state"}), "shop/fix-users/0b1c2d3e", "reprise:dev", "reprise.handover"
+    )
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == "reprise:dev" and container["command"] == ["python", "-m", "replay_worker"]
@@ -116,8 +128,13 @@ def test_worker_job_runs_the_worker_in_role_backfill_with_the_keys_file():
     settings = WorkerSettings.from_env(env)
     assert settings.role == "backfill" and settings.topics == ("users-state",) and settings.forward_topic == "users"
     assert settings.filter.keys_file == KEYS_PATH and settings.replay_id == "shop/fix-users/0b1c2d3e"
-    assert {"name": "reprise-backfill-keys", "mountPath": "/etc/reprise/keys", "readOnly": True} in container["volumeMounts"]
-    assert {"name": "reprise-backfill-keys", "configMap": {"name": "fix-users-keys", "items": [{"key": "keys.txt", "path": "keys.txt"}]}} in pod["volumes"]
+    assert {"name": "reprise-backfill-keys", "mountPath": "/etc/reprise/keys", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    assert {
+        "name": "reprise-backfill-keys",
+        "configMap": {"name": "fix-users-keys", "items": [{"key": "keys.txt", "path": "keys.txt"}]},
+    } in pod["volumes"]
     assert pod["restartPolicy"] == "Never"
     assert job["metadata"]["labels"]["reprise.io/kind"] == "backfill"
     assert job["metadata"]["ownerReferences"][0]["kind"] == "Backfill"
@@ -136,8 +153,14 @@ def test_upstream_job_gets_the_keys_and_keeps_the_users_settings():
     template = {
         "metadata": {"labels": {"app": "orders"}},
         "spec": {
-            "containers": [{"name": "cli", "image": "orders:1", "command": ["orders-cli", "backfill"],
-                            "env": [{"name": "DB_URL", "value": "postgres://db"}, {"name": "REPRISE_KEYS", "value": "stale"}]}],
+            "containers": [
+                {
+                    "name": "cli",
+                    "image": "orders:1",
+                    "command": ["orders-cli", "backfill"],
+                    "env": [{"name": "DB_URL", "value": "postgres://db"}, {"name": "REPRISE_KEYS", "value": "stale"}],
+                }
+            ],
             "restartPolicy": "Always",
         },
     }
@@ -145,7 +168,9 @@ def test_upstream_job_gets_the_keys_and_keeps_the_users_settings():
     job = upstream_job(OWNER, "shop", s, ["u-1", "u-2"])
     assert job["spec"]["backoffLimit"] == 1 and job["spec"]["activeDeadlineSeconds"] == 600
     pod = job["spec"]["template"]
-    assert pod["metadata"]["labels"]["app"] == "orders" and pod["metadata"]["labels"]["reprise.io/replay"] == "fix-users"
+    assert (
+        pod["metadata"]["labels"]["app"] == "orders" and pod["metadata"]["labels"]["reprise.io/replay"] == "fix-users"
+    )
     assert pod["spec"]["restartPolicy"] == "Never"
     (container,) = pod["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
@@ -160,27 +185,44 @@ def test_upstream_job_needs_a_container():
         upstream_job(OWNER, "shop", spec(job={"template": {"spec": {"containers": []}}}), ["u-1"])
 
 
-@pytest.mark.parametrize("job, state", [
-    (None, "missing"),
-    ({"spec": {}, "status": {}}, "running"),
-    ({"spec": {"suspend": True}, "status": {}}, "suspended"),
-    ({"spec": {}, "status": {"succeeded": 1}}, "succeeded"),
-    ({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, "succeeded"),
-    ({"spec": {}, "status": {"active": 1, "failed": 1}}, "running"),
-])
+@pytest.mark.parametrize(
+    "job, state",
+    [
+        (None, "missing"),
+        ({"spec": {}, "status": {}}, "running"),
+        ({"spec": {"suspend": True}, "status": {}}, "suspended"),
+        ({"spec": {}, "status": {"succeeded": 1}}, "succeeded"),
+        ({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}, "succeeded"),
+        ({"spec": {}, "status": {"active": 1, "failed": 1}}, "running"),
+    ],
+)
 def test_job_state(job, state):
     assert job_state(job)[0] == state
 
 
 def test_failed_job_says_why():
-    job = {"status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                                      "message": "Job has reached the specified backoff limit"}]}}
+    job = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "BackoffLimitExceeded",
+                    "message": "Job has reached the specified backoff limit",
+                }
+            ]
+        }
+    }
     assert job_state(job) == ("failed", "BackoffLimitExceeded: Job has reached the specified backoff limit")
 
 
 def test_worker_outcome_lists_missing_and_deleted_keys_as_not_found():
-    result = {"produced": 3, "missing": ["u-9", "u-8"], "deleted": ["u-7"],
-              "partitions": {"1": {"first": 5, "last": 6, "count": 2}, "0": {"first": 9, "last": 9, "count": 1}}}
+    result = {
+        "produced": 3,
+        "missing": ["u-9", "u-8"],
+        "deleted": ["u-7"],
+        "partitions": {"1": {"first": 5, "last": 6, "count": 2}, "0": {"first": 9, "last": 9, "count": 1}},
+    }
     outcome = worker_outcome(result, "users")
     assert outcome.produced == 3 and outcome.deleted == 1
     assert outcome.not_found == ["u-7", "u-8", "u-9"]

@@ -108,8 +108,14 @@ def test_status_shape_and_stalled_since_only_after_a_second_look():
     status = barrier_status(view_of(first, ["billing"]), T0)
     assert status["groupsTotal"] == 1 and status["groupsPassed"] == 0 and status["remaining"] == 6
     row = status["partitions"][0]
-    assert row == {"group": "billing", "topic": "users", "partition": 0, "targetOffset": 110,
-                   "remaining": 6, "committedOffset": 104}
+    assert row == {
+        "group": "billing",
+        "topic": "users",
+        "partition": 0,
+        "targetOffset": 110,
+        "remaining": 6,
+        "committedOffset": 104,
+    }
     second = observe(RANGES, ["billing"], committed, {p.key: p for p in first}, T0 + 5 * S)
     status = barrier_status(view_of(second, ["billing"]), T0 + 5 * S)
     assert status["partitions"][0]["stalledSince"] == "2026-01-01T00:00:00Z"

@@ -11,13 +11,16 @@ from reprise_operator.settings import OperatorSettings, SettingsError
 LOCAL = parse("*.kafka:*=127.0.0.1:39092")
 
 
-@pytest.mark.parametrize("servers, expected", [
-    ("kafka-bootstrap.kafka:9092", "127.0.0.1:39092"),
-    ("kafka-0.kafka:9093,kafka-1.kafka:9093,kafka-2.kafka:9093", "127.0.0.1:39092"),  # listed once
-    ("broker.example.com:9092", "broker.example.com:9092"),  # no pattern matches: kept
-    ("kafka-bootstrap.kafka.svc:9092", "kafka-bootstrap.kafka.svc:9092"),  # another name: not matched
-    ("a.kafka:9092,b.other:9092", "127.0.0.1:39092,b.other:9092"),
-])
+@pytest.mark.parametrize(
+    "servers, expected",
+    [
+        ("kafka-bootstrap.kafka:9092", "127.0.0.1:39092"),
+        ("kafka-0.kafka:9093,kafka-1.kafka:9093,kafka-2.kafka:9093", "127.0.0.1:39092"),  # listed once
+        ("broker.example.com:9092", "broker.example.com:9092"),  # no pattern matches: kept
+        ("kafka-bootstrap.kafka.svc:9092", "kafka-bootstrap.kafka.svc:9092"),  # another name: not matched
+        ("a.kafka:9092,b.other:9092", "127.0.0.1:39092,b.other:9092"),
+    ],
+)
 def test_each_entry_is_mapped_by_the_first_matching_pattern(servers, expected):
     assert resolve(servers, LOCAL) == expected
 
@@ -38,16 +41,22 @@ def test_a_malformed_entry_is_refused_naming_the_setting(text):
 
 def test_settings_read_the_aliases_and_default_to_none():
     assert OperatorSettings.from_env({}).kafka_bootstrap_aliases == ()
-    assert OperatorSettings.from_env({"REPRISE_KAFKA_BOOTSTRAP_ALIASES": "*.kafka:*=127.0.0.1:39092"}
-                                     ).kafka_bootstrap_aliases == (("*.kafka:*", "127.0.0.1:39092"),)
+    assert OperatorSettings.from_env(
+        {"REPRISE_KAFKA_BOOTSTRAP_ALIASES": "*.kafka:*=127.0.0.1:39092"}
+    ).kafka_bootstrap_aliases == (("*.kafka:*", "127.0.0.1:39092"),)
 
 
 def test_a_typed_spec_gets_the_mapped_address_and_keeps_everything_else():
-    spec = ReconsumeSpec.model_validate({
-        "kafka": {"bootstrapServers": "kafka-bootstrap.kafka:9092", "configFrom": {"secretRef": {"name": "s"}}},
-        "topics": ["users"], "consumerGroup": "g", "mode": "Rewind", "liveDeployment": {"name": "d"},
-        "start": {"earliest": True},
-    })
+    spec = ReconsumeSpec.model_validate(
+        {
+            "kafka": {"bootstrapServers": "kafka-bootstrap.kafka:9092", "configFrom": {"secretRef": {"name": "s"}}},
+            "topics": ["users"],
+            "consumerGroup": "g",
+            "mode": "Rewind",
+            "liveDeployment": {"name": "d"},
+            "start": {"earliest": True},
+        }
+    )
     mapped = aliased_spec(spec, LOCAL)
     assert mapped.kafka.bootstrap_servers == "127.0.0.1:39092"
     assert mapped.kafka.config_from == spec.kafka.config_from and mapped.topics == ["users"]

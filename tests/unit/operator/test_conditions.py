@@ -47,4 +47,3 @@ def test_flip_moves_transition_time_and_keeps_other_conditions():
 def test_reason_must_be_one_camel_case_word(reason):
     with pytest.raises(ValueError):
         set_condition([], "Failed", "True", reason, "")
-

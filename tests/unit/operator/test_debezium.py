@@ -38,7 +38,9 @@ def test_signal_body_parses_back():
     body = execute_snapshot(ID, "crm", "inventory.orders", "order_no", ["A-1"]).body()
     assert body["type"] == "execute-snapshot"
     assert body["data"]["data-collections"] == ["inventory.orders"]
-    assert body["data"]["additional-conditions"] == [{"data-collection": "inventory.orders", "filter": "order_no IN ('A-1')"}]
+    assert body["data"]["additional-conditions"] == [
+        {"data-collection": "inventory.orders", "filter": "order_no IN ('A-1')"}
+    ]
 
 
 def test_single_quotes_are_doubled():
@@ -77,8 +79,11 @@ def test_pause_resume_and_stop_signals():
     assert resume_snapshot("r", "crm").body()["type"] == "resume-snapshot"
     stop = stop_snapshot("s", "crm", "public.customers")
     assert stop.key == b"crm"
-    assert stop.body() == {"id": "s", "type": "stop-snapshot",
-                           "data": {"data-collections": ["public.customers"], "type": "incremental"}}
+    assert stop.body() == {
+        "id": "s",
+        "type": "stop-snapshot",
+        "data": {"data-collections": ["public.customers"], "type": "incremental"},
+    }
 
 
 def test_signal_id_is_stable_per_object():
@@ -86,8 +91,15 @@ def test_signal_id_is_stable_per_object():
 
 
 def note(type_: str, id_: str = ID, **extra: str) -> bytes:
-    return json.dumps({"id": id_, "aggregate_type": "Incremental Snapshot", "type": type_,
-                       "additional_data": {"connector_name": "crm", **extra}, "timestamp": "1695817046353"}).encode()
+    return json.dumps(
+        {
+            "id": id_,
+            "aggregate_type": "Incremental Snapshot",
+            "type": type_,
+            "additional_data": {"connector_name": "crm", **extra},
+            "timestamp": "1695817046353",
+        }
+    ).encode()
 
 
 def test_parse_plain_and_enveloped_notifications():
@@ -103,11 +115,17 @@ def test_non_notifications_are_ignored(value):
 
 
 def test_following_a_snapshot_to_completed():
-    notes = [parse_notification(note(t, **extra)) for t, extra in [
-        ("STARTED", {}),
-        ("IN_PROGRESS", {"current_collection_in_progress": "public.customers"}),
-        ("TABLE_SCAN_COMPLETED", {"data_collection": "public.customers", "total_rows_scanned": "3", "status": "SUCCEEDED"}),
-    ]]
+    notes = [
+        parse_notification(note(t, **extra))
+        for t, extra in [
+            ("STARTED", {}),
+            ("IN_PROGRESS", {"current_collection_in_progress": "public.customers"}),
+            (
+                "TABLE_SCAN_COMPLETED",
+                {"data_collection": "public.customers", "total_rows_scanned": "3", "status": "SUCCEEDED"},
+            ),
+        ]
+    ]
     progress = follow_all(SnapshotProgress(), notes, ID)
     assert progress.last == "TABLE_SCAN_COMPLETED" and not progress.completed and progress.rows_scanned == 3
     progress = follow_all(progress, [parse_notification(note("COMPLETED"))], ID)
@@ -119,11 +137,14 @@ def test_other_snapshots_notifications_change_nothing():
     assert progress == SnapshotProgress()
 
 
-@pytest.mark.parametrize("raw, failed", [
-    (note("ABORTED"), "aborted"),
-    (note("TABLE_SCAN_COMPLETED", status="SQL_EXCEPTION", data_collection="public.customers"), "SQL_EXCEPTION"),
-    (note("TABLE_SCAN_COMPLETED", status="NO_PRIMARY_KEY"), "NO_PRIMARY_KEY"),
-])
+@pytest.mark.parametrize(
+    "raw, failed",
+    [
+        (note("ABORTED"), "aborted"),
+        (note("TABLE_SCAN_COMPLETED", status="SQL_EXCEPTION", data_collection="public.customers"), "SQL_EXCEPTION"),
+        (note("TABLE_SCAN_COMPLETED", status="NO_PRIMARY_KEY"), "NO_PRIMARY_KEY"),
+    ],
+)
 def test_failures_are_reported(raw, failed):
     progress = follow_all(SnapshotProgress(), [parse_notification(raw)], ID)
     assert progress.failure is not None and failed in progress.failure

@@ -22,7 +22,9 @@ def part(p: int, problem: str | None = None, acked: bool = False, member: str = 
 
 
 def test_a_guard_record_with_a_problem_is_reported_until_the_partition_is_acknowledged() -> None:
-    assert guard_problem(part(0, "unreadable-handover-record:newer-version")) == "unreadable-handover-record:newer-version"
+    assert (
+        guard_problem(part(0, "unreadable-handover-record:newer-version")) == "unreadable-handover-record:newer-version"
+    )
     assert guard_problem(part(0, "unevaluable-filter:bad-operator", acked=True)) is None
     assert guard_problem(part(0)) is None
     assert guard_problem(None) is None

@@ -73,8 +73,13 @@ def test_backfill_topic_retention():
 
 def test_drain_is_a_drain_worker_on_the_backfill_topic_in_the_lakereplays_group():
     spec = spec_of(raw())
-    settings = drain_settings(spec, rid="ns/journey/9d8c7b6a", topic="ns.journey.reprise-backfill",
-                              delivery={"REPRISE_HANDLER": "accounts.replay:handle"}, handover_topic="reprise.handover")
+    settings = drain_settings(
+        spec,
+        rid="ns/journey/9d8c7b6a",
+        topic="ns.journey.reprise-backfill",
+        delivery={"REPRISE_HANDLER": "accounts.replay:handle"},
+        handover_topic="reprise.handover",
+    )
     back = WorkerSettings.from_env(settings.to_env())
     assert back.mode == "Drain" and back.role == "replay"
     assert back.topics == ("ns.journey.reprise-backfill",)
@@ -97,8 +102,9 @@ def test_the_drain_never_finishes_a_partition_by_itself_while_spark_writes():
 
 def test_drain_forwards_when_the_clone_has_a_forward_topic():
     spec = spec_of(raw())
-    settings = drain_settings(spec, rid="r", topic="bf", delivery={"REPRISE_FORWARD_TOPIC": "copy"},
-                              handover_topic="reprise.handover")
+    settings = drain_settings(
+        spec, rid="r", topic="bf", delivery={"REPRISE_FORWARD_TOPIC": "copy"}, handover_topic="reprise.handover"
+    )
     assert (settings.handler, settings.forward_topic) == (None, "copy")
 
 
@@ -137,11 +143,16 @@ def test_continuation_is_a_handover_reconsume_from_the_offsets_at_the_seam():
 
 def test_continuation_uses_its_own_consumer_and_settings_when_given():
     body = raw()
-    body["then"]["reconsume"].update(consumer={"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
-                                     replayGroup="accounts-then", mode="Parallel",
-                                     completion={"drainedFor": "5s"})
+    body["then"]["reconsume"].update(
+        consumer={"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        replayGroup="accounts-then",
+        mode="Parallel",
+        completion={"drainedFor": "5s"},
+    )
     body["suspend"] = True
-    child = continuation_manifest(owner=OWNER, name="journey-then", namespace="accounts", spec=spec_of(body), starts=STARTS)
+    child = continuation_manifest(
+        owner=OWNER, name="journey-then", namespace="accounts", spec=spec_of(body), starts=STARTS
+    )
     parsed = ReconsumeSpec.model_validate(child["spec"])
     assert parsed.consumer.template is not None and parsed.consumer.deployment_ref is None
     assert (parsed.mode.value, parsed.replay_group) == ("Parallel", "accounts-then")
@@ -151,27 +162,41 @@ def test_continuation_uses_its_own_consumer_and_settings_when_given():
 
 def test_continuation_in_rewind_moves_the_live_group_and_runs_no_consumer():
     body = raw()
-    body["then"]["reconsume"] = {"topics": ["users"], "consumerGroup": "accounts-service", "mode": "Rewind",
-                                 "liveDeployment": {"name": "accounts"}}
-    child = continuation_manifest(owner=OWNER, name="journey-then", namespace="accounts", spec=spec_of(body), starts=STARTS)
+    body["then"]["reconsume"] = {
+        "topics": ["users"],
+        "consumerGroup": "accounts-service",
+        "mode": "Rewind",
+        "liveDeployment": {"name": "accounts"},
+    }
+    child = continuation_manifest(
+        owner=OWNER, name="journey-then", namespace="accounts", spec=spec_of(body), starts=STARTS
+    )
     assert "consumer" not in child["spec"] and child["spec"]["liveDeployment"] == {"name": "accounts"}
     ReconsumeSpec.model_validate(child["spec"])
 
 
 def facts(partition: int, log_start: int, end: int, at: int | None) -> PartitionFacts:
-    return PartitionFacts("users", partition, log_start, end, time_lookup=at if at is not None else -1,
-                          time_lookup_timestamp_ms=0 if at is not None else None)
+    return PartitionFacts(
+        "users",
+        partition,
+        log_start,
+        end,
+        time_lookup=at if at is not None else -1,
+        time_lookup_timestamp_ms=0 if at is not None else None,
+    )
 
 
 def test_plan_summary_describes_the_lake_range_the_topic_and_the_continuation():
     spec = spec_of(raw())
-    plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)),
-                     [facts(0, 0, 500, 120), facts(1, 0, 9, None)], T0)
+    plan = make_plan(
+        StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), [facts(0, 0, 500, 120), facts(1, 0, 9, None)], T0
+    )
     text = plan_summary(spec, "accounts.journey.reprise-backfill", 3, plan)
     assert text == (
         "lake s3a://lake/events/users/ (parquet) from the oldest record to 2026-06-01T00:00:00Z, into backfill "
         "topic accounts.journey.reprise-backfill (3 partitions), drained by group accounts-lake; then Handover "
-        "on users from the offsets at 2026-06-01T00:00:00Z (380 records there now)")
+        "on users from the offsets at 2026-06-01T00:00:00Z (380 records there now)"
+    )
     alone = spec_of(raw("lakereplay.yaml"))
     assert "where event_type IN ('UserCreated', 'UserUpdated')" in plan_summary(alone, "t", 12, None)
     assert "from 2025-01-01T00:00:00Z" in plan_summary(alone, "t", 12, None)
@@ -180,8 +205,9 @@ def test_plan_summary_describes_the_lake_range_the_topic_and_the_continuation():
 def test_a_seam_older_than_retention_is_refused_with_the_fix():
     spec = spec_of(raw())
     # Partition 0: every retained record is newer than `to` and some were deleted: they may have been in range.
-    plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)),
-                     [facts(0, 40, 500, 40), facts(1, 0, 9, 3)], T0)
+    plan = make_plan(
+        StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), [facts(0, 40, 500, 40), facts(1, 0, 9, 3)], T0
+    )
     assert [(p.topic, p.partition) for p in plan.at_risk] == [("users", 0)]
     message = continuation_retention_message(spec, plan)
     assert "users/0 (log starts at 40)" in message and "users/1" not in message
@@ -213,12 +239,18 @@ def test_spark_application_of_a_lakereplay_uses_derived_names():
 
 
 def test_spark_defaults_from_the_operator_settings():
-    settings = OperatorSettings.from_env({
-        "REPRISE_SPARK_IMAGE": "reprise-spark:dev", "REPRISE_SPARK_VERSION": "4.1.4",
-        "REPRISE_SPARK_SERVICE_ACCOUNT": "spark", "REPRISE_SPARK_JARS": "/a.jar, /b.jar",
-        "REPRISE_SPARK_PROGRESS_URI": "s3a://state/progress"})
-    assert spark_defaults(settings) == SparkDefaults("reprise-spark:dev", "4.1.4", "spark", ("/a.jar", "/b.jar"),
-                                                     "s3a://state/progress")
+    settings = OperatorSettings.from_env(
+        {
+            "REPRISE_SPARK_IMAGE": "reprise-spark:dev",
+            "REPRISE_SPARK_VERSION": "4.1.4",
+            "REPRISE_SPARK_SERVICE_ACCOUNT": "spark",
+            "REPRISE_SPARK_JARS": "/a.jar, /b.jar",
+            "REPRISE_SPARK_PROGRESS_URI": "s3a://state/progress",
+        }
+    )
+    assert spark_defaults(settings) == SparkDefaults(
+        "reprise-spark:dev", "4.1.4", "spark", ("/a.jar", "/b.jar"), "s3a://state/progress"
+    )
     plain = spark_defaults(OperatorSettings.from_env({}))
     assert (plain.jars, plain.progress_base, plain.service_account) == (None, None, None)
 

@@ -23,10 +23,23 @@ T = datetime(2026, 9, 1, tzinfo=timezone.utc)
 AT_T = StartSpec("timestamp", timestamp_ms=epoch_ms(T))
 
 
-def facts(partition: int, log_start: int, end: int, found: int | None = None, found_ms: int | None = None,
-          first_ms: int | None = None) -> PartitionFacts:
-    return PartitionFacts("users", partition, log_start, end, time_lookup=found, time_lookup_timestamp_ms=found_ms,
-                          log_start_timestamp_ms=first_ms)
+def facts(
+    partition: int,
+    log_start: int,
+    end: int,
+    found: int | None = None,
+    found_ms: int | None = None,
+    first_ms: int | None = None,
+) -> PartitionFacts:
+    return PartitionFacts(
+        "users",
+        partition,
+        log_start,
+        end,
+        time_lookup=found,
+        time_lookup_timestamp_ms=found_ms,
+        log_start_timestamp_ms=first_ms,
+    )
 
 
 def test_earliest_starts_at_log_start_without_risk():
@@ -80,8 +93,9 @@ def test_duration_resolves_once_to_an_instant():
 def test_the_api_start_in_the_contracts_terms():
     assert start_spec(Start.model_validate({"timestamp": "2026-09-01T00:00:00Z"}), NOW) == AT_T
     assert start_spec(Start.model_validate({"earliest": True}), NOW) == StartSpec("earliest")
-    offsets = Start.model_validate({"offsets": [{"topic": "users", "partition": 0, "offset": 5},
-                                                {"topic": "users", "partition": 1, "offset": 9}]})
+    offsets = Start.model_validate(
+        {"offsets": [{"topic": "users", "partition": 0, "offset": 5}, {"topic": "users", "partition": 1, "offset": 9}]}
+    )
     assert start_spec(offsets, NOW) == StartSpec("offsets", offsets={"users": {0: 5, 1: 9}})
     with pytest.raises(PlanError, match="is in the future"):
         start_spec(Start.model_validate({"timestamp": "2026-10-01T00:00:00Z"}), NOW)

@@ -25,6 +25,7 @@ def test_handed_over_partition_is_done_whatever_the_lag():
 
 def test_eta_from_recent_rate():
     window = EtaWindow()
+
     def views(pos):
         return [PartitionView("t", 0, 0, 1000, pos)]
 

@@ -37,8 +37,12 @@ def spec(example: str = "reconsume-parallel.yaml", **changes) -> ReconsumeSpec:
 
 def state(mode: str, *records):
     view = HandoverView()
-    for record in (ReplayInfo(RID, mode, "replay-group", "live-group", ("invoices",), {}),
-                   StartInfo(RID, "invoices", 0, 100), StartInfo(RID, "invoices", 1, 100), *records):
+    for record in (
+        ReplayInfo(RID, mode, "replay-group", "live-group", ("invoices",), {}),
+        StartInfo(RID, "invoices", 0, 100),
+        StartInfo(RID, "invoices", 1, 100),
+        *records,
+    ):
         view.apply(*encode(record))
     return view.replay(RID)
 
@@ -49,19 +53,26 @@ ENDS = {("invoices", 0): 1000, ("invoices", 1): 1000}
 
 def test_parallel_partitions_that_reached_the_live_group_show_caught_up():
     # docs/reconsume.md and the CRD: Parallel partitions end CaughtUp; HandedOver is Handover's state.
-    replay = state("Parallel",
-                   HandoverInfo(RID, "invoices", 0, 700, "live-offset"), ProgressInfo(RID, "invoices", 0, 700),
-                   HandoverInfo(RID, "invoices", 1, 650, "live-offset"))  # its progress record is not in yet
+    replay = state(
+        "Parallel",
+        HandoverInfo(RID, "invoices", 0, 700, "live-offset"),
+        ProgressInfo(RID, "invoices", 0, 700),
+        HandoverInfo(RID, "invoices", 1, 650, "live-offset"),
+    )  # its progress record is not in yet
     views = replay_views(PLAN, ENDS, replay, "Parallel")
     assert [v.state for v in views] == ["CaughtUp", "CaughtUp"]
     assert all(v.done for v in views) and not any(v.handed_over for v in views)
 
 
 def test_handover_partitions_are_handed_over_only_once_acknowledged():
-    replay = state("Handover",
-                   HandoverInfo(RID, "invoices", 0, 700, "caught-up"), ProgressInfo(RID, "invoices", 0, 700),
-                   AckInfo(RID, "invoices", 0, 700, 705),
-                   HandoverInfo(RID, "invoices", 1, 650, "caught-up"), ProgressInfo(RID, "invoices", 1, 650))
+    replay = state(
+        "Handover",
+        HandoverInfo(RID, "invoices", 0, 700, "caught-up"),
+        ProgressInfo(RID, "invoices", 0, 700),
+        AckInfo(RID, "invoices", 0, 700, 705),
+        HandoverInfo(RID, "invoices", 1, 650, "caught-up"),
+        ProgressInfo(RID, "invoices", 1, 650),
+    )
     views = replay_views(PLAN, ENDS, replay, "Handover")
     assert [v.state for v in views] == ["HandedOver", "CaughtUp"]
     assert [v.handed_over for v in views] == [True, False]
@@ -77,11 +88,17 @@ def test_a_start_in_the_future_is_refused_with_the_field_named():
 
 
 def test_a_replay_is_drained_only_once_every_partition_is_finished():
-    one_done = state("Parallel", HandoverInfo(RID, "invoices", 0, 700, "live-offset"), ProgressInfo(RID, "invoices", 0, 700))
+    one_done = state(
+        "Parallel", HandoverInfo(RID, "invoices", 0, 700, "live-offset"), ProgressInfo(RID, "invoices", 0, 700)
+    )
     assert not replay_drained(one_done, replay_views(PLAN, ENDS, one_done, "Parallel"))
-    both = state("Parallel",
-                 HandoverInfo(RID, "invoices", 0, 700, "live-offset"), ProgressInfo(RID, "invoices", 0, 700),
-                 HandoverInfo(RID, "invoices", 1, 650, "live-offset"), ProgressInfo(RID, "invoices", 1, 650))
+    both = state(
+        "Parallel",
+        HandoverInfo(RID, "invoices", 0, 700, "live-offset"),
+        ProgressInfo(RID, "invoices", 0, 700),
+        HandoverInfo(RID, "invoices", 1, 650, "live-offset"),
+        ProgressInfo(RID, "invoices", 1, 650),
+    )
     assert replay_drained(both, replay_views(PLAN, ENDS, both, "Parallel"))
 
 
@@ -102,8 +119,10 @@ def test_a_held_shadow_is_drained_at_the_live_group_not_at_a_finish():
 
 
 def test_the_plan_in_status_names_the_retention_risk_and_reads_back_as_start_and_end():
-    facts = [PartitionFacts("invoices", 0, log_start=0, end=900, log_start_timestamp_ms=1_700_000_000_000),
-             PartitionFacts("invoices", 1, log_start=0, end=500, log_start_timestamp_ms=1_700_000_100_000)]
+    facts = [
+        PartitionFacts("invoices", 0, log_start=0, end=900, log_start_timestamp_ms=1_700_000_000_000),
+        PartitionFacts("invoices", 1, log_start=0, end=500, log_start_timestamp_ms=1_700_000_100_000),
+    ]
     plan = make_plan(start_request(spec(start={"earliest": True}), NOW), facts, NOW)
     raw = plan_partitions_status(plan)
     assert raw["partitionCount"] == 2 and raw["retentionRisk"] == "Safe"
@@ -113,9 +132,16 @@ def test_the_plan_in_status_names_the_retention_risk_and_reads_back_as_start_and
 
 
 def test_the_api_filter_becomes_the_workers_filter_spec():
-    filtered = spec(filter={"headers": {"event-type": ["InvoiceIssued"]}, "keys": ["k1"],
-                            "jsonFields": [{"path": "$.currency", "values": ["EUR"]}]})
-    expected = FilterSpec.parse({"headers": {"event-type": ["InvoiceIssued"]}, "keys": ["k1"],
-                                 "json": [{"path": "$.currency", "in": ["EUR"]}]}, "spec.filter")
+    filtered = spec(
+        filter={
+            "headers": {"event-type": ["InvoiceIssued"]},
+            "keys": ["k1"],
+            "jsonFields": [{"path": "$.currency", "values": ["EUR"]}],
+        }
+    )
+    expected = FilterSpec.parse(
+        {"headers": {"event-type": ["InvoiceIssued"]}, "keys": ["k1"], "json": [{"path": "$.currency", "in": ["EUR"]}]},
+        "spec.filter",
+    )
     assert worker_filter(filtered.filter) == expected
     assert worker_filter(None) == FilterSpec()

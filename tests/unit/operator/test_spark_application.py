@@ -44,9 +44,15 @@ def example_spec(name: str = "lakereplay.yaml") -> LakeReplaySpec:
 def manifest(spec: LakeReplaySpec | None = None, **kwargs) -> dict:
     spec = spec or example_spec()
     return spark_application_manifest(
-        owner=OWNER, name=application_name(OWNER.name), namespace="accounts", spec=spec,
-        topic="users.backfill.2025h1", progress="s3a://lake/events/_reprise/progress/accounts/x", labels=LABELS,
-        **kwargs)
+        owner=OWNER,
+        name=application_name(OWNER.name),
+        namespace="accounts",
+        spec=spec,
+        topic="users.backfill.2025h1",
+        progress="s3a://lake/events/_reprise/progress/accounts/x",
+        labels=LABELS,
+        **kwargs,
+    )
 
 
 def test_manifest_is_a_python_cluster_application_of_the_image_owned_by_the_lakereplay():
@@ -75,18 +81,25 @@ def test_manifest_fits_the_real_crds_required_fields_and_enums():
 
 
 def test_the_jars_are_the_kafka_connector_the_image_bakes_in_at_the_spark_version():
-    assert manifest()["spec"]["deps"]["jars"] == connector_jars("4.1.1") == [
-        "local:///opt/spark/jars/spark-sql-kafka-0-10_2.13-4.1.1.jar",
-        "local:///opt/spark/jars/spark-token-provider-kafka-0-10_2.13-4.1.1.jar",
-    ]
+    assert (
+        manifest()["spec"]["deps"]["jars"]
+        == connector_jars("4.1.1")
+        == [
+            "local:///opt/spark/jars/spark-sql-kafka-0-10_2.13-4.1.1.jar",
+            "local:///opt/spark/jars/spark-token-provider-kafka-0-10_2.13-4.1.1.jar",
+        ]
+    )
     assert manifest(defaults=SparkDefaults(jars=("local:///opt/extra/a.jar",)))["spec"]["deps"]["jars"] == [
-        "local:///opt/extra/a.jar"]
+        "local:///opt/extra/a.jar"
+    ]
 
 
 def test_the_dockerfile_puts_the_job_and_the_jars_where_the_manifest_looks():
     dockerfile = (REPO / "spark_app" / "Dockerfile").read_text()
     assert "COPY spark_app/ /opt/reprise/spark_app/" in dockerfile
-    assert "/opt/spark/jars/" in dockerfile and "spark-token-provider-kafka-0-10_2.13-${SPARK_VERSION}.jar" in dockerfile
+    assert (
+        "/opt/spark/jars/" in dockerfile and "spark-token-provider-kafka-0-10_2.13-${SPARK_VERSION}.jar" in dockerfile
+    )
     assert "local:///opt/reprise/spark_app/main.py" in dockerfile
 
 
@@ -94,7 +107,9 @@ def test_operator_defaults_fill_what_the_spec_leaves_out():
     spec = example_spec()
     bare = spec.model_copy(update={"spark": spec.spark.model_copy(update={"image": None, "spark_version": None})})
     bare.spark.driver.service_account = None
-    app = manifest(bare, defaults=SparkDefaults(image="reprise-spark:dev", spark_version="4.1.4", service_account="spark-sa"))
+    app = manifest(
+        bare, defaults=SparkDefaults(image="reprise-spark:dev", spark_version="4.1.4", service_account="spark-sa")
+    )
     assert (app["spec"]["image"], app["spec"]["sparkVersion"]) == ("reprise-spark:dev", "4.1.4")
     assert app["spec"]["driver"]["serviceAccount"] == "spark-sa"
     assert app["spec"]["deps"]["jars"] == connector_jars("4.1.4")
@@ -172,11 +187,23 @@ def test_arguments_leave_out_what_the_spec_does_not_say():
     raw["source"].pop("schema")
     spec = LakeReplaySpec.model_validate(raw)
     args = job_arguments(spec, topic="t", progress="file:///p")
-    for flag in ("--from", "--filter", "--latest-schema", "--rename", "--default", "--kafka-settings",
-                 "--max-records-per-second"):
+    for flag in (
+        "--from",
+        "--filter",
+        "--latest-schema",
+        "--rename",
+        "--default",
+        "--kafka-settings",
+        "--max-records-per-second",
+    ):
         assert flag not in args
     settings = parse_settings(args)
-    assert (settings.start, settings.filter, settings.kafka_settings, settings.max_records_per_second) == (None, None, None, 0)
+    assert (settings.start, settings.filter, settings.kafka_settings, settings.max_records_per_second) == (
+        None,
+        None,
+        None,
+        0,
+    )
 
 
 def test_the_time_range_keeps_its_full_precision():
@@ -202,11 +229,14 @@ def test_names_fit_kubernetes_and_kafka():
     assert backfill_topic_name("accounts", "lr", unnamed) == "accounts.lr.reprise-backfill"
 
 
-@pytest.mark.parametrize("uri, expected", [
-    ("s3a://lake/events/users/", "s3a://lake/events/_reprise/progress/ns/lr-3f2a9c1e"),
-    ("s3a://lake/users", "s3a://lake/_reprise/progress/ns/lr-3f2a9c1e"),
-    ("file:///tmp/x/events", "file:///tmp/x/_reprise/progress/ns/lr-3f2a9c1e"),
-])
+@pytest.mark.parametrize(
+    "uri, expected",
+    [
+        ("s3a://lake/events/users/", "s3a://lake/events/_reprise/progress/ns/lr-3f2a9c1e"),
+        ("s3a://lake/users", "s3a://lake/_reprise/progress/ns/lr-3f2a9c1e"),
+        ("file:///tmp/x/events", "file:///tmp/x/_reprise/progress/ns/lr-3f2a9c1e"),
+    ],
+)
 def test_progress_is_beside_the_table_and_unique_per_resource(uri, expected):
     assert progress_uri(uri, "ns", "lr", OWNER.uid) == expected
     assert progress_uri(uri, "ns", "lr", OWNER.uid, base="s3a://state/lake/") == "s3a://state/lake/ns/lr-3f2a9c1e"
@@ -231,8 +261,21 @@ def app(state: str | None, error: str = "", attempts: int | None = None) -> dict
     return {"metadata": {"name": "lr-spark"}, "status": status}
 
 
-@pytest.mark.parametrize("state", ["SUBMITTED", "RUNNING", "PENDING_RERUN", "SUCCEEDING", "FAILING", "INVALIDATING",
-                                   "SUSPENDING", "SUSPENDED", "RESUMING", "UNKNOWN"])
+@pytest.mark.parametrize(
+    "state",
+    [
+        "SUBMITTED",
+        "RUNNING",
+        "PENDING_RERUN",
+        "SUCCEEDING",
+        "FAILING",
+        "INVALIDATING",
+        "SUSPENDING",
+        "SUSPENDED",
+        "RESUMING",
+        "UNKNOWN",
+    ],
+)
 def test_states_on_the_way_keep_running_and_are_not_produced(state):
     outcome = spark_outcome(app(state))
     assert (outcome.state, outcome.produced, outcome.failed) == (state, False, False)
@@ -249,24 +292,31 @@ def test_completed_is_produced():
 def test_failed_states_fail_with_the_drivers_message(state, reason):
     outcome = spark_outcome(app(state, "driver container failed with ExitCode: 3, Reason: Error", attempts=4))
     assert (outcome.produced, outcome.failed, outcome.reason) == (False, True, reason)
-    assert outcome.message == (f"SparkApplication lr-spark is {state} after 4 submission attempt(s): "
-                               "driver container failed with ExitCode: 3, Reason: Error")
+    assert outcome.message == (
+        f"SparkApplication lr-spark is {state} after 4 submission attempt(s): "
+        "driver container failed with ExitCode: 3, Reason: Error"
+    )
 
 
 def test_a_failed_submission_keeps_the_exception_and_its_cause_of_spark_submits_stderr():
     # What the real controller writes when spark-submit fails: its whole stderr, stack trace included.
-    stderr = ("failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules\n"
-              "26/11/23 22:35:56 INFO SparkKubernetesClientFactory: Auto-configuring K8S client\n"
-              'Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error has occurred.\n'
-              + "\tat io.fabric8.Foo.bar(Foo.java:1)\n" * 200
-              + "Caused by: java.io.IOException: Invalid DER: object is not integer\n\t... 17 more\n")
+    stderr = (
+        "failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules\n"
+        "26/11/23 22:35:56 INFO SparkKubernetesClientFactory: Auto-configuring K8S client\n"
+        'Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error has occurred.\n'
+        + "\tat io.fabric8.Foo.bar(Foo.java:1)\n" * 200
+        + "Caused by: java.io.IOException: Invalid DER: object is not integer\n\t... 17 more\n"
+    )
     summary = error_summary(stderr)
-    assert summary == ("failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules"
-                       ' ... Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error'
-                       " has occurred. ... Caused by: java.io.IOException: Invalid DER: object is not integer")
+    assert summary == (
+        "failed to submit spark application: failed to run spark-submit: WARNING: Using incubator modules"
+        ' ... Exception in thread "main" io.fabric8.kubernetes.client.KubernetesClientException: An error'
+        " has occurred. ... Caused by: java.io.IOException: Invalid DER: object is not integer"
+    )
     assert spark_outcome(app("SUBMISSION_FAILED", stderr, attempts=4)).message.endswith(summary)
     assert error_summary("driver container failed with ExitCode: 3, Reason: Error") == (
-        "driver container failed with ExitCode: 3, Reason: Error")
+        "driver container failed with ExitCode: 3, Reason: Error"
+    )
 
 
 def test_a_new_application_waits_for_the_controller():

@@ -14,10 +14,20 @@ from reprise_operator.standby import delivery_from_env, standby_deployment, temp
 
 TEMPLATE = {
     "metadata": {"labels": {"app": "accounts"}},
-    "spec": {"containers": [
-        {"name": "proxy", "image": "envoyproxy/envoy:v1.31", "env": [{"name": "REPRISE_HANDLER", "value": "proxy:wrong"}]},
-        {"name": "app", "image": "accounts:1", "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]},
-    ]},
+    "spec": {
+        "containers": [
+            {
+                "name": "proxy",
+                "image": "envoyproxy/envoy:v1.31",
+                "env": [{"name": "REPRISE_HANDLER", "value": "proxy:wrong"}],
+            },
+            {
+                "name": "app",
+                "image": "accounts:1",
+                "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}],
+            },
+        ]
+    },
 }
 RESOURCES = {"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}
 
@@ -28,15 +38,30 @@ def resource() -> Resource:
 
 
 def settings() -> WorkerSettings:
-    return WorkerSettings(bootstrap_servers="kafka:9092", replay_id="accounts/fix/1a2b3c4d", topics=("users",),
-                          role="replay", mode="Parallel", replay_group="g", live_group="accounts",
-                          start=StartSpec("offsets", offsets={"users": {0: 0}}), handler="accounts.replay:handle")
+    return WorkerSettings(
+        bootstrap_servers="kafka:9092",
+        replay_id="accounts/fix/1a2b3c4d",
+        topics=("users",),
+        role="replay",
+        mode="Parallel",
+        replay_group="g",
+        live_group="accounts",
+        start=StartSpec("offsets", offsets={"users": {0: 0}}),
+        handler="accounts.replay:handle",
+    )
 
 
 def test_the_named_service_container_gets_the_resources_and_the_worker_when_it_is_second():
     consumer = Consumer.model_validate({"template": TEMPLATE, "container": "app", "resources": RESOURCES})
-    manifest = standby_deployment(resource(), name="fix-replay", component="replay-consumer", template=TEMPLATE,
-                                  consumer=consumer, settings=settings(), kafka=KafkaConnection(bootstrapServers="kafka:9092"))
+    manifest = standby_deployment(
+        resource(),
+        name="fix-replay",
+        component="replay-consumer",
+        template=TEMPLATE,
+        consumer=consumer,
+        settings=settings(),
+        kafka=KafkaConnection(bootstrapServers="kafka:9092"),
+    )
     proxy, app = manifest["spec"]["template"]["spec"]["containers"]
     assert app["resources"] == RESOURCES and "resources" not in proxy
     assert app["command"] == ["python", "-m", "replay_worker"] and "command" not in proxy

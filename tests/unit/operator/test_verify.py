@@ -25,27 +25,32 @@ from reprise_operator.workloads import Owner
 OWNER = Owner("reprise.io/v1alpha1", "Reconsume", "orders-v2", "0b1c2d3e-aaaa")
 
 
-@pytest.mark.parametrize("caught_up, has_verify, hold, state, approved, expected", [
-    (False, True, False, None, True, "follow"),
-    (False, True, False, "Waiting", True, "follow"),
-    (True, True, False, "Waiting", True, "verify"),
-    (True, True, False, None, True, "verify"),
-    # once the Job runs, lag coming back (live traffic during a hold) does not stop it
-    (False, True, True, "Running", False, "verify"),
-    (True, True, False, "Passed", True, "cutover"),
-    (False, True, False, "Passed", True, "cutover"),
-    (True, True, True, "Passed", False, "await-cutover"),
-    (True, True, True, "Passed", True, "cutover"),
-    (True, True, False, "Failed", True, "failed"),
-    (False, True, False, "Failed", True, "failed"),
-    # a hold without a check waits for the approval only
-    (True, False, True, None, False, "await-cutover"),
-    (True, False, True, None, True, "cutover"),
-    (False, False, True, None, True, "follow"),
-])
+@pytest.mark.parametrize(
+    "caught_up, has_verify, hold, state, approved, expected",
+    [
+        (False, True, False, None, True, "follow"),
+        (False, True, False, "Waiting", True, "follow"),
+        (True, True, False, "Waiting", True, "verify"),
+        (True, True, False, None, True, "verify"),
+        # once the Job runs, lag coming back (live traffic during a hold) does not stop it
+        (False, True, True, "Running", False, "verify"),
+        (True, True, False, "Passed", True, "cutover"),
+        (False, True, False, "Passed", True, "cutover"),
+        (True, True, True, "Passed", False, "await-cutover"),
+        (True, True, True, "Passed", True, "cutover"),
+        (True, True, False, "Failed", True, "failed"),
+        (False, True, False, "Failed", True, "failed"),
+        # a hold without a check waits for the approval only
+        (True, False, True, None, False, "await-cutover"),
+        (True, False, True, None, True, "cutover"),
+        (False, False, True, None, True, "follow"),
+    ],
+)
 def test_next_gate(caught_up, has_verify, hold, state, approved, expected):
-    assert next_gate(caught_up=caught_up, has_verify=has_verify, hold=hold, state=state,
-                     cutover_approved=approved) == expected
+    assert (
+        next_gate(caught_up=caught_up, has_verify=has_verify, hold=hold, state=state, cutover_approved=approved)
+        == expected
+    )
 
 
 def test_cutover_approval():
@@ -73,22 +78,40 @@ def test_job_names_are_per_run_and_bounded():
 
 
 def _verify(**extra) -> Verify:
-    return Verify.model_validate({
-        "template": {
-            "metadata": {"labels": {"team": "orders"}},
-            "spec": {"containers": [{"name": "check", "image": "reprise/check:1",
-                                     "command": ["python", "-m", "checks.rows"],
-                                     "env": [{"name": "SINK", "value": "orders-v2"},
-                                             {"name": "REPRISE_MODE", "value": "overridden"}]}]},
-        },
-        **extra,
-    })
+    return Verify.model_validate(
+        {
+            "template": {
+                "metadata": {"labels": {"team": "orders"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "check",
+                            "image": "reprise/check:1",
+                            "command": ["python", "-m", "checks.rows"],
+                            "env": [
+                                {"name": "SINK", "value": "orders-v2"},
+                                {"name": "REPRISE_MODE", "value": "overridden"},
+                            ],
+                        }
+                    ]
+                },
+            },
+            **extra,
+        }
+    )
 
 
 def test_env_tells_the_check_the_replay():
-    env = verify_env(rid="ns/orders-v2/0b1c2d3e", name="orders-v2", mode="Parallel", topics=["orders", "refunds"],
-                     replay_group="reprise-ns-orders-v2", live_group="orders", bootstrap_servers="kafka:9092",
-                     plan={("orders", 1): (5, 9), ("orders", 0): (0, 3)})
+    env = verify_env(
+        rid="ns/orders-v2/0b1c2d3e",
+        name="orders-v2",
+        mode="Parallel",
+        topics=["orders", "refunds"],
+        replay_group="reprise-ns-orders-v2",
+        live_group="orders",
+        bootstrap_servers="kafka:9092",
+        plan={("orders", 1): (5, 9), ("orders", 0): (0, 3)},
+    )
     assert env["REPRISE_REPLAY_ID"] == "ns/orders-v2/0b1c2d3e"
     assert env["REPRISE_TOPICS"] == "orders,refunds"
     assert env["REPRISE_REPLAY_GROUP"] == "reprise-ns-orders-v2"
@@ -97,14 +120,23 @@ def test_env_tells_the_check_the_replay():
         {"topic": "orders", "partition": 0, "startOffset": 0, "endOffset": 3},
         {"topic": "orders", "partition": 1, "startOffset": 5, "endOffset": 9},
     ]
-    assert "REPRISE_REPLAY_GROUP" not in verify_env(rid="r", name="n", mode="Rewind", topics=["t"], replay_group=None,
-                                                    live_group="g", bootstrap_servers="k:1", plan={})
+    assert "REPRISE_REPLAY_GROUP" not in verify_env(
+        rid="r",
+        name="n",
+        mode="Rewind",
+        topics=["t"],
+        replay_group=None,
+        live_group="g",
+        bootstrap_servers="k:1",
+        plan={},
+    )
 
 
 def test_job_from_the_template():
     env = {"REPRISE_MODE": "Parallel", "REPRISE_REPLAY_NAME": "orders-v2"}
-    job = verify_job(owner=OWNER, namespace="shop", kind="Reconsume", run=3,
-                     verify=_verify(retries=2, timeout="90s"), env=env)
+    job = verify_job(
+        owner=OWNER, namespace="shop", kind="Reconsume", run=3, verify=_verify(retries=2, timeout="90s"), env=env
+    )
     assert job["kind"] == "Job" and job["metadata"]["name"] == "orders-v2-verify-3"
     assert job["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
     labels = job["metadata"]["labels"]
@@ -113,7 +145,9 @@ def test_job_from_the_template():
     assert job["spec"]["backoffLimit"] == 2
     assert job["spec"]["activeDeadlineSeconds"] == 90
     pod = job["spec"]["template"]
-    assert pod["metadata"]["labels"]["team"] == "orders" and pod["metadata"]["labels"]["reprise.io/replay"] == "orders-v2"
+    assert (
+        pod["metadata"]["labels"]["team"] == "orders" and pod["metadata"]["labels"]["reprise.io/replay"] == "orders-v2"
+    )
     assert pod["spec"]["restartPolicy"] == "Never"
     (container,) = pod["spec"]["containers"]
     assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
@@ -133,8 +167,14 @@ def test_job_keeps_a_termination_policy_the_user_chose():
 
 def test_job_without_containers_names_the_field():
     with pytest.raises(ValueError, match="spec.verify.template.spec.containers"):
-        verify_job(owner=OWNER, namespace="shop", kind="Reconsume", run=1,
-                   verify=Verify.model_validate({"template": {"spec": {}}}), env={})
+        verify_job(
+            owner=OWNER,
+            namespace="shop",
+            kind="Reconsume",
+            run=1,
+            verify=Verify.model_validate({"template": {"spec": {}}}),
+            env={},
+        )
 
 
 def _pod(finished: str, code: int, message: str = "") -> dict:
@@ -143,9 +183,11 @@ def _pod(finished: str, code: int, message: str = "") -> dict:
 
 
 def test_termination_message_of_the_newest_failed_pod():
-    pods = [_pod("2026-01-01T00:00:01Z", 1, "rows differ: 3 of 100"),
-            _pod("2026-01-01T00:00:09Z", 1, "rows differ: 2 of 100\n"),
-            _pod("2026-01-01T00:00:10Z", 0, "ok")]
+    pods = [
+        _pod("2026-01-01T00:00:01Z", 1, "rows differ: 3 of 100"),
+        _pod("2026-01-01T00:00:09Z", 1, "rows differ: 2 of 100\n"),
+        _pod("2026-01-01T00:00:10Z", 0, "ok"),
+    ]
     assert termination_message(pods) == "rows differ: 2 of 100"
     assert termination_message([_pod("2026-01-01T00:00:01Z", 1)]) == ""
     assert termination_message([{"status": {}}]) == ""
@@ -154,8 +196,10 @@ def test_termination_message_of_the_newest_failed_pod():
 
 
 def test_failure_message_names_the_job():
-    assert failure_message("v-1", "BackoffLimitExceeded", "rows differ") == \
-        "verification Job v-1 failed (BackoffLimitExceeded): rows differ"
+    assert (
+        failure_message("v-1", "BackoffLimitExceeded", "rows differ")
+        == "verification Job v-1 failed (BackoffLimitExceeded): rows differ"
+    )
     assert "wrote no termination message" in failure_message("v-1", "", "")
 
 
@@ -183,8 +227,9 @@ PARALLEL = {
 
 
 def test_spec_accepts_verify_and_hold_on_parallel():
-    spec = ReconsumeSpec.model_validate({**PARALLEL, "verify": {"template": {"spec": {}}, "timeout": "2m"},
-                                         "completion": {"hold": "UntilCutover"}})
+    spec = ReconsumeSpec.model_validate(
+        {**PARALLEL, "verify": {"template": {"spec": {}}, "timeout": "2m"}, "completion": {"hold": "UntilCutover"}}
+    )
     assert spec.verify is not None and spec.verify.timeout == timedelta(minutes=2)
     assert spec.completion.hold is not None and spec.completion.hold.value == "UntilCutover"
 
@@ -194,8 +239,9 @@ def test_spec_refuses_hold_on_handover_and_verify_on_rewind():
         ReconsumeSpec.model_validate({**PARALLEL, "mode": "Handover", "completion": {"hold": "UntilCutover"}})
     rewind = {k: v for k, v in PARALLEL.items() if k != "consumer"}
     with pytest.raises(ValueError, match="spec.verify"):
-        ReconsumeSpec.model_validate({**rewind, "mode": "Rewind", "liveDeployment": {"name": "orders"},
-                                      "verify": {"template": {"spec": {}}}})
+        ReconsumeSpec.model_validate(
+            {**rewind, "mode": "Rewind", "liveDeployment": {"name": "orders"}, "verify": {"template": {"spec": {}}}}
+        )
 
 
 def test_live_history_answers_with_a_sample_old_enough():
@@ -217,7 +263,9 @@ def test_a_failed_check_keeps_children_until_the_deletion():
 
     failed = {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
     assert keeps_children(failed)
-    assert not keeps_children({"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "TopicNotFound"}]})
+    assert not keeps_children(
+        {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "TopicNotFound"}]}
+    )
     assert not keeps_children({"phase": "Complete", "conditions": []})
 
 
@@ -234,8 +282,10 @@ def test_a_lake_replays_check_is_told_the_backfill_topic_the_drain_group_and_the
     document = yaml.safe_load((examples / "lakereplay-then-reconsume.yaml").read_text())
     spec = LakeReplaySpec.model_validate(document["spec"])
     body = {"metadata": {"namespace": "accounts", "name": "lake", "uid": "0b1c2d3e-ffff"}, "spec": document["spec"]}
-    status = {"children": {"backfillTopic": "reprise.backfill.lake", "replayGroup": "accounts-lake"},
-              "plan": {"partitions": [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9}]}}
+    status = {
+        "children": {"backfillTopic": "reprise.backfill.lake", "replayGroup": "accounts-lake"},
+        "plan": {"partitions": [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9}]},
+    }
     env = _verify_env(Resource("LakeReplay", "lakereplays", body, status, rt=None), spec)  # type: ignore[arg-type]
     assert env["REPRISE_TOPICS"].split(",")[0] == "reprise.backfill.lake"
     assert "users" in env["REPRISE_TOPICS"].split(",")

@@ -114,8 +114,14 @@ def test_merge_env_later_wins_and_keeps_order():
 
 def test_worker_job_never_restarts_forever():
     job = worker_job_manifest(
-        owner=OWNER, name="bf-emit", namespace="ns", labels={"reprise.io/replay": "bf"}, image="reprise:dev",
-        args=["backfill-topic"], worker_env={"REPRISE_TOPIC": "users"}, kafka_secret=None,
+        owner=OWNER,
+        name="bf-emit",
+        namespace="ns",
+        labels={"reprise.io/replay": "bf"},
+        image="reprise:dev",
+        args=["backfill-topic"],
+        worker_env={"REPRISE_TOPIC": "users"},
+        kafka_secret=None,
     )
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 3
@@ -132,8 +138,10 @@ def test_entrypoint_service_keeps_the_service_command_and_passes_only_reprise_en
                     "image": "registry/accounts-jvm:2.0",
                     "command": ["java", "-cp", "/app/lib/*", "io.reprise.examples.accounts.Main"],
                     "args": ["--topic", "users"],
-                    "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx256m"},
-                            {"name": "REPRISE_FORWARD_TOPIC", "value": "left.over"}],
+                    "env": [
+                        {"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx256m"},
+                        {"name": "REPRISE_FORWARD_TOPIC", "value": "left.over"},
+                    ],
                     "ports": [{"name": "http", "containerPort": 8080}, {"name": "metrics", "containerPort": 9000}],
                     "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
                 }
@@ -141,17 +149,24 @@ def test_entrypoint_service_keeps_the_service_command_and_passes_only_reprise_en
         }
     }
     worker_env = {"REPRISE_ROLE": "replay", "REPRISE_HANDLER": "service:own-handler", "REPRISE_TOPICS": "users"}
-    worker = build(pod_template=template, worker_env=worker_env, user_env=[], keep_command=True)[
-        "spec"]["template"]["spec"]["containers"][0]
+    worker = build(pod_template=template, worker_env=worker_env, user_env=[], keep_command=True)["spec"]["template"][
+        "spec"
+    ]["containers"][0]
     assert worker["command"] == ["java", "-cp", "/app/lib/*", "io.reprise.examples.accounts.Main"]
     assert worker["args"] == ["--topic", "users"]
     env = {e["name"]: e["value"] for e in worker["env"]}
     # The service's handler is in its code: no delivery variable reaches it, not even one from its template.
-    assert env == {"JAVA_TOOL_OPTIONS": "-Xmx256m", "REPRISE_ROLE": "replay", "REPRISE_TOPICS": "users",
-                   "REPRISE_METRICS_PORT": "9400"}
+    assert env == {
+        "JAVA_TOOL_OPTIONS": "-Xmx256m",
+        "REPRISE_ROLE": "replay",
+        "REPRISE_TOPICS": "users",
+        "REPRISE_METRICS_PORT": "9400",
+    }
     # Its own ports stay; its `metrics` port gives way to the replay role's, which the liveness probe checks.
-    assert worker["ports"] == [{"name": "http", "containerPort": 8080},
-                               {"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
+    assert worker["ports"] == [
+        {"name": "http", "containerPort": 8080},
+        {"name": "metrics", "containerPort": 9400, "protocol": "TCP"},
+    ]
     assert "readinessProbe" not in worker
     assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
 
@@ -173,8 +188,9 @@ def test_delivery_is_required_only_for_the_python_worker():
     with pytest.raises(Failure) as refused:
         consumer_delivery(worker, LIVE_TEMPLATE)
     assert refused.value.reason == "NoDelivery" and "REPRISE_HANDLER" in refused.value.message
-    handled = Consumer.model_validate({"deploymentRef": {"name": "accounts"},
-                                       "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]})
+    handled = Consumer.model_validate(
+        {"deploymentRef": {"name": "accounts"}, "env": [{"name": "REPRISE_HANDLER", "value": "accounts.replay:handle"}]}
+    )
     assert consumer_delivery(handled, LIVE_TEMPLATE) == {"REPRISE_HANDLER": "accounts.replay:handle"}
 
 

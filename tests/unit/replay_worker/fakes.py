@@ -49,9 +49,18 @@ class FakeProducer:
 
     produced: list[dict[str, Any]] = field(default_factory=list)
 
-    def produce(self, topic: str | None = None, value: Any = None, key: Any = None, partition: int = -1,
-                callback: Any = None, on_delivery: Any = None, timestamp: int = 0, headers: Any = None,
-                **kwargs: Any) -> None:
+    def produce(
+        self,
+        topic: str | None = None,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        callback: Any = None,
+        on_delivery: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Recorded in `forward_args`' form (confluent-kafka's positional order: topic, value, key, partition,
         callback, on_delivery, timestamp, headers): defaults (no partition, no timestamp, no headers) left out."""
         kwargs.update(value=value, key=key, partition=partition, timestamp=timestamp, headers=headers)

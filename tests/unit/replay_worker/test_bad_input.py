@@ -38,7 +38,9 @@ def handover(offset: int) -> tuple[bytes, bytes]:
 BAD_HANDOVER = (encode_key(RID, "handover", "orders", 0), b'{"v":2,"kind":"handover","offset":4}')
 
 
-def released(v: HandoverView, committed: int | None = 0, mark: CommitMark | None = None) -> tuple[GuardBook, int | None]:
+def released(
+    v: HandoverView, committed: int | None = 0, mark: CommitMark | None = None
+) -> tuple[GuardBook, int | None]:
     book = GuardBook()
     book.assign(KEY, committed, mark, ticket=1)
     return book, book.release(KEY, v.active_for(GROUP).get(KEY))
@@ -148,11 +150,14 @@ def test_an_unusable_mark_never_allows_the_acknowledgement() -> None:
 # -- a filter the guard cannot evaluate
 
 
-@pytest.mark.parametrize("flt, code", [
-    ({"json": [{"path": "paid", "regex": "t.*"}]}, "unevaluable-filter:bad-operator"),
-    ({"fuzzy": {"name": "x"}}, "unevaluable-filter:unknown-field"),
-    ({"keysFile": "/etc/reprise/keys.txt"}, "unevaluable-filter:keys-file-not-published"),
-])
+@pytest.mark.parametrize(
+    "flt, code",
+    [
+        ({"json": [{"path": "paid", "regex": "t.*"}]}, "unevaluable-filter:bad-operator"),
+        ({"fuzzy": {"name": "x"}}, "unevaluable-filter:unknown-field"),
+        ({"keysFile": "/etc/reprise/keys.txt"}, "unevaluable-filter:keys-file-not-published"),
+    ],
+)
 def test_an_unevaluable_filter_processes_every_record_and_reports(flt: dict, code: str) -> None:
     v = view(replay(flt), start(0))
     assert v.active_for(GROUP)[KEY].problem == code

@@ -12,13 +12,15 @@ from replay_worker.handover import ReplayHandover
 from replay_worker.metrics import WorkerMetrics
 from replay_worker.settings import WorkerSettings
 
-SETTINGS = WorkerSettings.from_env({
-    "REPRISE_BOOTSTRAP_SERVERS": "kafka:9092",
-    "REPRISE_REPLAY_ID": "shop/orders-fix/1a2b3c4d",
-    "REPRISE_TOPICS": "orders",
-    "REPRISE_REPLAY_GROUP": "reprise-shop-orders-fix",
-    "REPRISE_FORWARD_TOPIC": "orders.replayed",
-})
+SETTINGS = WorkerSettings.from_env(
+    {
+        "REPRISE_BOOTSTRAP_SERVERS": "kafka:9092",
+        "REPRISE_REPLAY_ID": "shop/orders-fix/1a2b3c4d",
+        "REPRISE_TOPICS": "orders",
+        "REPRISE_REPLAY_GROUP": "reprise-shop-orders-fix",
+        "REPRISE_FORWARD_TOPIC": "orders.replayed",
+    }
+)
 
 
 class ClosingConsumer:
@@ -38,8 +40,14 @@ class ClosingConsumer:
 
 def replay_consumer() -> ReplayConsumer:
     metrics = WorkerMetrics(SETTINGS.replay_id, SETTINGS.member_name)
-    return ReplayConsumer(SETTINGS, {}, Delivery(DeadLetters(SETTINGS.replay_id, None, None), 1.0),
-                          compile_filter(None), metrics, ReplayHandover(SETTINGS.replay_id))
+    return ReplayConsumer(
+        SETTINGS,
+        {},
+        Delivery(DeadLetters(SETTINGS.replay_id, None, None), 1.0),
+        compile_filter(None),
+        metrics,
+        ReplayHandover(SETTINGS.replay_id),
+    )
 
 
 def test_an_assignment_served_while_stopping_is_taken_but_not_read() -> None:

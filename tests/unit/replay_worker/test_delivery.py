@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.delivery import (DLQ_HEADERS, DeadLetters, ForwardDelivery, HandlerDelivery, HandlerLoadError,
-                                    choose_partition_mapping, dead_letter_args, forward_args, load_handler)
+from replay_worker.delivery import (
+    DLQ_HEADERS,
+    DeadLetters,
+    ForwardDelivery,
+    HandlerDelivery,
+    HandlerLoadError,
+    choose_partition_mapping,
+    dead_letter_args,
+    forward_args,
+    load_handler,
+)
 
 from .fakes import FakeMessage, FakeProducer
 
@@ -18,7 +27,14 @@ def test_partition_mapping() -> None:
 
 def test_forward_keeps_key_value_headers_timestamp_and_partition() -> None:
     args = forward_args("orders", 7, b"k", b"v", [("h", b"1")], (1, 1234), "copy", "same")
-    assert args == {"topic": "copy", "key": b"k", "value": b"v", "headers": [("h", b"1")], "timestamp": 1234, "partition": 7}
+    assert args == {
+        "topic": "copy",
+        "key": b"k",
+        "value": b"v",
+        "headers": [("h", b"1")],
+        "timestamp": 1234,
+        "partition": 7,
+    }
     by_key = forward_args("orders", 7, b"k", None, None, (0, -1), "copy", "key")
     assert by_key == {"topic": "copy", "key": b"k", "value": None}  # a tombstone stays one; no timestamp to keep
 
@@ -26,18 +42,27 @@ def test_forward_keeps_key_value_headers_timestamp_and_partition() -> None:
 def test_the_fast_forward_loop_produces_what_forward_args_says() -> None:
     delivery = ForwardDelivery.__new__(ForwardDelivery)  # no real producer: only deliver() is exercised
     delivery.producer, delivery.target, delivery.mapping = FakeProducer(), "copy", "same"
-    messages = [FakeMessage(_partition=p, _offset=o, _key=k, _value=v, _headers=h, _timestamp=ts)
-                for p, o, k, v, h, ts in [(0, 1, b"a", b"1", None, (1, 10)), (3, 2, None, None, [("x", b"y")], (2, 20)),
-                                          (1, 3, b"c", b"3", [], (0, -1))]]
+    messages = [
+        FakeMessage(_partition=p, _offset=o, _key=k, _value=v, _headers=h, _timestamp=ts)
+        for p, o, k, v, h, ts in [
+            (0, 1, b"a", b"1", None, (1, 10)),
+            (3, 2, None, None, [("x", b"y")], (2, 20)),
+            (1, 3, b"c", b"3", [], (0, -1)),
+        ]
+    ]
     outcome = delivery.deliver(messages)
     assert outcome.delivered == 3
-    expected = [forward_args(m.topic(), m.partition(), m.key(), m.value(), m.headers(), m.timestamp(), "copy", "same")
-                for m in messages]
+    expected = [
+        forward_args(m.topic(), m.partition(), m.key(), m.value(), m.headers(), m.timestamp(), "copy", "same")
+        for m in messages
+    ]
     assert delivery.producer.produced == expected
 
 
 def test_dead_letters_carry_the_origin() -> None:
-    args = dead_letter_args("orders", 2, 99, b"k", b"v", [("reprise.error", b"old"), ("own", b"1")], (1, 5), "dlq", "r/1", "boom")
+    args = dead_letter_args(
+        "orders", 2, 99, b"k", b"v", [("reprise.error", b"old"), ("own", b"1")], (1, 5), "dlq", "r/1", "boom"
+    )
     headers = dict(args["headers"])
     assert args["topic"] == "dlq" and args["key"] == b"k" and args["value"] == b"v" and "partition" not in args
     assert headers["own"] == b"1" and headers["reprise.error"] == b"boom"

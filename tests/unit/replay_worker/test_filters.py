@@ -84,8 +84,18 @@ def test_tombstones_do_not_match_json_conditions() -> None:
     assert f({"json": [{"path": "a", "exists": False}]}).matches(b"k", None, None)
 
 
-@pytest.mark.parametrize("spec", [{"json": [{"path": "a"}]}, {"json": [{"path": "a", "equals": 1, "in": [1]}]},
-                                  {"headers": {"a": []}}, {"keys": "abc"}, {"jsn": []}, "[]", {"json": [{"path": "a", "in": []}]}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"json": [{"path": "a"}]},
+        {"json": [{"path": "a", "equals": 1, "in": [1]}]},
+        {"headers": {"a": []}},
+        {"keys": "abc"},
+        {"jsn": []},
+        "[]",
+        {"json": [{"path": "a", "in": []}]},
+    ],
+)
 def test_bad_specs(spec) -> None:
     with pytest.raises(FilterSpecError):
         FilterSpec.parse(spec)
@@ -100,15 +110,35 @@ def test_spec_round_trip_and_inlined_keys(tmp_path) -> None:
     assert inlined["keys"] == ["k1", "k2"] and "keysFile" not in inlined
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"kind":"even","n":1}', b'{ "n" : 1 , "kind" : "even" }', b'{"a":{"kind":"odd"},"kind":"even"}',
-    b'{"kind":"odd","kind":"even"}', b'{"kind":"even","kind":"odd"}', b'{"kind":["even"]}', b'["even"]',
-    b'{"kind":"even"', b'{"kind":"even",}', b'{"x":"even"}', b'{"kind":"even\\u0021"}', b'"even"',
-    b'{"n":{"deep":[1,2,{"kind":"even"}]},"kind":"odd"}', b'{"kind":"even","tail":broken}',
-    b'{"kind":"odd","y":"even"}', b'{"kind":"kind"}', b'{"kind":"odd","note":"kind"}', b'{"kind":"","n":"even"}',
-    b'{"kind":"even" }', b'{"kind":"odd","k\\u0069nd":"even"}', b'{"kind":"ev\\u0065n","n":1}', b'{"kind":"evens"}',
-    b'{"kind":1,"x":"even"}', b'{"kind":null}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"kind":"even","n":1}',
+        b'{ "n" : 1 , "kind" : "even" }',
+        b'{"a":{"kind":"odd"},"kind":"even"}',
+        b'{"kind":"odd","kind":"even"}',
+        b'{"kind":"even","kind":"odd"}',
+        b'{"kind":["even"]}',
+        b'["even"]',
+        b'{"kind":"even"',
+        b'{"kind":"even",}',
+        b'{"x":"even"}',
+        b'{"kind":"even\\u0021"}',
+        b'"even"',
+        b'{"n":{"deep":[1,2,{"kind":"even"}]},"kind":"odd"}',
+        b'{"kind":"even","tail":broken}',
+        b'{"kind":"odd","y":"even"}',
+        b'{"kind":"kind"}',
+        b'{"kind":"odd","note":"kind"}',
+        b'{"kind":"","n":"even"}',
+        b'{"kind":"even" }',
+        b'{"kind":"odd","k\\u0069nd":"even"}',
+        b'{"kind":"ev\\u0065n","n":1}',
+        b'{"kind":"evens"}',
+        b'{"kind":1,"x":"even"}',
+        b'{"kind":null}',
+    ],
+)
 def test_the_shortcuts_agree_with_a_full_parse(raw: bytes) -> None:
     """Whatever the walk answers "yes" to, a full parse answers "yes" or cannot parse (undecodable, which
     also counts as matching for the guard); every "no" is a full parse's answer."""
@@ -151,10 +181,26 @@ def test_predicate_reads_only_what_it_needs() -> None:
     assert f(None).predicate()(Counting())
 
 
-@pytest.mark.parametrize("raw", [b'{"kind":"even"}', b'{"kind":"odd"}', b'{"kind":"ev\\u0065n"}', b'{"x":{"kind":"even"}}',
-                                 b'{"kind":"even","kind":"odd"}', b'{"kind":"even","k\\u0069nd":"odd"}', b'{"kind":"evenx"}',
-                                 b'{"kind":"even","x":{"kind":"odd"}}', b'{"kind":"even","n":1}', b'{"kind":"even" , "n":1}',
-                                 b'["even"]', b'{"kind":["even"]}', b'{"kind":"even"', None, b'{"kind":"even2","y":"even"}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"kind":"even"}',
+        b'{"kind":"odd"}',
+        b'{"kind":"ev\\u0065n"}',
+        b'{"x":{"kind":"even"}}',
+        b'{"kind":"even","kind":"odd"}',
+        b'{"kind":"even","k\\u0069nd":"odd"}',
+        b'{"kind":"evenx"}',
+        b'{"kind":"even","x":{"kind":"odd"}}',
+        b'{"kind":"even","n":1}',
+        b'{"kind":"even" , "n":1}',
+        b'["even"]',
+        b'{"kind":["even"]}',
+        b'{"kind":"even"',
+        None,
+        b'{"kind":"even2","y":"even"}',
+    ],
+)
 def test_the_single_field_predicate_answers_like_matches(raw) -> None:
     from .fakes import FakeMessage
 
@@ -189,8 +235,17 @@ def test_value_predicate_only_without_key_or_header_conditions() -> None:
     assert nested is not None and nested(b'{"a":{"b":"x"}}') and not nested(b'{"a":{"b":"y"}}')
 
 
-@pytest.mark.parametrize("raw", ['{"a":"é"}'.encode("utf-8"), '{"a":"é"}'.encode("utf-8-sig"), '{"a":"é"}'.encode("utf-16"),
-                                 '{"a":"é"}'.encode("utf-32-le"), b"[1, 2]", b" {}"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"a":"é"}'.encode("utf-8"),
+        '{"a":"é"}'.encode("utf-8-sig"),
+        '{"a":"é"}'.encode("utf-16"),
+        '{"a":"é"}'.encode("utf-32-le"),
+        b"[1, 2]",
+        b" {}",
+    ],
+)
 def test_parse_json_is_json_loads(raw: bytes) -> None:
     from replay_worker.filters import parse_json
 

@@ -20,8 +20,14 @@ BY_HEADER = RecordFilter.compile(FilterSpec.parse({"headers": {"type": ["paid"]}
 
 def value(rng: random.Random) -> bytes:
     kind = rng.choice(["paid", "open", "void"])
-    return rng.choice([json.dumps({"kind": kind, "n": 1}, separators=(",", ":")).encode(),
-                       json.dumps({"n": 1, "kind": kind}).encode(), b"not json", b'{"kind":"pa\\u0069d"}'])
+    return rng.choice(
+        [
+            json.dumps({"kind": kind, "n": 1}, separators=(",", ":")).encode(),
+            json.dumps({"n": 1, "kind": kind}).encode(),
+            b"not json",
+            b'{"kind":"pa\\u0069d"}',
+        ]
+    )
 
 
 def guard_in_state(rng: random.Random, flt: RecordFilter) -> GuardPartition:
@@ -68,7 +74,7 @@ def test_runs_are_taken_in_the_common_cases() -> None:
     assert guard.skips_by_value([10, 12, 13], [open_, paid, paid]) == [False, True, True]  # from S, H unknown
     assert guard.first_skipped == 12 and guard.seen_until == 14 and guard.skipped == 2
     assert guard.skips_by_value([9, 10], [paid, paid]) is None  # across S: record by record
-    assert guard.skips_by_value([20], [b"x \"paid\""]) is None  # undecodable: covered, record by record
+    assert guard.skips_by_value([20], [b'x "paid"']) is None  # undecodable: covered, record by record
 
 
 def test_the_book_hands_a_run_and_notes_what_was_handed() -> None:

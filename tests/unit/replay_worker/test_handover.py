@@ -11,8 +11,19 @@ from replay_worker.commit_marks import CommitMark
 from replay_worker.finish_rules import record_ends_partition, replay_finish
 from replay_worker.guard_rules import ActiveHandover, GuardPartition, Verdict, ack_due
 from replay_worker.handover import HandoverView
-from replay_worker.wire import (AckInfo, GuardInfo, HandoverFormatError, HandoverInfo, ReplayInfo, ResultInfo, StartInfo,
-                                decode, decode_key, encode, encode_key)
+from replay_worker.wire import (
+    AckInfo,
+    GuardInfo,
+    HandoverFormatError,
+    HandoverInfo,
+    ReplayInfo,
+    ResultInfo,
+    StartInfo,
+    decode,
+    decode_key,
+    encode,
+    encode_key,
+)
 
 RID = "shop/orders-fix/1a2b3c4d"
 EVERYTHING = RecordFilter.compile(FilterSpec())
@@ -39,15 +50,18 @@ def test_keys_are_json_arrays_and_survive_slashes() -> None:
     assert (key.replay_id, key.kind, key.topic, key.partition) == (RID, "ack", "orders", 0)
 
 
-@pytest.mark.parametrize("record", [
-    replay_info(flt={"keys": ["a"]}),
-    StartInfo(RID, "orders", 3, 120, None, None, True, 5),
-    StartInfo(RID, "orders", 1, 0, 500, None, False, 5),
-    HandoverInfo(RID, "orders", 3, 900, "caught-up", "worker-1", 6),
-    GuardInfo(RID, "orders", 3, 850, 901, "live-a", 7),
-    AckInfo(RID, "orders", 3, 900, 905, "live-a", 8),
-    ResultInfo(RID, {"missing": ["k"]}, 9),
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        replay_info(flt={"keys": ["a"]}),
+        StartInfo(RID, "orders", 3, 120, None, None, True, 5),
+        StartInfo(RID, "orders", 1, 0, 500, None, False, 5),
+        HandoverInfo(RID, "orders", 3, 900, "caught-up", "worker-1", 6),
+        GuardInfo(RID, "orders", 3, 850, 901, "live-a", 7),
+        AckInfo(RID, "orders", 3, 900, 905, "live-a", 8),
+        ResultInfo(RID, {"missing": ["k"]}, 9),
+    ],
+)
 def test_records_round_trip(record) -> None:
     key, value = encode(record)
     body = json.loads(value)
@@ -92,7 +106,9 @@ def test_partition_states_and_completion() -> None:
 
 
 def test_parallel_replays_complete_without_acks() -> None:
-    view = view_of(replay_info("Parallel"), StartInfo(RID, "orders", 0, 0), HandoverInfo(RID, "orders", 0, 9, "live-offset"))
+    view = view_of(
+        replay_info("Parallel"), StartInfo(RID, "orders", 0, 0), HandoverInfo(RID, "orders", 0, 9, "live-offset")
+    )
     assert view.replay(RID).complete
 
 
@@ -108,9 +124,15 @@ def test_tombstoning_every_key_removes_the_replay() -> None:
 
 def test_active_for_a_live_group() -> None:
     other = ReplayInfo("other", "Handover", "g2", "orders-service", ("orders",), {}, 1)
-    view = view_of(replay_info(flt={"headers": {"t": ["x"]}}), StartInfo(RID, "orders", 0, 10),
-                   other, StartInfo("other", "orders", 0, 3), StartInfo("other", "orders", 1, 3),
-                   ReplayInfo("par", "Parallel", "g3", "orders-service", ("orders",), {}, 1), StartInfo("par", "orders", 2, 0))
+    view = view_of(
+        replay_info(flt={"headers": {"t": ["x"]}}),
+        StartInfo(RID, "orders", 0, 10),
+        other,
+        StartInfo("other", "orders", 0, 3),
+        StartInfo("other", "orders", 1, 3),
+        ReplayInfo("par", "Parallel", "g3", "orders-service", ("orders",), {}, 1),
+        StartInfo("par", "orders", 2, 0),
+    )
     active = view.active_for("orders-service")
     assert active[("orders", 0)].replay_id == RID  # the earliest replay wins a partition
     assert active[("orders", 1)].replay_id == "other"
@@ -141,20 +163,23 @@ def test_ack_due() -> None:
 # -- the replay's stop rule
 
 
-@pytest.mark.parametrize("mode, position, kwargs, expected", [
-    ("Drain", 10, {"at_end": True}, "end-of-partition"),
-    ("Drain", 10, {"at_end": False}, None),
-    ("Drain", 10, {"end_offset": 10}, "end-bound"),
-    ("Drain", 9, {"end_offset": 10, "at_end": True}, None),  # bounded: the end of now is not the end
-    ("Drain", 9, {"end_timestamp_ms": 5, "at_end": True}, None),
-    ("Parallel", 50, {"live_committed": 50}, "live-offset"),
-    ("Parallel", 49, {"live_committed": 50}, None),
-    ("Parallel", 49, {"live_committed": 50, "at_end": True}, "end-of-partition"),
-    ("Parallel", 49, {"live_committed": None, "at_end": False}, None),
-    ("Handover", 70, {"live_committed": 60}, "caught-up"),
-    ("Handover", 59, {"live_committed": 60}, None),
-    ("Handover", 59, {"live_committed": 60, "at_end": True}, "end-of-partition"),
-])
+@pytest.mark.parametrize(
+    "mode, position, kwargs, expected",
+    [
+        ("Drain", 10, {"at_end": True}, "end-of-partition"),
+        ("Drain", 10, {"at_end": False}, None),
+        ("Drain", 10, {"end_offset": 10}, "end-bound"),
+        ("Drain", 9, {"end_offset": 10, "at_end": True}, None),  # bounded: the end of now is not the end
+        ("Drain", 9, {"end_timestamp_ms": 5, "at_end": True}, None),
+        ("Parallel", 50, {"live_committed": 50}, "live-offset"),
+        ("Parallel", 49, {"live_committed": 50}, None),
+        ("Parallel", 49, {"live_committed": 50, "at_end": True}, "end-of-partition"),
+        ("Parallel", 49, {"live_committed": None, "at_end": False}, None),
+        ("Handover", 70, {"live_committed": 60}, "caught-up"),
+        ("Handover", 59, {"live_committed": 60}, None),
+        ("Handover", 59, {"live_committed": 60, "at_end": True}, "end-of-partition"),
+    ],
+)
 def test_replay_finish(mode, position, kwargs, expected) -> None:
     assert replay_finish(mode, position, **kwargs) == expected
 

@@ -30,8 +30,9 @@ from replay_worker.guard_rules import ActiveHandover, ack_due
 TOPIC = "t"
 KEY = (TOPIC, 0)
 REPLAY = "ns/model/1"
-MATCH = RecordFilter.compile(__import__("replay_worker.filters", fromlist=["FilterSpec"]).FilterSpec.parse(
-    {"headers": {"kind": ["m"]}}))
+MATCH = RecordFilter.compile(
+    __import__("replay_worker.filters", fromlist=["FilterSpec"]).FilterSpec.parse({"headers": {"kind": ["m"]}})
+)
 
 
 def _headers(matching: bool) -> list[tuple[str, bytes]]:
@@ -235,7 +236,9 @@ class World:
         first = self.first_skipped
         for o, matching in enumerate(self.log):
             live, replay = self.live_ledger[o], self.replay_ledger[o]
-            live_owes = o >= self.live_start and (not matching or o < self.start or (self.handover is not None and o >= self.handover))
+            live_owes = o >= self.live_start and (
+                not matching or o < self.start or (self.handover is not None and o >= self.handover)
+            )
             replay_owes = matching and o >= self.start and (self.handover is None or o < self.handover)
             if (live_owes and live == 0) or (replay_owes and live + replay == 0):
                 lost.append(o)
@@ -323,7 +326,8 @@ def test_crashes_lose_nothing_and_duplicate_at_most_the_uncommitted_batches(seed
     lost, duplicates = world.check()
     assert lost == [], f"seed {seed}: lost {lost[:10]}"
     assert duplicates <= world.duplicate_allowance, (
-        f"seed {seed}: {duplicates} duplicates, allowed {world.duplicate_allowance} (uncommitted at crashes)")
+        f"seed {seed}: {duplicates} duplicates, allowed {world.duplicate_allowance} (uncommitted at crashes)"
+    )
 
 
 def test_the_model_exercises_seek_backs_and_windows() -> None:
@@ -334,8 +338,10 @@ def test_the_model_exercises_seek_backs_and_windows() -> None:
         if world.first_skipped is not None and world.handover is not None:
             if world.handover < world.first_skipped:
                 early += 1
-            if world.live_ledger and any(world.live_ledger[o] and world.replay_ledger[o] == 0 and world.log[o]
-                                         for o in range(world.handover, len(world.log))):
+            if world.live_ledger and any(
+                world.live_ledger[o] and world.replay_ledger[o] == 0 and world.log[o]
+                for o in range(world.handover, len(world.log))
+            ):
                 seeks += 1
         windows += 1 if world.first_skipped is not None else 0
     assert windows > 50 and seeks > 20

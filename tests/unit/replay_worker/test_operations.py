@@ -10,7 +10,13 @@ import pytest
 
 from replay_worker.backfill import LatestByKey
 from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.kafka_clients import KafkaConfigError, close_within, consumer_config, load_config_dir, producer_config
+from replay_worker.kafka_clients import (
+    KafkaConfigError,
+    close_within,
+    consumer_config,
+    load_config_dir,
+    producer_config,
+)
 from replay_worker.logging import JsonFormatter
 from replay_worker.metrics import WorkerMetrics
 

@@ -13,18 +13,33 @@ import confluent_kafka
 from replay_worker.setting_scopes import CONSUMER_ONLY, PRODUCER_ONLY, settings_for
 
 SECRET = {
-    "security.protocol": "SASL_SSL", "sasl.username": "u", "session.timeout.ms": "30000", "linger.ms": "20",
-    "consumer.session.timeout.ms": "45000", "producer.compression.type": "lz4", "admin.socket.timeout.ms": "9",
+    "security.protocol": "SASL_SSL",
+    "sasl.username": "u",
+    "session.timeout.ms": "30000",
+    "linger.ms": "20",
+    "consumer.session.timeout.ms": "45000",
+    "producer.compression.type": "lz4",
+    "admin.socket.timeout.ms": "9",
 }
 
 
 def test_each_client_type_gets_shared_settings_its_own_and_its_prefixed_ones():
-    assert settings_for("consumer", SECRET) == {"security.protocol": "SASL_SSL", "sasl.username": "u",
-                                                "session.timeout.ms": "45000"}  # the prefixed value wins
-    assert settings_for("producer", SECRET) == {"security.protocol": "SASL_SSL", "sasl.username": "u",
-                                                "linger.ms": "20", "compression.type": "lz4"}
-    assert settings_for("admin", SECRET) == {"security.protocol": "SASL_SSL", "sasl.username": "u",
-                                             "socket.timeout.ms": "9"}
+    assert settings_for("consumer", SECRET) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "u",
+        "session.timeout.ms": "45000",
+    }  # the prefixed value wins
+    assert settings_for("producer", SECRET) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "u",
+        "linger.ms": "20",
+        "compression.type": "lz4",
+    }
+    assert settings_for("admin", SECRET) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "u",
+        "socket.timeout.ms": "9",
+    }
 
 
 def librdkafka_properties(tmp_path: Path) -> dict[str, str]:

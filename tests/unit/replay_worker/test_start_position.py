@@ -4,21 +4,39 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.start_position import (EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec,
-                                          decide_end, decide_partition, decide_start, parse_duration,
-                                          refuse_lost_start)
+from replay_worker.start_position import (
+    EndSpec,
+    PartitionFacts,
+    SpecError,
+    StartOlderThanRetention,
+    StartSpec,
+    decide_end,
+    decide_partition,
+    decide_start,
+    parse_duration,
+    refuse_lost_start,
+)
 
 
-def facts(log_start: int = 0, end: int = 100, time_lookup: int | None = None, end_time_lookup: int | None = None) -> PartitionFacts:
+def facts(
+    log_start: int = 0, end: int = 100, time_lookup: int | None = None, end_time_lookup: int | None = None
+) -> PartitionFacts:
     return PartitionFacts("orders", 3, log_start, end, time_lookup, end_time_lookup)
 
 
-@pytest.mark.parametrize("text, kind", [
-    ('{"earliest": true}', "earliest"), ('{"type": "earliest"}', "earliest"), ('"earliest"', "earliest"),
-    ('{"timestamp": "2024-05-01T00:00:00Z"}', "timestamp"), ('{"timestamp": 1714521600000}', "timestamp"),
-    ('{"duration": "2h"}', "duration"), ('{"type": "duration", "duration": "PT90M"}', "duration"),
-    ('{"offsets": {"orders": {"0": 5}}}', "offsets"),
-])
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ('{"earliest": true}', "earliest"),
+        ('{"type": "earliest"}', "earliest"),
+        ('"earliest"', "earliest"),
+        ('{"timestamp": "2024-05-01T00:00:00Z"}', "timestamp"),
+        ('{"timestamp": 1714521600000}', "timestamp"),
+        ('{"duration": "2h"}', "duration"),
+        ('{"type": "duration", "duration": "PT90M"}', "duration"),
+        ('{"offsets": {"orders": {"0": 5}}}', "offsets"),
+    ],
+)
 def test_start_specs(text: str, kind: str) -> None:
     spec = StartSpec.parse(text)
     assert spec.kind == kind
@@ -31,8 +49,21 @@ def test_timestamps_are_epoch_milliseconds() -> None:
     assert StartSpec.parse('{"timestamp":"2024-05-01T00:00:00"}').timestamp_ms == 1714521600000  # naive = UTC
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("15m", 900), ("2h", 7200), ("7d", 604800), ("1h30m", 5400),
-                                           ("PT2H", 7200), ("P1D", 86400), ("P1DT1H", 90000), (30, 30), ("250ms", 0.25)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("90s", 90),
+        ("15m", 900),
+        ("2h", 7200),
+        ("7d", 604800),
+        ("1h30m", 5400),
+        ("PT2H", 7200),
+        ("P1D", 86400),
+        ("P1DT1H", 90000),
+        (30, 30),
+        ("250ms", 0.25),
+    ],
+)
 def test_durations(text, seconds) -> None:
     assert parse_duration(text) == seconds
 
@@ -99,7 +130,9 @@ def test_explicit_offsets() -> None:
 
 
 def test_a_committed_offset_wins_over_the_spec() -> None:
-    decision = decide_partition(StartSpec("earliest"), None, facts(log_start=0), allow_clamp=False, now_ms=0, committed=55)
+    decision = decide_partition(
+        StartSpec("earliest"), None, facts(log_start=0), allow_clamp=False, now_ms=0, committed=55
+    )
     assert decision.offset == 55
 
 
@@ -115,6 +148,11 @@ def test_end_bounds() -> None:
 
 
 def test_end_below_start_means_nothing_to_do() -> None:
-    decision = decide_partition(StartSpec.parse('{"offsets":{"orders":{"3":50}}}'), EndSpec.parse('{"offsets":{"orders":{"3":20}}}'),
-                                facts(), allow_clamp=False, now_ms=0)
+    decision = decide_partition(
+        StartSpec.parse('{"offsets":{"orders":{"3":50}}}'),
+        EndSpec.parse('{"offsets":{"orders":{"3":20}}}'),
+        facts(),
+        allow_clamp=False,
+        now_ms=0,
+    )
     assert decision.offset == 50 and decision.end_offset == 50

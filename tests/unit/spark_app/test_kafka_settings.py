@@ -31,12 +31,19 @@ def test_properties_and_json_files(tmp_path):
 
 
 def test_sasl_user_and_password_become_a_jaas_line_for_the_mechanism():
-    java = java_client_settings({"security.protocol": "sasl_ssl", "sasl.mechanisms": "scram-sha-512",
-                                 "sasl.username": "replayer", "sasl.password": 'p"w\\d'})
+    java = java_client_settings(
+        {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanisms": "scram-sha-512",
+            "sasl.username": "replayer",
+            "sasl.password": 'p"w\\d',
+        }
+    )
     assert java["security.protocol"] == "SASL_SSL"
     assert java["sasl.mechanism"] == "SCRAM-SHA-512"
-    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                        'username="replayer" password="p\\"w\\\\d";')
+    assert java["sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="replayer" password="p\\"w\\\\d";'
+    )
     assert "sasl.username" not in java and "sasl.password" not in java and "sasl.mechanisms" not in java
 
 
@@ -49,23 +56,36 @@ def test_plain_is_the_default_mechanism_and_oauth_needs_a_jaas_line():
 def test_pem_trust_and_key_material(tmp_path):
     (tmp_path / "cert.pem").write_text("CERT")
     (tmp_path / "key.pem").write_text("KEY")
-    java = java_client_settings({"ssl.ca.pem": "CA", "ssl.certificate.location": str(tmp_path / "cert.pem"),
-                                 "ssl.key.location": str(tmp_path / "key.pem"),
-                                 "ssl.endpoint.identification.algorithm": "none"})
-    assert java == {"ssl.truststore.type": "PEM", "ssl.truststore.certificates": "CA", "ssl.keystore.type": "PEM",
-                    "ssl.keystore.certificate.chain": "CERT", "ssl.keystore.key": "KEY",
-                    "ssl.endpoint.identification.algorithm": ""}
+    java = java_client_settings(
+        {
+            "ssl.ca.pem": "CA",
+            "ssl.certificate.location": str(tmp_path / "cert.pem"),
+            "ssl.key.location": str(tmp_path / "key.pem"),
+            "ssl.endpoint.identification.algorithm": "none",
+        }
+    )
+    assert java == {
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.certificates": "CA",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": "CERT",
+        "ssl.keystore.key": "KEY",
+        "ssl.endpoint.identification.algorithm": "",
+    }
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"acks": "1"}, "may not change acks"),
-    ({"enable.idempotence": "false"}, "may not change enable.idempotence"),
-    ({"max.in.flight.requests.per.connection": "10"}, "may not change max.in.flight"),
-    ({"value.serializer": "x"}, "Spark's Kafka connector sets them"),
-    ({"bootstrap.servers": "other:9092"}, "--bootstrap-servers"),
-    ({"sasl.username": "u"}, "both sasl.username and sasl.password"),
-    ({"ssl.certificate.pem": "C"}, "both a client certificate and its key"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"acks": "1"}, "may not change acks"),
+        ({"enable.idempotence": "false"}, "may not change enable.idempotence"),
+        ({"max.in.flight.requests.per.connection": "10"}, "may not change max.in.flight"),
+        ({"value.serializer": "x"}, "Spark's Kafka connector sets them"),
+        ({"bootstrap.servers": "other:9092"}, "--bootstrap-servers"),
+        ({"sasl.username": "u"}, "both sasl.username and sasl.password"),
+        ({"ssl.certificate.pem": "C"}, "both a client certificate and its key"),
+    ],
+)
 def test_settings_that_would_break_the_job_are_refused(settings, message):
     with pytest.raises(KafkaSettingsError, match=message):
         java_client_settings(settings)

@@ -16,8 +16,9 @@ def test_days_are_grouped_in_order_up_to_the_limit_and_empty_days_are_left_out()
 
 
 def test_done_days_are_skipped_and_started_ones_resume():
-    plan = plan_writes(COUNTS, done={"2024-01-01", "2024-01-02"}, started={"2024-01-01", "2024-01-04"},
-                       max_records_per_write=10_000)
+    plan = plan_writes(
+        COUNTS, done={"2024-01-01", "2024-01-02"}, started={"2024-01-01", "2024-01-04"}, max_records_per_write=10_000
+    )
     assert plan.already_written == ("2024-01-01", "2024-01-02")
     assert [u.days for u in plan.units] == [("2024-01-04", "2024-01-05")]
     assert plan.units[0].resume == ("2024-01-04",)
@@ -29,8 +30,9 @@ def test_everything_done_means_nothing_to_write():
 
 
 def test_a_rate_limit_cuts_units_into_slices_of_about_rate_times_seconds():
-    plan = plan_writes(COUNTS, done=set(), started=set(), max_records_per_write=10_000,
-                       max_records_per_second=100, slice_seconds=2.0)
+    plan = plan_writes(
+        COUNTS, done=set(), started=set(), max_records_per_write=10_000, max_records_per_second=100, slice_seconds=2.0
+    )
     assert plan.units[0].records == 1700
     assert plan.units[0].slices == 9  # ceil(1700 / 200)
     assert slices_for(10, 0, 5.0) == 1

@@ -6,9 +6,22 @@ import pytest
 
 from spark_app.settings import parse_settings
 
-REQUIRED = ["--source", "s3a://lake/events/", "--timestamp-column", "ts", "--key-column", "user_id",
-            "--to", "2024-03-01T00:00:00Z", "--bootstrap-servers", "kafka:9092", "--topic", "events.backfill",
-            "--progress", "s3a://lake/_reprise/progress/lr-1"]
+REQUIRED = [
+    "--source",
+    "s3a://lake/events/",
+    "--timestamp-column",
+    "ts",
+    "--key-column",
+    "user_id",
+    "--to",
+    "2024-03-01T00:00:00Z",
+    "--bootstrap-servers",
+    "kafka:9092",
+    "--topic",
+    "events.backfill",
+    "--progress",
+    "s3a://lake/_reprise/progress/lr-1",
+]
 
 
 def test_required_flags_give_defaults_for_the_rest():
@@ -21,13 +34,40 @@ def test_required_flags_give_defaults_for_the_rest():
 
 
 def test_every_flag_is_read():
-    s = parse_settings(REQUIRED + [
-        "--format", "json", "--partition-column", "dt", "--from", "2024-02-01T00:00:00+01:00",
-        "--filter", "  event_type <> 'view'  ", "--latest-schema", "/etc/schema.json",
-        "--rename", "kind=event_type", "--default", 'currency="EUR"', "--kafka-settings", "/etc/kafka",
-        "--origin-id", "ns/lr-1", "--max-records-per-second", "5000", "--no-validate",
-        "--max-records-per-write", "10", "--write-partitions", "4", "--slice-seconds", "2.5",
-        "--spark-conf", "spark.jars=/a.jar,/b.jar"])
+    s = parse_settings(
+        REQUIRED
+        + [
+            "--format",
+            "json",
+            "--partition-column",
+            "dt",
+            "--from",
+            "2024-02-01T00:00:00+01:00",
+            "--filter",
+            "  event_type <> 'view'  ",
+            "--latest-schema",
+            "/etc/schema.json",
+            "--rename",
+            "kind=event_type",
+            "--default",
+            'currency="EUR"',
+            "--kafka-settings",
+            "/etc/kafka",
+            "--origin-id",
+            "ns/lr-1",
+            "--max-records-per-second",
+            "5000",
+            "--no-validate",
+            "--max-records-per-write",
+            "10",
+            "--write-partitions",
+            "4",
+            "--slice-seconds",
+            "2.5",
+            "--spark-conf",
+            "spark.jars=/a.jar,/b.jar",
+        ]
+    )
     assert s.start == datetime(2024, 1, 31, 23, tzinfo=timezone.utc)  # converted to UTC
     assert s.filter == "event_type <> 'view'"
     assert s.renames == (("kind", "event_type"),)
@@ -43,17 +83,20 @@ def test_nested_key_columns_are_allowed():
     assert s.key_column == "payload.user_id"
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--from", "2024-03-01T00:00:00Z"], "must be after --from"),
-    (["--from", "2024-02-01T00:00:00"], "no UTC offset"),
-    (["--from", "yesterday"], "not an RFC 3339 timestamp"),
-    (["--format", "orc"], "invalid choice"),
-    (["--max-records-per-second", "-1"], "negative"),
-    (["--default", "currency=EUR"], "not JSON text"),
-    (["--rename", "kind=event_type"], "need --latest-schema"),
-    (["--partition-column", "dt; drop"], "not a column name"),
-    (["--max-records-per-write", "0"], "at least 1"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--from", "2024-03-01T00:00:00Z"], "must be after --from"),
+        (["--from", "2024-02-01T00:00:00"], "no UTC offset"),
+        (["--from", "yesterday"], "not an RFC 3339 timestamp"),
+        (["--format", "orc"], "invalid choice"),
+        (["--max-records-per-second", "-1"], "negative"),
+        (["--default", "currency=EUR"], "not JSON text"),
+        (["--rename", "kind=event_type"], "need --latest-schema"),
+        (["--partition-column", "dt; drop"], "not a column name"),
+        (["--max-records-per-write", "0"], "at least 1"),
+    ],
+)
 def test_bad_values_are_refused_with_a_readable_line(extra, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         parse_settings(REQUIRED + extra)
@@ -73,11 +116,14 @@ def test_identity_changes_with_anything_that_changes_the_records():
     assert parse_settings(REQUIRED + ["--max-records-per-second", "10"]).identity() == base  # pacing is not content
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("2024-03-01T00:00:00Z", datetime(2024, 3, 1, tzinfo=timezone.utc)),
-    ("2024-03-01t01:02:03.5z", datetime(2024, 3, 1, 1, 2, 3, 500000, tzinfo=timezone.utc)),
-    ("2024-03-01 01:02:03.123456789+02:00", datetime(2024, 2, 29, 23, 2, 3, 123456, tzinfo=timezone.utc)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2024-03-01T00:00:00Z", datetime(2024, 3, 1, tzinfo=timezone.utc)),
+        ("2024-03-01t01:02:03.5z", datetime(2024, 3, 1, 1, 2, 3, 500000, tzinfo=timezone.utc)),
+        ("2024-03-01 01:02:03.123456789+02:00", datetime(2024, 2, 29, 23, 2, 3, 123456, tzinfo=timezone.utc)),
+    ],
+)
 def test_rfc3339_forms_python_3_10_would_refuse_are_read(text, expected):
     from spark_app.settings import parse_time
 

@@ -14,20 +14,28 @@ UTC = timezone.utc
 def day_partitioned(spark, tmp_path_factory):
     """A parquet table of 4 day partitions, 2 rows each (tiny files in a temp folder)."""
     folder = tmp_path_factory.mktemp("lake") / "events"
-    rows = [(f"u{i % 3}", datetime(2024, 1, 1 + d, 6 * i, tzinfo=UTC), date(2024, 1, 1 + d))
-            for d in range(4) for i in range(2)]
+    rows = [
+        (f"u{i % 3}", datetime(2024, 1, 1 + d, 6 * i, tzinfo=UTC), date(2024, 1, 1 + d))
+        for d in range(4)
+        for i in range(2)
+    ]
     spark.createDataFrame(rows, "user_id string, ts timestamp, dt date").write.partitionBy("dt").parquet(str(folder))
     return spark.read.parquet(str(folder))
 
 
 def test_day_bounds_cover_the_half_open_range():
-    assert T.day_bounds(datetime(2024, 1, 2, 5, tzinfo=UTC), datetime(2024, 1, 4, tzinfo=UTC)) == ("2024-01-02", "2024-01-03")
+    assert T.day_bounds(datetime(2024, 1, 2, 5, tzinfo=UTC), datetime(2024, 1, 4, tzinfo=UTC)) == (
+        "2024-01-02",
+        "2024-01-03",
+    )
     assert T.day_bounds(None, datetime(2024, 1, 4, 0, 0, 1, tzinfo=UTC)) == (None, "2024-01-04")
 
 
 def files_read(df):
     """The day folders whose files a scan of `df` actually opens."""
-    return sorted({r.path.split("dt=")[1][:10] for r in df.select(F.col("_metadata.file_path").alias("path")).collect()})
+    return sorted(
+        {r.path.split("dt=")[1][:10] for r in df.select(F.col("_metadata.file_path").alias("path")).collect()}
+    )
 
 
 def test_pruning_reads_only_the_files_of_the_range_days(day_partitioned):
@@ -42,8 +50,10 @@ def test_pruning_reads_only_the_files_of_the_range_days(day_partitioned):
 def test_days_as_text_partitions_prune_too(spark):
     df = spark.createDataFrame([("a", "2024-01-01"), ("b", "2024-01-02")], "k string, day string")
     assert [r.k for r in T.prune_days(df, "day", "2024-01-02", "2024-01-09").collect()] == ["b"]
-    assert [r.d for r in df.select(T.day_of(df.schema["day"].dataType, F.col("day")).alias("d")).collect()] == \
-        ["2024-01-01", "2024-01-02"]
+    assert [r.d for r in df.select(T.day_of(df.schema["day"].dataType, F.col("day")).alias("d")).collect()] == [
+        "2024-01-01",
+        "2024-01-02",
+    ]
 
 
 def test_time_range_is_from_inclusive_to_exclusive_for_every_event_time_encoding(spark):
@@ -68,8 +78,9 @@ def test_sql_filter_keeps_only_true_rows_and_a_bad_one_names_the_problem(spark):
 
 def labelled(spark, rows):
     df = spark.createDataFrame(rows, "user_id string, ts timestamp, amount long, note string, dt string")
-    return T.label_records(df, fields=["user_id", "ts", "amount", "note"], key_column="user_id",
-                           timestamp_column="ts", day=F.col("dt"))
+    return T.label_records(
+        df, fields=["user_id", "ts", "amount", "note"], key_column="user_id", timestamp_column="ts", day=F.col("dt")
+    )
 
 
 def test_labels_carry_key_day_event_time_and_a_json_value_with_nulls(spark):
@@ -80,9 +91,14 @@ def test_labels_carry_key_day_event_time_and_a_json_value_with_nulls(spark):
 
 def test_records_are_ordered_and_numbered_per_key_and_day_in_one_shuffle(spark):
     t = lambda h, m=0: datetime(2024, 1, 2, h, m, tzinfo=UTC)  # noqa: E731
-    rows = [("u1", t(5), 3, None, "2024-01-02"), ("u2", t(1), 1, None, "2024-01-02"),
-            ("u1", t(1), 2, None, "2024-01-02"), ("u1", t(1), 1, None, "2024-01-02"),  # same time: value decides
-            ("u1", datetime(2024, 1, 1, 23, tzinfo=UTC), 9, None, "2024-01-01"), ("u3", t(2), 4, None, "2024-01-02")]
+    rows = [
+        ("u1", t(5), 3, None, "2024-01-02"),
+        ("u2", t(1), 1, None, "2024-01-02"),
+        ("u1", t(1), 2, None, "2024-01-02"),
+        ("u1", t(1), 1, None, "2024-01-02"),  # same time: value decides
+        ("u1", datetime(2024, 1, 1, 23, tzinfo=UTC), 9, None, "2024-01-01"),
+        ("u3", t(2), 4, None, "2024-01-02"),
+    ]
     ordered = T.in_key_order(labelled(spark, rows), partitions=2)
     plan = ordered._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange") == 1, plan
@@ -101,7 +117,10 @@ def test_kafka_rows_have_key_value_and_replay_headers(spark):
     row = T.kafka_rows(ordered, "s3a://lake/events", "dt").first()
     assert row.key == "u1"
     assert [(h.key, bytes(h.value)) for h in row.headers] == [
-        ("reprise-replay", b"true"), ("reprise-origin", b"s3a://lake/events#dt=2024-01-02"), ("reprise-seq", b"1")]
+        ("reprise-replay", b"true"),
+        ("reprise-origin", b"s3a://lake/events#dt=2024-01-02"),
+        ("reprise-seq", b"1"),
+    ]
 
 
 def test_slices_split_keys_into_disjoint_sets_that_cover_everything(spark):
@@ -114,21 +133,35 @@ def test_slices_split_keys_into_disjoint_sets_that_cover_everything(spark):
 
 def kafka_like(spark, records):
     """Rows shaped like Spark's Kafka source with headers: (key, partition, offset, origin, seq)."""
-    rows = [(k.encode() if k is not None else None, p, o,
-             [("reprise-replay", b"true"), ("reprise-origin", origin.encode()), ("reprise-seq", str(seq).encode())])
-            for k, p, o, origin, seq in records]
-    return spark.createDataFrame(rows, "key binary, partition int, offset long, "
-                                       "headers array<struct<key: string, value: binary>>")
+    rows = [
+        (
+            k.encode() if k is not None else None,
+            p,
+            o,
+            [("reprise-replay", b"true"), ("reprise-origin", origin.encode()), ("reprise-seq", str(seq).encode())],
+        )
+        for k, p, o, origin, seq in records
+    ]
+    return spark.createDataFrame(
+        rows, "key binary, partition int, offset long, headers array<struct<key: string, value: binary>>"
+    )
 
 
 def test_read_back_finds_this_replays_days_and_its_duplicates_and_order_breaks(spark):
     o = "file:///lake#dt="
-    topic = kafka_like(spark, [
-        ("a", 0, 0, o + "2024-01-01", 1), ("a", 0, 1, o + "2024-01-01", 2), ("a", 0, 2, o + "2024-01-01", 2),
-        ("b", 1, 0, o + "2024-01-02", 2), ("b", 1, 1, o + "2024-01-02", 1),
-        ("c", 1, 2, "file:///other#dt=2024-01-01", 1), (None, 0, 3, o + "2024-01-02", 2),
-        (None, 1, 3, o + "2024-01-02", 1),  # no key: spread over partitions, no order to check
-    ])
+    topic = kafka_like(
+        spark,
+        [
+            ("a", 0, 0, o + "2024-01-01", 1),
+            ("a", 0, 1, o + "2024-01-01", 2),
+            ("a", 0, 2, o + "2024-01-01", 2),
+            ("b", 1, 0, o + "2024-01-02", 2),
+            ("b", 1, 1, o + "2024-01-02", 1),
+            ("c", 1, 2, "file:///other#dt=2024-01-01", 1),
+            (None, 0, 3, o + "2024-01-02", 2),
+            (None, 1, 3, o + "2024-01-02", 1),  # no key: spread over partitions, no order to check
+        ],
+    )
     mine = T.replay_headers(topic, "file:///lake", "dt")
     assert mine.count() == 7
     checks = {r.day: (r.records, r.duplicates, r.out_of_order) for r in T.read_back_checks(mine).collect()}
@@ -137,9 +170,18 @@ def test_read_back_finds_this_replays_days_and_its_duplicates_and_order_breaks(s
 
 
 def test_records_already_in_the_topic_are_left_out_null_keys_included(spark):
-    records = spark.createDataFrame([("2024-01-01", "a", 1), ("2024-01-01", "a", 2), ("2024-01-01", None, 1),
-                                     ("2024-01-01", None, 2), ("2024-01-02", "a", 1)],
-                                    f"{T.DAY} string, {T.KEY} string, {T.SEQUENCE} int")
-    written = spark.createDataFrame([("2024-01-01", "a", 1), ("2024-01-01", None, 1)], "day string, key string, seq long")
+    records = spark.createDataFrame(
+        [
+            ("2024-01-01", "a", 1),
+            ("2024-01-01", "a", 2),
+            ("2024-01-01", None, 1),
+            ("2024-01-01", None, 2),
+            ("2024-01-02", "a", 1),
+        ],
+        f"{T.DAY} string, {T.KEY} string, {T.SEQUENCE} int",
+    )
+    written = spark.createDataFrame(
+        [("2024-01-01", "a", 1), ("2024-01-01", None, 1)], "day string, key string, seq long"
+    )
     left = sorted((r[T.DAY], r[T.KEY] or "-", r[T.SEQUENCE]) for r in T.without_written(records, written).collect())
     assert left == [("2024-01-01", "-", 2), ("2024-01-01", "a", 2), ("2024-01-02", "a", 1)]

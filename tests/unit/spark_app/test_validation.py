@@ -15,8 +15,11 @@ def test_equal_counts_pass():
 def test_every_kind_of_difference_is_a_failure_with_its_own_words():
     checks = compare(
         {"2024-01-01": 3, "2024-01-02": 5, "2024-01-03": 2},
-        {"2024-01-01": DayInTopic(4, duplicates=1), "2024-01-02": DayInTopic(5, out_of_order=2),
-         "2024-01-04": DayInTopic(1)},
+        {
+            "2024-01-01": DayInTopic(4, duplicates=1),
+            "2024-01-02": DayInTopic(5, out_of_order=2),
+            "2024-01-04": DayInTopic(1),
+        },
     )
     bad = {c.day: c.describe() for c in failures(checks)}
     assert bad == {
