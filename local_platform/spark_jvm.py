@@ -43,11 +43,23 @@ def _java_identity() -> str:
     return hashlib.sha256(out.encode()).hexdigest()[:12]
 
 
+def _classpath_identity() -> str:
+    """A short digest of where pyspark's jars are: an archive records the classpath it was dumped with, and a
+    JVM refuses it for another one. A new Python environment (another venv path) installs the same pyspark
+    version elsewhere, so the version alone does not name the archive."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    origin = str(Path(spec.origin).resolve().parent) if spec is not None and spec.origin else "none"
+    return hashlib.sha256(origin.encode()).hexdigest()[:8]
+
+
 def archive_path() -> Path:
-    """Where the class-data archive of this pyspark on this JVM lives in the cache (it may not exist yet)."""
+    """Where the class-data archive of this pyspark (at this path) on this JVM lives in the cache (it may not
+    exist yet)."""
     from .spark_jars import pyspark_version
 
-    return component_dir("spark-cds", f"{pyspark_version()}-{_java_identity()}") / ARCHIVE_NAME
+    return component_dir("spark-cds", f"{pyspark_version()}-{_classpath_identity()}-{_java_identity()}") / ARCHIVE_NAME
 
 
 def short_job_options() -> str:
