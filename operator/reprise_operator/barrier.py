@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
 from .api import format_duration
-from .conditions import rfc3339
+from .conditions import parse_rfc3339, rfc3339
 
 TopicPartitionKey = tuple[str, int]
 #: (group, topic, partition)
@@ -238,7 +238,7 @@ def previous_from_status(raw: Mapping | None) -> dict[PositionKey, GroupPosition
             0,
             int(entry["targetOffset"]),
             entry.get("committedOffset"),
-            datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None,
+            parse_rfc3339(since) if since else None,
         )
         found[position.key] = position
     return found

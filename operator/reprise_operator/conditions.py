@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Callable, Iterable, Literal
 
-from replay_worker.contract import rfc3339, utc_now
+from replay_worker.contract import parse_rfc3339, rfc3339, utc_now
 
-__all__ = ["Clock", "ConditionStatus", "find", "is_true", "rfc3339", "set_condition", "utc_now"]
+__all__ = ["Clock", "ConditionStatus", "find", "is_true", "parse_rfc3339", "rfc3339", "set_condition", "utc_now"]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 Clock = Callable[[], datetime]

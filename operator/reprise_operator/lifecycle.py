@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from . import metrics
 from .api import API_VERSION
 from .bootstrap_aliases import aliased_spec
-from .conditions import is_true, rfc3339, set_condition, utc_now
+from .conditions import is_true, parse_rfc3339, rfc3339, set_condition, utc_now
 from .constants import replay_id
 from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
@@ -248,7 +248,7 @@ async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
     completed = resource.status.get("completedAt")
     if not completed:
         return
-    finished_at = datetime.fromisoformat(completed.replace("Z", "+00:00"))
+    finished_at = parse_rfc3339(completed)
     if resource.now() - finished_at >= timedelta(seconds=ttl_seconds):
         resource.event("Expired", f"deleting: finished more than ttlSecondsAfterFinished={ttl_seconds}s ago")
         await resource.rt.kube.aio.delete_replay(resource.plural, resource.namespace, resource.name)

@@ -51,7 +51,7 @@ from datetime import datetime, timedelta
 from typing import Any, Iterable, Literal, Sequence
 
 
-from replay_worker.contract import FilterSpec, WorkerSettings
+from replay_worker.contract import FilterSpec, WorkerSettings, epoch_ms, from_epoch_ms, parse_rfc3339
 
 from .. import barrier, debezium, metrics
 from ..api import BackfillSpec, format_duration
@@ -271,7 +271,8 @@ def quiet_period(poll_interval: float) -> timedelta:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    """A time status recorded (`startedAt`, `sentAt`), or None when it has none yet."""
+    return parse_rfc3339(text) if text else None
 
 
 # ------------------------------------------------------------------------------------------ the steps
@@ -542,7 +543,7 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     bootstrap = spec.kafka.bootstrap_servers
     signal = resource.status.setdefault("signal", {"id": debezium.signal_id(resource.uid)})
     started = parse_time(resource.status.get("startedAt")) or resource.now()
-    since_ms = int(started.timestamp() * 1000) - CLOCK_SLACK_MS
+    since_ms = epoch_ms(started) - CLOCK_SLACK_MS
     if not signal.get("sentAt"):
         already = await asyncio.to_thread(
             debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal["id"], since_ms
@@ -571,11 +572,7 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
         progress = await _notifications(bootstrap, config, dbz.notification_topic, signal["id"], since_ms, memory)
         if progress.last is not None and signal.get("lastNotification") != progress.last:
             signal["lastNotification"] = progress.last
-            at = (
-                datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo)
-                if progress.at_ms
-                else resource.now()
-            )
+            at = from_epoch_ms(progress.at_ms) if progress.at_ms else resource.now()
             signal["notifiedAt"] = rfc3339(at)
         if progress.rows_scanned is not None:
             # The rows the filter matched: keys without a row are not found (by count; the connector
