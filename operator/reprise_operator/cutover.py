@@ -8,6 +8,7 @@ deletes the checks' Jobs at the teardown of a replay that completed (a failed on
 
 from __future__ import annotations
 
+from .api.common import ConditionType, Phase
 from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
 from .backfill import job_state
 from .conditions import rfc3339
@@ -43,7 +44,7 @@ async def gate(
         if verify is not None and vs.get("state") is None:
             vs["state"] = "Waiting"
             resource.condition(
-                "Verified", "Unknown", "WaitingForCatchUp", "spec.verify runs once the replay has caught up"
+                ConditionType.VERIFIED, "Unknown", "WaitingForCatchUp", "spec.verify runs once the replay has caught up"
             )
         return False
     if step == "verify":
@@ -55,9 +56,11 @@ async def gate(
             return False
         step = next_gate(caught_up=True, has_verify=True, hold=hold, state="Passed", cutover_approved=approved)
     if step == "await-cutover":
-        if not resource.condition_true("CutoverApproved") and _changed(resource, "CutoverApproved", "AwaitingCutover"):
+        if not resource.condition_true(ConditionType.CUTOVER_APPROVED) and _changed(
+            resource, ConditionType.CUTOVER_APPROVED, "AwaitingCutover"
+        ):
             resource.condition(
-                "CutoverApproved",
+                ConditionType.CUTOVER_APPROVED,
                 "False",
                 "AwaitingCutover",
                 "the shadow follows the live topic; approve the cutover with "
@@ -70,13 +73,13 @@ async def gate(
     if hold:
         vs.setdefault("cutoverApprovedAt", rfc3339(resource.now()))
         how = "approval is Automatic" if approval == "Automatic" else f"annotated {CUTOVER_ANNOTATION}=true"
-        resource.condition("CutoverApproved", "True", "CutoverApproved", how)
+        resource.condition(ConditionType.CUTOVER_APPROVED, "True", "CutoverApproved", how)
     return True
 
 
-def _changed(resource: Resource, type_: str, reason: str) -> bool:
+def _changed(resource: Resource, type_: ConditionType, reason: str) -> bool:
     for condition in resource.status.get("conditions") or []:
-        if condition.get("type") == type_:
+        if condition.get("type") == type_.value:
             return condition.get("reason") != reason
     return True
 
@@ -97,7 +100,9 @@ async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> Non
     vs.update(state="Running", run=run, job=manifest["metadata"]["name"], startedAt=rfc3339(resource.now()))
     vs.pop("finishedAt", None)
     vs.pop("message", None)
-    resource.condition("Verified", "Unknown", "VerifyRunning", f"Job {vs['job']} checks the replay (run {run})")
+    resource.condition(
+        ConditionType.VERIFIED, "Unknown", "VerifyRunning", f"Job {vs['job']} checks the replay (run {run})"
+    )
     resource.event("VerifyStarted", f"created Job {vs['job']}")
 
 
@@ -115,13 +120,13 @@ async def _poll(resource: Resource) -> bool:
     vs["finishedAt"] = rfc3339(resource.now())
     if state == "succeeded":
         vs["state"] = "Passed"
-        resource.condition("Verified", "True", "VerifyPassed", f"Job {name} succeeded")
+        resource.condition(ConditionType.VERIFIED, "True", "VerifyPassed", f"Job {name} succeeded")
         resource.event("VerifyPassed", f"Job {name} succeeded")
         return True
     pods = await rt.kube.aio.list_pods(resource.namespace, f"job-name={name}")
     message = failure_message(name, reason.split(":")[0], termination_message(pods))
     vs.update(state="Failed", message=message[:4096])
-    resource.condition("Verified", "False", "VerifyFailed", message)
+    resource.condition(ConditionType.VERIFIED, "False", "VerifyFailed", message)
     raise Failure(
         "VerifyFailed",
         f"{message}. The replay's children are kept; fix and re-run with "
@@ -131,7 +136,7 @@ async def _poll(resource: Resource) -> bool:
 
 async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool:
     """Restart a failed check when `reprise.io/reverify` has a new value: back to Running, a new Job."""
-    failed = next((c for c in resource.status.get("conditions") or [] if c.get("type") == "Failed"), None)
+    failed = next((c for c in resource.status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), None)
     if failed is None or failed.get("reason") != "VerifyFailed" or failed.get("status") != "True":
         return False
     vs = _verification(resource)
@@ -140,17 +145,21 @@ async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool
         return False
     vs["rerun"] = value
     resource.status.pop("completedAt", None)
-    resource.condition("Failed", "False", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: running the check again")
+    resource.condition(
+        ConditionType.FAILED, "False", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: running the check again"
+    )
     await _start(resource, verify, env)
-    resource.condition("Running", "True", "Reverifying", f"Job {vs['job']} checks the replay again")
-    resource.set_phase("Running", "Reverifying", f"{REVERIFY_ANNOTATION}={value}: Job {vs['job']} runs the check again")
+    resource.condition(ConditionType.RUNNING, "True", "Reverifying", f"Job {vs['job']} checks the replay again")
+    resource.set_phase(
+        Phase.RUNNING, "Reverifying", f"{REVERIFY_ANNOTATION}={value}: Job {vs['job']} runs the check again"
+    )
     return True
 
 
 def keeps_children(status: dict) -> bool:
     """A replay that failed its check kept what it made for inspection: its deletion must still remove it."""
-    failed: dict = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
-    return status.get("phase") == "Failed" and failed.get("reason") == "VerifyFailed"
+    failed: dict = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
+    return status.get("phase") == Phase.FAILED and failed.get("reason") == "VerifyFailed"
 
 
 async def remove_jobs(resource: Resource) -> None:

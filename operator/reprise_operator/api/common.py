@@ -711,6 +711,11 @@ class ConditionType(str, Enum):
     #: Handover mode: a live-side guard cannot follow the replay on some partitions (True, naming each
     #: partition and reason); it skips nothing there, so those partitions are at-least-once, not exact.
     GUARD_PROBLEM = "GuardProblem"
+    #: completion.hold: the cutover of a shadow that caught up is approved (False, AwaitingCutover, while held).
+    CUTOVER_APPROVED = "CutoverApproved"
+    #: Blocked on something a person must provide, or retrying a transient failure (reason and message say
+    #: which); False with reason Resolved once nothing is missing any more.
+    WAITING = "Waiting"
 
 
 class ConditionStatus(str, Enum):

@@ -54,7 +54,7 @@ from typing import Any, Iterable, Literal, Sequence
 from replay_worker.contract import FilterSpec, WorkerSettings, epoch_ms, from_epoch_ms, parse_rfc3339
 
 from .. import barrier, debezium, metrics
-from ..api import BackfillSpec, format_duration
+from ..api import BackfillSpec, ConditionType, Phase, format_duration
 from ..conditions import rfc3339
 from ..constants import bounded_name, child_labels
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
@@ -336,7 +336,7 @@ async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
 
 
 async def _plan(resource: Resource, spec: BackfillSpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     keys = await _read_keys(resource, spec)
     if not keys:
         raise Failure("NoKeys", "spec.keysFrom: the ConfigMap lists no keys (one per line)")
@@ -372,15 +372,15 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         await _snapshot_keys(resource, keys)
     resource.status["plan"] = plan
     summary = plan_summary(plan, spec.topic, source)
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
@@ -428,8 +428,12 @@ async def _begin(resource: Resource, spec: BackfillSpec) -> None:
     resource.status["startedAt"] = rfc3339(resource.now())
     if _source(spec) == "debezium":
         resource.status["signal"] = {"id": debezium.signal_id(resource.uid)}
-    resource.condition("Running", "True", "Starting", f"recorded the end offsets of {spec.topic} before producing")
-    resource.set_phase("Running", "Started", f"re-emitting {resource.status['plan']['keyCount']} keys to {spec.topic}")
+    resource.condition(
+        ConditionType.RUNNING, "True", "Starting", f"recorded the end offsets of {spec.topic} before producing"
+    )
+    resource.set_phase(
+        Phase.RUNNING, "Started", f"re-emitting {resource.status['plan']['keyCount']} keys to {spec.topic}"
+    )
 
 
 async def _produce(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
@@ -465,7 +469,7 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
             raise Failure("InvalidTemplate", str(exc)) from None
     job = await kube.aio.create_owned(manifest, resource.uid)
     resource.status.setdefault("children", {})["jobs"] = [name]
-    resource.condition("Running", "True", "JobCreated", f"Job {name} re-emits the keys")
+    resource.condition(ConditionType.RUNNING, "True", "JobCreated", f"Job {name} re-emits the keys")
     resource.event("JobCreated", f"created Job {name}")
     return job
 
@@ -526,11 +530,11 @@ def _produced(resource: Resource, spec: BackfillSpec, ranges: list[barrier.Produ
     resource.status["producedRange"] = ranges_status(ranges)
     records = sum(r.records for r in ranges)
     message = f"{records} records in {len(ranges)} partitions of {spec.topic} {detail}"
-    resource.condition("Produced", "True", "Produced", message)
+    resource.condition(ConditionType.PRODUCED, "True", "Produced", message)
     groups = spec.downstream_groups or []
     waiting = f"waiting for {', '.join(groups)} to pass them" if groups and ranges else "nothing to wait for"
-    resource.condition("Running", "False", "Produced", waiting)
-    resource.set_phase("Draining", "Produced", f"{message}; {waiting}")
+    resource.condition(ConditionType.RUNNING, "False", "Produced", waiting)
+    resource.set_phase(Phase.DRAINING, "Produced", f"{message}; {waiting}")
 
 
 # -- debezium
@@ -561,7 +565,10 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
             await _send(bootstrap, config, dbz.signal_topic, record)
         signal["sentAt"] = rfc3339(resource.now())
         resource.condition(
-            "Running", "True", "SignalSent", f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}"
+            ConditionType.RUNNING,
+            "True",
+            "SignalSent",
+            f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}",
         )
         resource.event(
             "SignalSent", f"sent execute-snapshot {signal['id']} for {dbz.data_collection} to {dbz.signal_topic}"
@@ -632,16 +639,16 @@ async def _notifications(
 
 async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
     """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot."""
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         what = await _hold(resource, spec, True)
-        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {what}")
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", what)
-    elif not spec.suspend and resource.phase == "Suspended":
+        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {what}")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", what)
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         what = await _hold(resource, spec, False)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", what)
-        resource.set_phase("Running", "Resumed", what)
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(ConditionType.RUNNING, "True", "Resumed", what)
+        resource.set_phase(Phase.RUNNING, "Resumed", what)
 
 
 async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
@@ -702,16 +709,16 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
         )
     if stalled:
         message = barrier.stalled_message(stalled, now)
-        flipped = not resource.condition_true("Stalled")
-        resource.condition("Stalled", "True", "GroupStalled", message)
+        flipped = not resource.condition_true(ConditionType.STALLED)
+        resource.condition(ConditionType.STALLED, "True", "GroupStalled", message)
         if flipped:
             resource.event("Stalled", message, warning=True)
-    elif resource.condition_true("Stalled"):
-        resource.condition("Stalled", "False", "Moving", "every downstream group is moving or has passed")
+    elif resource.condition_true(ConditionType.STALLED):
+        resource.condition(ConditionType.STALLED, "False", "Moving", "every downstream group is moving or has passed")
         resource.event("Moving", "the stalled downstream groups are moving again")
     if view.passed:
         resource.condition(
-            "Drained", "True", "BarrierPassed", f"{', '.join(groups)} committed past every produced offset"
+            ConditionType.DRAINED, "True", "BarrierPassed", f"{', '.join(groups)} committed past every produced offset"
         )
         await _finish(
             resource,
@@ -751,8 +758,8 @@ def _record_progress(
 
 
 async def _finish(resource: Resource, spec: BackfillSpec, reason: str, message: str) -> None:
-    if resource.condition_true("Stalled"):
-        resource.condition("Stalled", "False", "Passed", "every downstream group has passed")
+    if resource.condition_true(ConditionType.STALLED):
+        resource.condition(ConditionType.STALLED, "False", "Passed", "every downstream group has passed")
     await _forget_result(resource, spec)
     _forget_metrics(resource, spec)
     resource.complete(reason, message)
@@ -800,7 +807,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
             raise Retry(f"{len(pods)} backfill pod(s) still terminating")
     signal = resource.status.get("signal") or {}
     dbz = spec.source.debezium
-    if dbz is not None and signal.get("sentAt") and resource.phase in ("Running", "Suspended"):
+    if dbz is not None and signal.get("sentAt") and resource.phase in (Phase.RUNNING, Phase.SUSPENDED):
         _, config = await resource.kafka(spec.kafka)
         record = debezium.stop_snapshot(
             f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"

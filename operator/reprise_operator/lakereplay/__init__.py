@@ -56,7 +56,7 @@ from pydantic import ValidationError
 
 from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
-from ..api import Entrypoint, LakeReplaySpec, format_duration
+from ..api import ConditionType, Entrypoint, LakeReplaySpec, Phase, format_duration
 from ..conditions import is_true, rfc3339
 from ..constants import GROUP, VERSION, bounded_name, child_labels
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
@@ -244,7 +244,7 @@ def _children(resource: Resource) -> dict:
 
 
 def _lake_drained(resource: Resource) -> bool:
-    return is_true(resource.status.get("conditions"), "Drained")
+    return is_true(resource.status.get("conditions"), ConditionType.DRAINED)
 
 
 class LakeReplayLifecycle:
@@ -271,7 +271,7 @@ class LakeReplayLifecycle:
 
     async def revive(self, resource: Resource, spec: LakeReplaySpec) -> bool:
         return (
-            resource.phase == "Failed"
+            resource.phase == Phase.FAILED
             and spec.verify is not None
             and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
         )
@@ -287,7 +287,7 @@ LIFECYCLE = LakeReplayLifecycle()
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     try:
         refuse_future_range(spec, resource.now())
     except PlanError as exc:
@@ -314,15 +314,15 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
         continuation = await _continuation_plan(resource, spec, cluster)
         _continuation_of(resource, spec, continuation.start_offsets())  # refused now, not after the lake
     summary = plan_summary(spec, topic, partitions, continuation)
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
@@ -335,7 +335,7 @@ async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: 
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
         message = continuation_retention_message(spec, plan)
-        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
         raise Failure("RetentionExceeded", message)
     return plan
 
@@ -416,16 +416,16 @@ def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_na
     }
     resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
-    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app_name} is created")
+    resource.condition(ConditionType.PRODUCED, "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition(
-        "Running",
+        ConditionType.RUNNING,
         "True",
         "SparkApplicationCreated",
         f"SparkApplication {app_name} writes the lake range to {topic}; "
         f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}",
     )
     resource.set_phase(
-        "Running",
+        Phase.RUNNING,
         "Started",
         f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}",
     )
@@ -438,17 +438,17 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
     """Suspend what runs now (the SparkApplication and the drain, or the continuation); resume it again."""
     rt = resource.rt
     children = resource.status.get("children") or {}
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         done = await _hold(resource, spec, children, suspend=True)
-        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {done}")
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", f"{done}; state kept")
-    elif not spec.suspend and resource.phase == "Suspended":
+        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {done}")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", f"{done}; state kept")
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         done = await _hold(resource, spec, children, suspend=False)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", done)
-        resource.set_phase("Running", "Resumed", done)
-    elif resource.phase == "Suspended" and not _lake_drained(resource) and children.get("sparkApplication"):
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(ConditionType.RUNNING, "True", "Resumed", done)
+        resource.set_phase(Phase.RUNNING, "Resumed", done)
+    elif resource.phase == Phase.SUSPENDED and not _lake_drained(resource) and children.get("sparkApplication"):
         # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
         app = await rt.kube.aio.get_custom(
             SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, children["sparkApplication"]
@@ -469,7 +469,7 @@ async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspen
             return f"Reconsume {children['reconsume']} {verb}"
         return "the continuation has not started"
     said = []
-    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), "Produced"):
+    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), ConditionType.PRODUCED):
         await rt.kube.aio.patch_custom(
             SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, children["sparkApplication"], {"spec": {"suspend": suspend}}
         )
@@ -491,7 +491,7 @@ async def _follow(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory
         return
     if spec.then is None:
         if await _verified(resource, spec):
-            resource.set_phase("Draining", "Drained", "the backfill topic is drained; removing what Reprise made")
+            resource.set_phase(Phase.DRAINING, "Drained", "the backfill topic is drained; removing what Reprise made")
         return
     await _continue(resource, spec)
 
@@ -566,7 +566,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             rt.settings.handover_topic,
             rt.settings.replay_role_timeout,
         )
-    produced = is_true(resource.status.get("conditions"), "Produced")
+    produced = is_true(resource.status.get("conditions"), ConditionType.PRODUCED)
     app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:
         await _recreate_spark(resource, spec, name, topic)
@@ -577,17 +577,17 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         await _remove_lake_children(resource, spec, keep_spark=True)
         raise Failure(outcome.reason, outcome.message)
     if outcome is not None and outcome.produced and not produced:
-        resource.condition("Produced", "True", outcome.reason, outcome.message)
+        resource.condition(ConditionType.PRODUCED, "True", outcome.reason, outcome.message)
         resource.condition(
-            "Running",
+            ConditionType.RUNNING,
             "True",
             "Draining",
             "every record is in the backfill topic; the drain consumers read it to its end",
         )
         produced = True
     elif not produced and outcome is not None:
-        resource.condition("Produced", "False", outcome.reason, outcome.message)
-        resource.condition("Running", "True", outcome.reason, outcome.message)
+        resource.condition(ConditionType.PRODUCED, "False", outcome.reason, outcome.message)
+        resource.condition(ConditionType.RUNNING, "True", outcome.reason, outcome.message)
 
     # Spark's state is read before the end offsets: once it said COMPLETED, these ends are final.
     found = await cluster.aio.partitions([topic])
@@ -607,7 +607,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             f"Spark completed and group {group} consumed all {progress.total} records of {topic}; "
             f"held for {format_duration(hold)}"
         )
-        resource.condition("Drained", "True", "Drained", message)
+        resource.condition(ConditionType.DRAINED, "True", "Drained", message)
         resource.event("Drained", message)
 
 
@@ -667,7 +667,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         await rt.kube.aio.create_owned(manifest, resource.uid)
         resource.status["continuation"] = {
             "reconsume": name,
-            "phase": "Pending",
+            "phase": Phase.PENDING.value,
             "startOffsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())],
         }
         _children(resource)["reconsume"] = name
@@ -675,7 +675,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
             f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
             f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}"
         )
-        resource.condition("Running", "True", "Continuing", message)
+        resource.condition(ConditionType.RUNNING, "True", "Continuing", message)
         resource.event("ContinuationStarted", message)
         return
     child = await rt.kube.aio.get_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
@@ -686,17 +686,17 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
             f"{rfc3339_exact(spec.source.to)} on were not all replayed",
         )
     status = child.get("status") or {}
-    phase = status.get("phase") or "Pending"
+    phase = status.get("phase") or Phase.PENDING.value
     if continuation.get("phase") != phase:
         resource.status["continuation"] = {**continuation, "phase": phase}
-    if phase == "Failed":
-        failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+    if phase == Phase.FAILED:
+        failed = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
         raise Failure(
             "ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}"
         )
-    if phase == "Complete" and await _verified(resource, spec):
+    if phase == Phase.COMPLETE and await _verified(resource, spec):
         resource.set_phase(
-            "Draining",
+            Phase.DRAINING,
             "ContinuationComplete",
             f"Reconsume {name} completed on the live topics; removing what Reprise made",
         )

@@ -25,7 +25,7 @@ from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover
 
 from .. import cutover, guard_report, metrics
 from ..api import ReconsumeSpec, format_duration
-from ..api.common import Filter
+from ..api.common import ConditionType, Filter, Phase
 from ..conditions import rfc3339
 from ..constants import (
     replay_deployment_name,
@@ -174,7 +174,7 @@ class ReconsumeLifecycle:
 
     async def revive(self, resource: Resource, spec: ReconsumeSpec) -> bool:
         return (
-            resource.phase == "Failed"
+            resource.phase == Phase.FAILED
             and spec.verify is not None
             and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
         )
@@ -205,24 +205,24 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
 
 
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
     plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
     resource.status["plan"] = plan_partitions_status(plan)
     if plan.at_risk:
         message = retention_message(plan)
-        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
         raise Failure("RetentionExceeded", message)
     summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
@@ -268,12 +268,12 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     }
     resource.status.setdefault("startedAt", rfc3339(resource.now()))
     resource.condition(
-        "Running",
+        ConditionType.RUNNING,
         "True",
         "ConsumersStarted",
         f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}",
     )
-    resource.set_phase("Running", "ConsumersStarted", f"created Deployment {name} for replay group {group}")
+    resource.set_phase(Phase.RUNNING, "ConsumersStarted", f"created Deployment {name} for replay group {group}")
 
 
 async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
@@ -287,22 +287,24 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         replicas = spec.consumer.replicas if spec.consumer else 1
     if target_name is None:
         return
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
         resource.condition(
-            "Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
+            ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
         )
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", f"scaled {target_name} to 0; state kept")
         # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
         # follow after the resume reports the partitions still pending again.
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
-    elif not spec.suspend and resource.phase == "Suspended":
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}")
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(
+            ConditionType.RUNNING, "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}"
+        )
         resource.set_phase(
-            "Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
+            Phase.RUNNING, "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
         )
 
 
@@ -360,10 +362,10 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
             if handover_mode
             else "the replay group reached the live group on every partition"
         )
-        resource.condition("Drained", "True", "Drained", f"{message}; held for {format_duration(hold)}")
-        resource.set_phase("Draining", "Drained", message)
-    elif not drained and resource.condition_true("Drained"):
-        resource.condition("Drained", "False", "NotDrained", "lag is back")
+        resource.condition(ConditionType.DRAINED, "True", "Drained", f"{message}; held for {format_duration(hold)}")
+        resource.set_phase(Phase.DRAINING, "Drained", message)
+    elif not drained and resource.condition_true(ConditionType.DRAINED):
+        resource.condition(ConditionType.DRAINED, "False", "NotDrained", "lag is back")
 
 
 def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
@@ -501,9 +503,11 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             )
         rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
         resource.status.setdefault("startedAt", rfc3339(resource.now()))
-        resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
+        resource.condition(
+            ConditionType.CONSUMERS_STOPPED, "False", "ScalingDown", f"scaling Deployment {deployment} to 0"
+        )
         return  # persist the replica count before touching the Deployment
-    if not resource.condition_true("OffsetsReset"):
+    if not resource.condition_true(ConditionType.OFFSETS_RESET):
         await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
         description = await cluster.aio.describe_group(spec.consumer_group)
         if description.state not in ("Empty", "Dead"):
@@ -518,7 +522,9 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
                 )
             raise Retry(f"group {spec.consumer_group} is {description.state}")
         memory.extra.pop("empty_wait_since", None)
-        resource.condition("ConsumersStopped", "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
+        resource.condition(
+            ConditionType.CONSUMERS_STOPPED, "True", "GroupEmpty", f"group {spec.consumer_group} is Empty"
+        )
         plan = plan_from_status(resource.status.get("plan") or {})
         if "offsets" not in rollback:
             before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
@@ -537,7 +543,7 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         starts = {k: s for k, (s, _) in plan.items()}
         await cluster.aio.alter_offsets(spec.consumer_group, starts)
         resource.condition(
-            "OffsetsReset",
+            ConditionType.OFFSETS_RESET,
             "True",
             "OffsetsReset",
             f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions",
@@ -548,10 +554,13 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         )
     await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
     resource.condition(
-        "ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}"
+        ConditionType.CONSUMERS_STARTED,
+        "True",
+        "ScaledBack",
+        f"Deployment {deployment} back to {rollback['deploymentReplicas']}",
     )
-    resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
-    resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
+    resource.condition(ConditionType.RUNNING, "True", "Rewound", f"group {spec.consumer_group} replays from the start")
+    resource.set_phase(Phase.RUNNING, "Rewound", f"live group {spec.consumer_group} rewound and restarted")
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
@@ -566,9 +575,9 @@ async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: Object
     hold = spec.completion.drained_for
     if memory.drain.observe(progress.lag == 0, resource.now(), hold):
         resource.condition(
-            "Drained", "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind"
+            ConditionType.DRAINED, "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind"
         )
-        resource.set_phase("Draining", "CaughtUp", "live group caught up")
+        resource.set_phase(Phase.DRAINING, "CaughtUp", "live group caught up")
 
 
 # ------------------------------------------------------------------------------------------ deletion
@@ -590,9 +599,9 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         if (
             replicas is not None
             and spec.live_deployment is not None
-            and not resource.condition_true("ConsumersStarted")
+            and not resource.condition_true(ConditionType.CONSUMERS_STARTED)
         ):
             await resource.rt.kube.aio.scale_deployment(resource.namespace, spec.live_deployment.name, replicas)
         return
-    if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):
+    if resource.status.get("children") or resource.phase in (Phase.RUNNING, Phase.SUSPENDED, Phase.DRAINING):
         await remove_children(resource, spec, memory, cancel=True)
