@@ -519,10 +519,10 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
 async def _worker_result(resource: Resource, spec: BackfillSpec, config: dict) -> dict | None:
     rt = resource.rt
     where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
+    state = await rt.handovers.aio.replay(*where, resource.replay_id)
     if state.result is None:
-        await asyncio.to_thread(rt.handovers.sync, *where)
-        state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
+        await rt.handovers.aio.sync(*where)
+        state = await rt.handovers.aio.replay(*where, resource.replay_id)
     return dict(state.result.body) if state.result is not None else None
 
 
@@ -771,8 +771,9 @@ async def _forget_result(resource: Resource, spec: BackfillSpec) -> None:
         return
     rt = resource.rt
     _, config = await resource.kafka(spec.kafka)
-    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(topic.tombstone, resource.replay_id)
+    await rt.handovers.aio.tombstone(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+    )
 
 
 def _forget_metrics(resource: Resource, spec: BackfillSpec) -> None:

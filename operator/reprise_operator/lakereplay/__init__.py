@@ -376,8 +376,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         kafka=spec.kafka,
     )
 
-    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(handovers.ensure)
+    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     created = await cluster.aio.ensure_topic(
         topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
     )
@@ -554,8 +553,8 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
     cluster, config = await resource.kafka(spec.kafka)
     if spec.consumer.entrypoint is Entrypoint.SERVICE:
-        state = await asyncio.to_thread(
-            rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+        state = await rt.handovers.aio.replay(
+            spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
         )
         await require_replay_role(
             resource,
@@ -765,8 +764,9 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     topic = children.get("backfillTopic")
     if topic and spec.cleanup.delete_backfill_topic:
         await cluster.aio.delete_topic(topic)
-    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(handovers.tombstone, resource.replay_id)
+    await rt.handovers.aio.tombstone(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+    )
 
 
 # ------------------------------------------------------------------------------------------ deletion

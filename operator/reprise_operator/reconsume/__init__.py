@@ -249,7 +249,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         has_secret=spec.kafka.config_from is not None,
         follow=spec.completion.hold is not None,
     )
-    await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
     manifest = standby_deployment(
         resource,
@@ -319,9 +319,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
-    state = await asyncio.to_thread(
-        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
-    )
+    state = await rt.handovers.aio.replay(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     await require_replay_role(
         resource,
@@ -432,12 +430,12 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     pods = await _settled(lambda: rt.kube.aio.list_pods(resource.namespace, selector), lambda p: not p)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
-    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     rid = resource.replay_id
     if cancel:
         plan = plan_from_status(resource.status.get("plan") or {})
         committed = await cluster.aio.committed_offsets(group, list(plan))
-        await asyncio.to_thread(topic.force_handover, rid, committed, by="operator", reason="cancelled")
+        await rt.handovers.aio.force_handover(*where, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
     if spec.cleanup.delete_replay_group:
@@ -447,7 +445,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
-    await asyncio.to_thread(topic.tombstone, rid)
+    await rt.handovers.aio.tombstone(*where, rid)
     metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
 
 
@@ -471,10 +469,9 @@ async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
 
 async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:
     rt = resource.rt
-    await asyncio.to_thread(rt.handovers.sync, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(
-        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
-    )
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.sync(*where)
+    state = await rt.handovers.aio.replay(*where, rid)
     if not state.planned or all(p.acknowledged for p in state.planned):
         return True
     asked = memory.extra.setdefault("cancel_asked", resource.now())
