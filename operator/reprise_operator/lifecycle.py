@@ -20,10 +20,10 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ValidationError
 
 from . import metrics
-from .api import API_VERSION
-from .api.common import ConditionType, Phase
+from .api import API_VERSION, KINDS
+from .api.common import ConditionType, Phase, StatusModel
 from .bootstrap_aliases import aliased_spec
-from .conditions import ConditionStatus, is_true, parse_rfc3339, rfc3339, set_condition, utc_now
+from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
 from .constants import replay_id
 from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
@@ -37,6 +37,10 @@ log = logging.getLogger("reprise.lifecycle")
 FINISHED = (Phase.COMPLETE, Phase.FAILED)
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
+StatusT = TypeVar("StatusT", bound=StatusModel)
+
+#: Each kind's status model (`api.KINDS`): what `Resource.record` builds the status with.
+STATUS_MODELS: dict[str, type[StatusModel]] = {kind.kind: kind.status for kind in KINDS}
 
 
 class Retry(Exception):
@@ -158,6 +162,21 @@ class Resource:
             raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
         return aliased_spec(spec, self.rt.settings.kafka_bootstrap_aliases)
 
+    def record(self, *, keep: bool = False, **fields: Any) -> None:
+        """Write top-level status fields through the kind's status model: `fields` by their Python names,
+        each a value or a model of the API (`children=ReconsumeChildren(...)`, `started_at=now`), written as
+        the CRD stores them. With `keep`, a field status already has stays as it is (startedAt: the first
+        start counts)."""
+        written = STATUS_MODELS[self.kind](**fields).as_status()
+        for key, value in written.items():
+            if not (keep and key in self.status):
+                self.status[key] = value
+
+    def updated(self, key: str, model: type[StatusT], **changes: Any) -> StatusT:
+        """The part `key` of status as its model, with `changes` (by their Python names) applied: what to
+        `record` when one field of a part moves (a Job added to `children`, `sentAt` to the signal)."""
+        return model.model_validate(self.status.get(key) or {}).model_copy(update=changes)
+
     def condition_true(self, type_: ConditionType) -> bool:
         return is_true(self.status.get("conditions"), type_.value)
 
@@ -168,7 +187,7 @@ class Resource:
 
     def set_phase(self, phase: Phase, reason: str, message: str, event: bool = True, warning: bool = False) -> None:
         changed = self.status.get("phase") != phase.value
-        self.status["phase"] = phase.value
+        self.record(phase=phase)
         metrics.PHASES.set(self.kind, self.namespace, self.name, phase.value)
         if changed and event:
             self.event(reason, message, warning=warning)
@@ -183,13 +202,13 @@ class Resource:
     def fail(self, reason: str, message: str) -> None:
         self.condition(ConditionType.FAILED, "True", reason, message)
         self.condition(ConditionType.RUNNING, "False", reason, message)
-        self.status.setdefault("completedAt", rfc3339(self.now()))
+        self.record(completed_at=self.now(), keep=True)
         self.set_phase(Phase.FAILED, reason, message, warning=True)
 
     def complete(self, reason: str, message: str) -> None:
         self.condition(ConditionType.COMPLETE, "True", reason, message)
         self.condition(ConditionType.RUNNING, "False", reason, message)
-        self.status.setdefault("completedAt", rfc3339(self.now()))
+        self.record(completed_at=self.now(), keep=True)
         self.set_phase(Phase.COMPLETE, reason, message)
 
     def approval_message(self) -> str:
@@ -337,7 +356,7 @@ async def _reconcile_once(
         )
         if _changed_condition(old, resource.status, ConditionType.WAITING):
             resource.event(reason, message[:1000], warning=True)
-    resource.status["observedGeneration"] = resource.generation
+    resource.record(observed_generation=resource.generation)
     metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase.value)
     if resource.status != old:
         await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
