@@ -130,7 +130,7 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
     new = progress_status(progress, now, eta)
     old = dict(resource.status.get("progress") or {})
     if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
-        resource.status["progress"] = new
+        resource.record(progress=new)
     labels = (resource.kind, resource.namespace, resource.name)
     metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
     metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)

@@ -56,8 +56,18 @@ from pydantic import ValidationError
 
 from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
-from ..api import ConditionType, Entrypoint, LakeReplaySpec, Phase, format_duration
-from ..conditions import is_true, rfc3339
+from ..api import (
+    ConditionType,
+    ContinuationOffset,
+    ContinuationStatus,
+    Entrypoint,
+    LakeReplayChildren,
+    LakeReplaySpec,
+    Phase,
+    SparkStatus,
+    format_duration,
+)
+from ..conditions import is_true
 from ..constants import GROUP, VERSION, bounded_name, child_labels
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
@@ -239,10 +249,6 @@ def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-def _children(resource: Resource) -> dict:
-    return resource.status.setdefault("children", {})
-
-
 def _lake_drained(resource: Resource) -> bool:
     return is_true(resource.status.get("conditions"), ConditionType.DRAINED)
 
@@ -332,7 +338,7 @@ async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: 
         continuation_facts, cluster, list(spec.then.reconsume.topics), seam_ms(spec.source.to)
     )
     plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())
-    resource.status["plan"] = plan_partitions_status(plan)
+    resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = continuation_retention_message(spec, plan)
         resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
@@ -406,15 +412,18 @@ async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
 
 def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
     """Status once the backfill topic, the SparkApplication and the drain exist: the children, then Running."""
-    resource.status["children"] = {
-        **(resource.status.get("children") or {}),
-        "backfillTopic": topic,
-        "sparkApplication": app_name,
-        "deployment": deployment_name,
-        "replayGroup": spec.consumer_group,
-    }
-    resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
-    resource.status.setdefault("startedAt", rfc3339(resource.now()))
+    children = resource.updated(
+        "children",
+        LakeReplayChildren,
+        backfill_topic=topic,
+        spark_application=app_name,
+        deployment=deployment_name,
+        replay_group=spec.consumer_group,
+    )
+    resource.record(
+        children=children, spark=SparkStatus(application_name=app_name, state="", updated_at=resource.now())
+    )
+    resource.record(started_at=resource.now(), keep=True)
     resource.condition(ConditionType.PRODUCED, "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition(
         ConditionType.RUNNING,
@@ -532,15 +541,14 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
     """status.spark (its time only moves when something else did), and an Event when the state changed."""
     old = dict(resource.status.get("spark") or {})
-    new = {"applicationName": name, "state": outcome.state if outcome else old.get("state", "")}
-    attempts = outcome.attempts if outcome else old.get("attempts")
-    if attempts is not None:
-        new["attempts"] = attempts
-    written = records if records is not None else old.get("recordsWritten")
-    if written is not None:
-        new["recordsWritten"] = written
-    if {k: v for k, v in old.items() if k != "updatedAt"} != new:
-        resource.status["spark"] = {**new, "updatedAt": rfc3339(resource.now())}
+    fields = {
+        "application_name": name,
+        "state": outcome.state if outcome else old.get("state", ""),
+        "attempts": outcome.attempts if outcome else old.get("attempts"),
+        "records_written": records if records is not None else old.get("recordsWritten"),
+    }
+    if {k: v for k, v in old.items() if k != "updatedAt"} != SparkStatus(**fields).as_status():
+        resource.record(spark=SparkStatus(**fields, updated_at=resource.now()))
         if outcome is not None and old.get("state") != outcome.state and outcome.state:
             warning = outcome.failed or outcome.state in ("FAILING", "SUBMISSION_FAILED", "UNKNOWN")
             resource.event(outcome.reason, outcome.message, warning=warning)
@@ -664,12 +672,9 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         manifest = _continuation_of(resource, spec, starts)
         name = manifest["metadata"]["name"]
         await rt.kube.aio.create_owned(manifest, resource.uid)
-        resource.status["continuation"] = {
-            "reconsume": name,
-            "phase": Phase.PENDING.value,
-            "startOffsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())],
-        }
-        _children(resource)["reconsume"] = name
+        offsets = [ContinuationOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(starts.items())]
+        resource.record(continuation=ContinuationStatus(reconsume=name, phase=Phase.PENDING, start_offsets=offsets))
+        resource.record(children=resource.updated("children", LakeReplayChildren, reconsume=name))
         message = (
             f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
             f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}"
@@ -687,7 +692,7 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
     status = child.get("status") or {}
     phase = status.get("phase") or Phase.PENDING.value
     if continuation.get("phase") != phase:
-        resource.status["continuation"] = {**continuation, "phase": phase}
+        resource.record(continuation=resource.updated("continuation", ContinuationStatus, phase=Phase(phase)))
     if phase == Phase.FAILED:
         failed = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
         raise Failure(

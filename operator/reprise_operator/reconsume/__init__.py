@@ -24,9 +24,9 @@ from typing import Any
 from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
 from .. import cutover, guard_report, metrics
-from ..api import ReconsumeSpec, format_duration
+from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
+from ..api import Plan as PlanStatus
 from ..api.common import ConditionType, Filter, Phase
-from ..conditions import rfc3339
 from ..constants import (
     replay_deployment_name,
     replay_group_name,
@@ -208,7 +208,7 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
     plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
-    resource.status["plan"] = plan_partitions_status(plan)
+    resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)
         resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
@@ -261,12 +261,10 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         kafka=spec.kafka,
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
-    resource.status["children"] = {
-        "deployment": name,
-        "replayGroup": group,
-        "handoverTopic": rt.settings.handover_topic,
-    }
-    resource.status.setdefault("startedAt", rfc3339(resource.now()))
+    resource.record(
+        children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic)
+    )
+    resource.record(started_at=resource.now(), keep=True)
     resource.condition(
         ConditionType.RUNNING,
         "True",
@@ -490,27 +488,31 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     assert spec.live_deployment is not None
     deployment = spec.live_deployment.name
     cluster, _ = await resource.kafka(spec.kafka)
-    rollback = resource.status.setdefault("rollback", {})
-    if "deploymentReplicas" not in rollback:
+    rollback = RollbackSnapshot.model_validate(resource.status.get("rollback") or {})
+    resource.record(rollback=rollback)
+    if rollback.deployment_replicas is None:
         live = await rt.kube.aio.get_deployment(resource.namespace, deployment)
         if live is None:
             raise Waiting(
                 "DeploymentNotFound",
                 f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist",
             )
-        rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
-        resource.status.setdefault("startedAt", rfc3339(resource.now()))
+        resource.record(
+            rollback=rollback.model_copy(update={"deployment_replicas": int(live["spec"].get("replicas", 1))})
+        )
+        resource.record(started_at=resource.now(), keep=True)
         resource.condition(
             ConditionType.CONSUMERS_STOPPED, "False", "ScalingDown", f"scaling Deployment {deployment} to 0"
         )
         return  # persist the replica count before touching the Deployment
+    replicas = rollback.deployment_replicas
     if not resource.condition_true(ConditionType.OFFSETS_RESET):
         await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
         description = await cluster.aio.describe_group(spec.consumer_group)
         if description.state not in ("Empty", "Dead"):
             started = memory.extra.setdefault("empty_wait_since", resource.now())
             if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
-                await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
+                await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
                 members = ", ".join(description.members[:5]) or "unknown members"
                 raise Failure(
                     "GroupHasOtherMembers",
@@ -523,19 +525,22 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
             ConditionType.CONSUMERS_STOPPED, "True", "GroupEmpty", f"group {spec.consumer_group} is Empty"
         )
         plan = plan_from_status(resource.status.get("plan") or {})
-        if "offsets" not in rollback:
+        if "offsets" not in rollback.model_fields_set:
             before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
             ends = await cluster.aio.end_offsets(list(plan))
-            rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
-            rollback["takenAt"] = rfc3339(resource.now())
+            offsets = [SnapshotOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(before.items())]
+            rollback = rollback.model_copy(update={"offsets": offsets, "taken_at": resource.now()})
+            resource.record(rollback=rollback)
             cm_name = rollback_configmap_name(resource.name)
             await rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
-            rollback["configMap"] = cm_name
+            resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
             # The rewind replays up to where the log ends now; later records are live traffic.
-            for part in resource.status["plan"]["partitions"]:
-                part["endOffset"] = max(part["startOffset"], ends[(part["topic"], part["partition"])])
-                part["records"] = part["endOffset"] - part["startOffset"]
-            resource.status["plan"]["totalRecords"] = sum(p["records"] for p in resource.status["plan"]["partitions"])
+            rewound = PlanStatus.model_validate(resource.status["plan"])
+            for part in rewound.partitions:
+                part.end_offset = max(part.start_offset, ends[(part.topic, part.partition)])
+                part.records = part.end_offset - part.start_offset
+            rewound.total_records = sum(part.records for part in rewound.partitions)
+            resource.record(plan=rewound)
             return  # persist the snapshot before moving any offset
         starts = {k: s for k, (s, _) in plan.items()}
         await cluster.aio.alter_offsets(spec.consumer_group, starts)
@@ -547,14 +552,11 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
         )
         resource.event(
             "OffsetsReset",
-            f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}",
+            f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.config_map}",
         )
-    await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
+    await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
     resource.condition(
-        ConditionType.CONSUMERS_STARTED,
-        "True",
-        "ScaledBack",
-        f"Deployment {deployment} back to {rollback['deploymentReplicas']}",
+        ConditionType.CONSUMERS_STARTED, "True", "ScaledBack", f"Deployment {deployment} back to {replicas}"
     )
     resource.condition(ConditionType.RUNNING, "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase(Phase.RUNNING, "Rewound", f"live group {spec.consumer_group} rewound and restarted")
