@@ -11,13 +11,14 @@ import json
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Sequence
 
 import yaml
 
 from reprise_operator.api import GROUP, VERSION
 from reprise_operator.kube import KubeUnavailable
+from replay_worker.contract import utc_now
 
 from . import controls, live_progress, plan as planning, tables
 from .connection import PluginError, Target, connect, find, list_all
@@ -137,7 +138,7 @@ def _dump(obj: object, output: str) -> str:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return utc_now()
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -3,10 +3,11 @@ plans in, text out, so every rendering is unit-tested without a cluster."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Iterable, Sequence
 
 from reprise_operator.api import KindDefinition
+from replay_worker.contract import parse_rfc3339, rfc3339
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -31,9 +32,8 @@ def duration(seconds: float | int | None) -> str:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """A time from a status (`startedAt`, `oldestTimestamp`), or None when it is not set."""
+    return parse_rfc3339(text) if text else None
 
 
 def age(stamp: str | None, now: datetime) -> str:
@@ -238,4 +238,4 @@ def verification_lines(name: str, status: dict) -> list[str]:
 
 
 def utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(moment)

@@ -237,6 +237,8 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             return _run_foreground(argv, _operator_env(kubeconfig))
         _say(f"KUBECONFIG={kubeconfig} is not reachable ({problem}); starting the local platform instead")
 
+    from reprise_operator.api import KINDS  # the one list of kinds: the plurals asked for below
+
     from .platform import LocalPlatform
 
     crds = sorted(glob.glob(str(REPO_ROOT / "crds" / "*.yaml")))
@@ -284,7 +286,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
                     str(platform.kubectl),
                     f"--kubeconfig={platform.kubeconfig}",
                     "get",
-                    "reconsumes,backfills,lakereplays",
+                    ",".join(kind.plural for kind in KINDS),
                     "-A",
                 ],
                 capture_output=True,

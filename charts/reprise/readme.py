@@ -22,6 +22,15 @@ from typing import Any
 import yaml
 
 CHART = Path(__file__).resolve().parent
+REPOSITORY = CHART.parent.parent
+# Run by hand as `python charts/reprise/readme.py`, the operator's package is not on the path yet; the
+# CRD names come from the one list of kinds (api.KINDS), as the CRDs and the RBAC plurals do.
+for _path in (REPOSITORY, REPOSITORY / "operator"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from reprise_operator.api import KINDS  # noqa: E402 - after the path is set
+
 KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z0-9_.-]+):(?P<rest>.*)$")
 DOC_START = re.compile(r"^\s*# -- ?(?P<text>.*)$")
 DOC_MORE = re.compile(r"^\s*#(?: (?P<text>.*))?$")
@@ -109,7 +118,10 @@ def values_table(text: str) -> str:
 def render(chart: Path = CHART) -> str:
     meta = yaml.safe_load((chart / "Chart.yaml").read_text())
     intro = INTRO.format(
-        version=meta["version"], app_version=meta["appVersion"], description=" ".join(meta["description"].split())
+        version=meta["version"],
+        app_version=meta["appVersion"],
+        description=" ".join(meta["description"].split()),
+        crd_names=" ".join(kind.crd_name for kind in KINDS),
     )
     return intro + values_table((chart / "values.yaml").read_text())
 
@@ -128,7 +140,7 @@ The user guide is in [docs/](../../docs/README.md); installing is [docs/installi
 
 ```sh
 helm install reprise charts/reprise --namespace reprise-system --create-namespace
-kubectl get crd reconsumes.reprise.io backfills.reprise.io lakereplays.reprise.io
+kubectl get crd {crd_names}
 ```
 
 Values are checked against `values.schema.json`: an unknown or misspelled key fails the install.

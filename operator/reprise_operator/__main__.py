@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     @kopf.on.cleanup(registry=registry)
     async def shutdown(**_: object) -> None:
-        await asyncio.to_thread(rt.handovers.close)
+        await rt.handovers.aio.close()
 
     handlers.register(registry, rt)
     kopf.run(

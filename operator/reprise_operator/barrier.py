@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
-from .api import format_duration
-from .conditions import rfc3339
+from .api import BarrierPartition, BarrierStatus, format_duration
+from .conditions import parse_rfc3339
 
 TopicPartitionKey = tuple[str, int]
 #: (group, topic, partition)
@@ -203,27 +203,25 @@ def stalled_message(stalled: Sequence[GroupPosition], now: datetime) -> str:
 
 
 def barrier_status(view: BarrierView, now: datetime) -> dict:
-    """`status.barrier` in the API's shape. `stalledSince` only once an offset was seen unchanged twice."""
-    partitions = []
-    for p in view.positions:
-        entry: dict = {
-            "group": p.group,
-            "topic": p.topic,
-            "partition": p.partition,
-            "targetOffset": p.target,
-            "remaining": p.remaining,
-        }
-        if p.committed is not None:
-            entry["committedOffset"] = p.committed
-        if p.unchanged_since is not None and p.unchanged_since < now:
-            entry["stalledSince"] = rfc3339(p.unchanged_since)
-        partitions.append(entry)
-    return {
-        "partitions": partitions,
-        "groupsPassed": view.groups_passed,
-        "groupsTotal": len(view.groups),
-        "remaining": view.remaining(),
-    }
+    """`status.barrier`, built with the API's `BarrierStatus` model. `stalledSince` only once an offset was
+    seen unchanged twice."""
+    return BarrierStatus(
+        partitions=[
+            BarrierPartition(
+                group=p.group,
+                topic=p.topic,
+                partition=p.partition,
+                target_offset=p.target,
+                remaining=p.remaining,
+                committed_offset=p.committed,
+                stalled_since=p.unchanged_since if p.unchanged_since is not None and p.unchanged_since < now else None,
+            )
+            for p in view.positions
+        ],
+        groups_passed=view.groups_passed,
+        groups_total=len(view.groups),
+        remaining=view.remaining(),
+    ).as_status()
 
 
 def previous_from_status(raw: Mapping | None) -> dict[PositionKey, GroupPosition]:
@@ -238,7 +236,7 @@ def previous_from_status(raw: Mapping | None) -> dict[PositionKey, GroupPosition
             0,
             int(entry["targetOffset"]),
             entry.get("committedOffset"),
-            datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None,
+            parse_rfc3339(since) if since else None,
         )
         found[position.key] = position
     return found

@@ -1,8 +1,9 @@
 """Status conditions, the Kubernetes way: one setter that moves `lastTransitionTime` only on a flip.
 
-Conditions are plain dicts here (the shape the API server stores), so the reconcile code can compute a
-whole new status and compare it with the old one before patching anything. The clock is injectable so
-the tests can pin time.
+Each condition is built with the API's `Condition` model (so it has the CRD's shape and is checked as the API
+server would check it) and kept as the plain dict the API server stores, so the reconcile code can compute a
+whole new status and compare it with the old one before patching anything. The clock is injectable so the
+tests can pin time.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Callable, Iterable, Literal
 
-from replay_worker.contract import rfc3339, utc_now
+from replay_worker.contract import parse_rfc3339, rfc3339, utc_now
 
-__all__ = ["Clock", "ConditionStatus", "find", "is_true", "rfc3339", "set_condition", "utc_now"]
+from .api.common import Condition
+
+__all__ = ["Clock", "ConditionStatus", "find", "is_true", "parse_rfc3339", "rfc3339", "set_condition", "utc_now"]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 Clock = Callable[[], datetime]
@@ -52,22 +55,21 @@ def set_condition(
             result.append(dict(condition))
             continue
         replaced = True
-        updated = dict(condition)
-        if condition.get("status") != status:
-            updated["lastTransitionTime"] = rfc3339(clock())
-        updated.update(status=status, reason=reason, message=message)
-        if observed_generation is not None:
-            updated["observedGeneration"] = observed_generation
-        result.append(updated)
+        since = condition.get("lastTransitionTime")
+        at = parse_rfc3339(since) if since and condition.get("status") == status else clock()
+        generation = observed_generation if observed_generation is not None else condition.get("observedGeneration")
+        result.append(_condition(type_, status, reason, message, at, generation))
     if not replaced:
-        new: dict[str, str | int] = {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": rfc3339(clock()),
-        }
-        if observed_generation is not None:
-            new["observedGeneration"] = observed_generation
-        result.append(new)
+        result.append(_condition(type_, status, reason, message, clock(), observed_generation))
     return result
+
+
+def _condition(
+    type_: str, status: ConditionStatus, reason: str, message: str, since: datetime, generation: int | None
+) -> dict:
+    """One condition as status stores it, built with the API's model (observedGeneration only when known)."""
+    fields: dict = {"type": type_, "status": status, "reason": reason, "message": message}
+    fields["last_transition_time"] = since
+    if generation is not None:
+        fields["observed_generation"] = generation
+    return Condition(**fields).as_status()

@@ -15,7 +15,9 @@ from typing import Iterable
 
 from replay_worker.contract import PartitionHandover
 
-CONDITION = "GuardProblem"
+from .api.common import ConditionType
+
+CONDITION = ConditionType.GUARD_PROBLEM
 #: At most this many partitions are named in the condition's message; the rest are counted.
 NAMED = 5
 

@@ -1,14 +1,20 @@
-"""The operator's view of the handover topics: one tailing reader per Kafka cluster, shared by every replay.
+"""The operator's door to the handover topics: one tailing reader per Kafka cluster, shared by every replay.
 
 The replay workers and the live side's guards write the handover protocol's records (see
 `replay_worker/HANDOVER.md`); the operator only reads them to follow progress, and writes in two cases:
 a forced handover when a replay is cancelled mid-flight (so the live side takes every partition back at
 exactly what the replay processed), and tombstones at cleanup. Tailing instead of re-reading keeps the
 load on Kafka constant whatever the number of replays.
+
+Beside `kafka_admin.py` (the admin client), this is the only operator module that reaches Kafka: it opens
+the worker's handover-topic clients, and no kind holds one (the import-linter contracts in pyproject.toml
+keep it so). Its calls block on Kafka, so reconcile code uses the async face, `HandoverReaders.aio`, which
+runs each of them on a worker thread and never on Kopf's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import threading
 from typing import Mapping
@@ -16,7 +22,7 @@ from typing import Mapping
 from replay_worker.handover import ReplayHandover
 from replay_worker.handover_topic import HandoverFollower, HandoverTopic
 
-from .kafka_admin import connection_key
+from .kafka_admin import TopicPartitionKey, connection_key
 
 #: How long a read waits for a new follower to catch up before the reconcile tries again at the next poll.
 CATCH_UP_WAIT = 5.0
@@ -42,11 +48,14 @@ class HandoverReaders:
         self._topics: dict[tuple[str, str], HandoverTopic] = {}
         self._ensured: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        #: The async face of this door: `await readers.aio.replay(...)` (see `AsyncHandoverReaders`).
+        self.aio = AsyncHandoverReaders(self)
 
     def _key(self, bootstrap: str, config: Mapping[str, str], topic: str) -> tuple[str, str]:
         return (connection_key(bootstrap, config), topic)
 
-    def topic(self, bootstrap: str, config: Mapping[str, str], topic: str) -> HandoverTopic:
+    def _topic(self, bootstrap: str, config: Mapping[str, str], topic: str) -> HandoverTopic:
+        """The write handle of one handover topic (opened once; it holds a Kafka producer)."""
         key = self._key(bootstrap, config, topic)
         with self._lock:
             handle = self._topics.get(key)
@@ -59,8 +68,27 @@ class HandoverReaders:
         key = self._key(bootstrap, config, topic)
         if key in self._ensured:
             return
-        self.topic(bootstrap, config, topic).ensure()
+        self._topic(bootstrap, config, topic).ensure()
         self._ensured.add(key)
+
+    def force_handover(
+        self,
+        bootstrap: str,
+        config: Mapping[str, str],
+        topic: str,
+        replay_id: str,
+        offsets: Mapping[TopicPartitionKey, int],
+        *,
+        by: str,
+        reason: str,
+    ) -> int:
+        """Publish the handover offset of every partition of the replay that has none yet, at `offsets` (the
+        replay group's committed offsets, once it is stopped); how many were published."""
+        return len(self._topic(bootstrap, config, topic).force_handover(replay_id, offsets, by=by, reason=reason))
+
+    def tombstone(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str) -> int:
+        """Delete every record of the replay (compaction then drops them); how many keys."""
+        return self._topic(bootstrap, config, topic).tombstone(replay_id)
 
     def replay(
         self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str, wait: float = CATCH_UP_WAIT
@@ -108,3 +136,45 @@ class HandoverReaders:
             self._followers.clear()
             self._caught_up_at.clear()
             self._topics.clear()
+
+
+class AsyncHandoverReaders:
+    """The handover topics' door for reconcile code: the same calls as `HandoverReaders`, awaitable.
+
+    Each call may block on Kafka (a new follower catching up, a flush of the records written), so it runs on a
+    worker thread; that hop lives here, once, instead of in every reconcile step."""
+
+    def __init__(self, readers: HandoverReaders) -> None:
+        self._readers = readers
+
+    async def ensure(self, bootstrap: str, config: Mapping[str, str], topic: str) -> None:
+        await asyncio.to_thread(self._readers.ensure, bootstrap, config, topic)
+
+    async def replay(
+        self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str, wait: float = CATCH_UP_WAIT
+    ) -> ReplayHandover:
+        return await asyncio.to_thread(self._readers.replay, bootstrap, config, topic, replay_id, wait)
+
+    async def sync(self, bootstrap: str, config: Mapping[str, str], topic: str, timeout: float = 10.0) -> bool:
+        return await asyncio.to_thread(self._readers.sync, bootstrap, config, topic, timeout)
+
+    async def force_handover(
+        self,
+        bootstrap: str,
+        config: Mapping[str, str],
+        topic: str,
+        replay_id: str,
+        offsets: Mapping[TopicPartitionKey, int],
+        *,
+        by: str,
+        reason: str,
+    ) -> int:
+        return await asyncio.to_thread(
+            lambda: self._readers.force_handover(bootstrap, config, topic, replay_id, offsets, by=by, reason=reason)
+        )
+
+    async def tombstone(self, bootstrap: str, config: Mapping[str, str], topic: str, replay_id: str) -> int:
+        return await asyncio.to_thread(self._readers.tombstone, bootstrap, config, topic, replay_id)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._readers.close)

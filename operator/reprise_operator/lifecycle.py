@@ -20,9 +20,10 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ValidationError
 
 from . import metrics
-from .api import API_VERSION
+from .api import API_VERSION, KINDS
+from .api.common import ConditionType, Phase, StatusModel
 from .bootstrap_aliases import aliased_spec
-from .conditions import is_true, rfc3339, set_condition, utc_now
+from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
 from .constants import replay_id
 from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
@@ -33,9 +34,13 @@ from .workloads import Owner
 
 log = logging.getLogger("reprise.lifecycle")
 
-FINISHED = ("Complete", "Failed")
+FINISHED = (Phase.COMPLETE, Phase.FAILED)
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
+StatusT = TypeVar("StatusT", bound=StatusModel)
+
+#: Each kind's status model (`api.KINDS`): what `Resource.record` builds the status with.
+STATUS_MODELS: dict[str, type[StatusModel]] = {kind.kind: kind.status for kind in KINDS}
 
 
 class Retry(Exception):
@@ -134,8 +139,8 @@ class Resource:
         return dict(self.body["metadata"].get("annotations") or {})
 
     @property
-    def phase(self) -> str:
-        return self.status.get("phase") or "Pending"
+    def phase(self) -> Phase:
+        return Phase(self.status.get("phase") or Phase.PENDING.value)
 
     @property
     def replay_id(self) -> str:
@@ -157,18 +162,33 @@ class Resource:
             raise Failure("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
         return aliased_spec(spec, self.rt.settings.kafka_bootstrap_aliases)
 
-    def condition_true(self, type_: str) -> bool:
-        return is_true(self.status.get("conditions"), type_)
+    def record(self, *, keep: bool = False, **fields: Any) -> None:
+        """Write top-level status fields through the kind's status model: `fields` by their Python names,
+        each a value or a model of the API (`children=ReconsumeChildren(...)`, `started_at=now`), written as
+        the CRD stores them. With `keep`, a field status already has stays as it is (startedAt: the first
+        start counts)."""
+        written = STATUS_MODELS[self.kind](**fields).as_status()
+        for key, value in written.items():
+            if not (keep and key in self.status):
+                self.status[key] = value
 
-    def condition(self, type_: str, status: str, reason: str, message: str = "") -> None:
+    def updated(self, key: str, model: type[StatusT], **changes: Any) -> StatusT:
+        """The part `key` of status as its model, with `changes` (by their Python names) applied: what to
+        `record` when one field of a part moves (a Job added to `children`, `sentAt` to the signal)."""
+        return model.model_validate(self.status.get(key) or {}).model_copy(update=changes)
+
+    def condition_true(self, type_: ConditionType) -> bool:
+        return is_true(self.status.get("conditions"), type_.value)
+
+    def condition(self, type_: ConditionType, status: ConditionStatus, reason: str, message: str = "") -> None:
         self.status["conditions"] = set_condition(
-            self.status.get("conditions"), type_, status, reason, message, self.generation, clock=self.now
+            self.status.get("conditions"), type_.value, status, reason, message, self.generation, clock=self.now
         )
 
-    def set_phase(self, phase: str, reason: str, message: str, event: bool = True, warning: bool = False) -> None:
-        changed = self.status.get("phase") != phase
-        self.status["phase"] = phase
-        metrics.PHASES.set(self.kind, self.namespace, self.name, phase)
+    def set_phase(self, phase: Phase, reason: str, message: str, event: bool = True, warning: bool = False) -> None:
+        changed = self.status.get("phase") != phase.value
+        self.record(phase=phase)
+        metrics.PHASES.set(self.kind, self.namespace, self.name, phase.value)
         if changed and event:
             self.event(reason, message, warning=warning)
 
@@ -180,16 +200,16 @@ class Resource:
             log.debug("could not post event: %s", exc)
 
     def fail(self, reason: str, message: str) -> None:
-        self.condition("Failed", "True", reason, message)
-        self.condition("Running", "False", reason, message)
-        self.status.setdefault("completedAt", rfc3339(self.now()))
-        self.set_phase("Failed", reason, message, warning=True)
+        self.condition(ConditionType.FAILED, "True", reason, message)
+        self.condition(ConditionType.RUNNING, "False", reason, message)
+        self.record(completed_at=self.now(), keep=True)
+        self.set_phase(Phase.FAILED, reason, message, warning=True)
 
     def complete(self, reason: str, message: str) -> None:
-        self.condition("Complete", "True", reason, message)
-        self.condition("Running", "False", reason, message)
-        self.status.setdefault("completedAt", rfc3339(self.now()))
-        self.set_phase("Complete", reason, message)
+        self.condition(ConditionType.COMPLETE, "True", reason, message)
+        self.condition(ConditionType.RUNNING, "False", reason, message)
+        self.record(completed_at=self.now(), keep=True)
+        self.set_phase(Phase.COMPLETE, reason, message)
 
     def approval_message(self) -> str:
         """The Approved condition's message: how this resource was approved."""
@@ -232,12 +252,14 @@ def may_start(resource: Resource, suspend: bool) -> bool:
     before it started has nothing running, so it only waits)."""
     if not resource.approved():
         return False
-    resource.condition("Approved", "True", "Approved", resource.approval_message())
+    resource.condition(ConditionType.APPROVED, "True", "Approved", resource.approval_message())
     if suspend:
-        resource.condition("Suspended", "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started")
+        resource.condition(
+            ConditionType.SUSPENDED, "True", "SuspendedBeforeStart", "spec.suspend is true: nothing started"
+        )
         return False
-    if resource.condition_true("Suspended"):
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
+    if resource.condition_true(ConditionType.SUSPENDED):
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
     return True
 
 
@@ -248,7 +270,7 @@ async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
     completed = resource.status.get("completedAt")
     if not completed:
         return
-    finished_at = datetime.fromisoformat(completed.replace("Z", "+00:00"))
+    finished_at = parse_rfc3339(completed)
     if resource.now() - finished_at >= timedelta(seconds=ttl_seconds):
         resource.event("Expired", f"deleting: finished more than ttlSecondsAfterFinished={ttl_seconds}s ago")
         await resource.rt.kube.aio.delete_replay(resource.plural, resource.namespace, resource.name)
@@ -289,7 +311,7 @@ async def run_reconcile(
 
 async def _reconcile_once(
     kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory, step: Callable[[Resource, ObjectMemory], Any]
-) -> tuple[str, str]:
+) -> tuple[Phase, Phase]:
     """One step and its status write; the phase before and after."""
     old = copy.deepcopy(memory.status if memory.status is not None else dict(body.get("status") or {}))
     old.pop("kopf", None)
@@ -298,12 +320,12 @@ async def _reconcile_once(
     failed: tuple[str, str] | None = None
     try:
         await step(resource, memory)
-        if _has(resource, "Waiting"):
-            resource.condition("Waiting", "False", "Resolved", "nothing is missing any more")
+        if _has(resource, ConditionType.WAITING):
+            resource.condition(ConditionType.WAITING, "False", "Resolved", "nothing is missing any more")
     except (Waiting, NotOwned) as exc:
         waiting = exc if isinstance(exc, Waiting) else Waiting("NameTaken", str(exc))
-        resource.condition("Waiting", "True", waiting.reason, waiting.message)
-        if _changed_condition(old, resource.status, "Waiting"):
+        resource.condition(ConditionType.WAITING, "True", waiting.reason, waiting.message)
+        if _changed_condition(old, resource.status, ConditionType.WAITING):
             resource.event(waiting.reason, waiting.message, warning=True)
     except Failure as failure:
         resource.fail(failure.reason, failure.message)
@@ -327,26 +349,31 @@ async def _reconcile_once(
         memory.retry_at = utc_now() + timedelta(seconds=delay)
         reason, message = failed
         resource.condition(
-            "Waiting", "True", reason, f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)"
+            ConditionType.WAITING,
+            "True",
+            reason,
+            f"{message[:2000]} (attempt {memory.failures}; the next in {delay:.0f}s)",
         )
-        if _changed_condition(old, resource.status, "Waiting"):
+        if _changed_condition(old, resource.status, ConditionType.WAITING):
             resource.event(reason, message[:1000], warning=True)
-    resource.status["observedGeneration"] = resource.generation
-    metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase)
+    resource.record(observed_generation=resource.generation)
+    metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase.value)
     if resource.status != old:
         await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
         memory.status = resource.status
     return before, resource.phase
 
 
-def _has(resource: Resource, type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in resource.status.get("conditions") or [])
+def _has(resource: Resource, type_: ConditionType) -> bool:
+    return any(
+        c.get("type") == type_.value and c.get("status") == "True" for c in resource.status.get("conditions") or []
+    )
 
 
-def _changed_condition(old: dict, new: dict, type_: str) -> bool:
+def _changed_condition(old: dict, new: dict, type_: ConditionType) -> bool:
     def pick(status: dict) -> tuple:
         for c in status.get("conditions") or []:
-            if c.get("type") == type_:
+            if c.get("type") == type_.value:
                 return (c.get("status"), c.get("reason"))
         return (None, None)
 

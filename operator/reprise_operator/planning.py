@@ -24,7 +24,6 @@ from replay_worker.contract import (
     decide_start,
     epoch_ms,
     rfc3339,
-    rfc3339_ms,
 )
 
 from .api import Start
@@ -158,26 +157,6 @@ def retention_message(plan: Plan, lake_hint: str = "LakeReplay") -> str:
 def log_start(part: PartitionPlan) -> int:
     """Where the partition's retained log starts (not the offset asked for: that is what lies below it)."""
     return part.log_start if part.log_start is not None else part.start_offset
-
-
-def plan_status(plan: Plan) -> dict:
-    """`status.plan` as the API stores it."""
-    return {
-        "partitions": [
-            {
-                "topic": p.topic,
-                "partition": p.partition,
-                "startOffset": p.start_offset,
-                "endOffset": p.end_offset,
-                "records": p.records,
-                **({"oldestTimestamp": rfc3339_ms(p.oldest_timestamp_ms)} if p.oldest_timestamp_ms is not None else {}),
-                "retentionRisk": p.retention_risk,
-            }
-            for p in plan.partitions
-        ],
-        "totalRecords": plan.total_records,
-        "computedAt": rfc3339(plan.computed_at),
-    }
 
 
 def partitions_of(topics: Mapping[str, Iterable[int]]) -> list[TopicPartitionKey]:

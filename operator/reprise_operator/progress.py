@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Literal
 
+from .api.common import PartitionProgress
+from .api.common import PartitionState as PartitionStateName
+from .api.common import Progress as ProgressStatus
+
 PartitionState = Literal["Pending", "Replaying", "CaughtUp", "HandedOver", "Drained"]
 
 
@@ -141,28 +145,30 @@ def summarize(views: Iterable[PartitionView], window: EtaWindow, now: datetime) 
     return Progress(parts, window.eta_seconds())
 
 
-def progress_status(progress: Progress, updated_at: str) -> dict:
-    """`status.progress` as the API stores it. `updated_at` is only set when something else changed."""
-    return {
-        "partitions": [
-            {
-                "topic": p.topic,
-                "partition": p.partition,
-                **({"position": p.position} if p.position is not None else {}),
-                **({"handoverOffset": p.handover_offset} if p.handover_offset is not None else {}),
-                "lag": p.lag,
-                "state": p.state,
-                **({"guardProblem": p.guard_problem} if p.guard_problem is not None else {}),
-            }
+def progress_status(progress: Progress, updated_at: datetime, eta: str | None = None) -> dict:
+    """`status.progress`, built with the API's `Progress` model. `updated_at` is only written when something
+    else changed (the caller compares without it); `eta` is etaSeconds as a Go duration, for kubectl get."""
+    return ProgressStatus(
+        partitions=[
+            PartitionProgress(
+                topic=p.topic,
+                partition=p.partition,
+                position=p.position,
+                handover_offset=p.handover_offset,
+                lag=p.lag,
+                state=PartitionStateName(p.state),
+                guard_problem=p.guard_problem,
+            )
             for p in progress.partitions
         ],
-        "totalRecords": progress.total,
-        "processed": progress.processed,
-        "percent": progress.percent,
-        "lag": progress.lag,
-        **({"etaSeconds": progress.eta_seconds} if progress.eta_seconds is not None else {}),
-        "updatedAt": updated_at,
-    }
+        total_records=progress.total,
+        processed=progress.processed,
+        percent=progress.percent,
+        lag=progress.lag,
+        eta_seconds=progress.eta_seconds,
+        eta=eta,
+        updated_at=updated_at,
+    ).as_status()
 
 
 @dataclass

@@ -14,7 +14,6 @@ from replay_worker.contract import WorkerSettings
 
 from . import metrics
 from .api import Consumer, Entrypoint, KafkaConnection, format_duration
-from .conditions import rfc3339
 from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from .progress import PartitionView, Progress, progress_status, summarize
@@ -127,12 +126,11 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
     changed) and the replay metrics; remember when the processed count last moved."""
     now = resource.now()
     progress = summarize(views, memory.eta, now)
-    new = progress_status(progress, rfc3339(now))
-    if progress.eta_seconds is not None:
-        new["eta"] = format_duration_seconds(progress.eta_seconds)
+    eta = format_duration_seconds(progress.eta_seconds) if progress.eta_seconds is not None else None
+    new = progress_status(progress, now, eta)
     old = dict(resource.status.get("progress") or {})
     if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
-        resource.status["progress"] = new
+        resource.record(progress=new)
     labels = (resource.kind, resource.namespace, resource.name)
     metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
     metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)

@@ -72,6 +72,12 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
             "from . import lifecycle",
             "The operator's layers import only downward",
         ),
+        # A kind opening the handover topic itself instead of going through its door (handover_state).
+        (
+            "operator/reprise_operator/lakereplay/__init__.py",
+            "from replay_worker.handover_topic import HandoverTopic",
+            "Only the doors talk to Kubernetes and Kafka",
+        ),
         # One kind importing another.
         (
             "operator/reprise_operator/backfill/__init__.py",

@@ -4,7 +4,7 @@ These models are the single source of truth: `python -m reprise_operator.api.gen
 writes the CRDs from them, and the operator parses `spec` and builds `status` with them:
 
     spec = ReconsumeSpec.model_validate(body["spec"])
-    patch.status.update(ReconsumeStatus(phase=Phase.RUNNING, ...).dump())
+    status.update(ReconsumeStatus(phase=Phase.RUNNING, ...).as_status())  # what `Resource.record` does
 """
 
 from .backfill import (

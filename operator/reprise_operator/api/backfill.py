@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal, Optional
 
-from pydantic import AwareDatetime, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .common import (
     AGE_COLUMN,
+    StatusTime,
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
@@ -245,7 +246,7 @@ class BackfillPlan(StatusModel):
         default_factory=list, description="The partitions of spec.topic the keys map to."
     )
     downstream_groups: list[str] = Field(default_factory=list, description="The groups the barrier waits for.")
-    computed_at: Optional[AwareDatetime] = Field(default=None, description="When the plan was computed.")
+    computed_at: Optional[StatusTime] = Field(default=None, description="When the plan was computed.")
 
 
 class OffsetRange(StatusModel):
@@ -270,7 +271,7 @@ class BarrierPartition(StatusModel):
         default=None, ge=0, description="The group's committed offset now; unset if it has none."
     )
     remaining: int = Field(default=0, ge=0, description="targetOffset minus committedOffset, at least 0.")
-    stalled_since: Optional[AwareDatetime] = Field(
+    stalled_since: Optional[StatusTime] = Field(
         default=None,
         description="Since when the committed offset has not moved while records remain; unset if moving.",
     )
@@ -291,12 +292,12 @@ class DebeziumSignalStatus(StatusModel):
     """The execute-snapshot signal sent to the connector, and what it said back."""
 
     id: Optional[str] = Field(default=None, description="The signal's id (also Reprise's idempotency key).")
-    sent_at: Optional[AwareDatetime] = Field(default=None, description="When the signal was produced.")
+    sent_at: Optional[StatusTime] = Field(default=None, description="When the signal was produced.")
     last_notification: Optional[str] = Field(
         default=None,
         description="The latest notification type: STARTED, IN_PROGRESS, TABLE_SCAN_COMPLETED, COMPLETED, ...",
     )
-    notified_at: Optional[AwareDatetime] = Field(default=None, description="When it arrived.")
+    notified_at: Optional[StatusTime] = Field(default=None, description="When it arrived.")
 
 
 class BackfillChildren(StatusModel):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from replay_worker.contract import GO_DURATION, format_duration, parse_go_duration
+from replay_worker.contract import GO_DURATION, epoch_ms, format_duration, parse_go_duration, rfc3339, rfc3339_ms
 
 GROUP = "reprise.io"
 VERSION = "v1alpha1"
@@ -151,6 +151,22 @@ class StatusModel(ApiModel):
     """Base of the status models: tolerant of fields it does not know (a newer operator may add some)."""
 
     model_config = ConfigDict(extra="ignore")
+
+    def as_status(self) -> dict[str, Any]:
+        """The camelCase, JSON-ready dict the operator writes into `status`: the fields the builder set, and
+        no others (a default it did not set is not written, so a status says only what was observed)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+
+
+def _record_time(moment: datetime) -> str:
+    return rfc3339_ms(epoch_ms(moment))
+
+
+#: A time the operator observed (a condition's transition, when a plan was computed): written at second
+#: precision in UTC with a `Z`, as Kubernetes writes its own (`lastTransitionTime`, `creationTimestamp`).
+StatusTime = Annotated[AwareDatetime, PlainSerializer(rfc3339, return_type=str, when_used="json")]
+#: A Kafka record's time (epoch milliseconds): written at millisecond precision, so it is the record's own.
+RecordTime = Annotated[AwareDatetime, PlainSerializer(_record_time, return_type=str, when_used="json")]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -711,6 +727,11 @@ class ConditionType(str, Enum):
     #: Handover mode: a live-side guard cannot follow the replay on some partitions (True, naming each
     #: partition and reason); it skips nothing there, so those partitions are at-least-once, not exact.
     GUARD_PROBLEM = "GuardProblem"
+    #: completion.hold: the cutover of a shadow that caught up is approved (False, AwaitingCutover, while held).
+    CUTOVER_APPROVED = "CutoverApproved"
+    #: Blocked on something a person must provide, or retrying a transient failure (reason and message say
+    #: which); False with reason Resolved once nothing is missing any more.
+    WAITING = "Waiting"
 
 
 class ConditionStatus(str, Enum):
@@ -744,7 +765,7 @@ class Condition(StatusModel):
         description="One CamelCase word a program can match on, for example RetentionExceeded.",
     )
     message: str = Field(default="", max_length=32768, description="Human-readable detail.")
-    last_transition_time: AwareDatetime = Field(
+    last_transition_time: StatusTime = Field(
         description="When status last changed (not when the condition was last written)."
     )
     observed_generation: Optional[int] = Field(
@@ -779,7 +800,7 @@ class PartitionPlan(StatusModel):
     start_offset: int = Field(ge=0, description="First offset to process (inclusive).")
     end_offset: int = Field(ge=0, description="The partition's end offset when the plan was computed (exclusive).")
     records: int = Field(ge=0, description="end offset minus start offset.")
-    oldest_timestamp: Optional[AwareDatetime] = Field(
+    oldest_timestamp: Optional[RecordTime] = Field(
         default=None, description="Timestamp of the record at the start offset, when there is one."
     )
     retention_risk: RetentionRisk = Field(default=RetentionRisk.SAFE, description=RETENTION_RISK_DESCRIPTION)
@@ -791,14 +812,14 @@ class Plan(StatusModel):
     partitions: list[PartitionPlan] = Field(default_factory=list, description="The planned range of every partition.")
     partition_count: int = Field(default=0, ge=0, description="Number of partitions in the plan.")
     total_records: int = Field(default=0, ge=0, description="Sum of records over all partitions.")
-    oldest_timestamp: Optional[AwareDatetime] = Field(
+    oldest_timestamp: Optional[RecordTime] = Field(
         default=None, description="The oldest start timestamp over all partitions."
     )
     retention_risk: RetentionRisk = Field(
         default=RetentionRisk.SAFE,
         description="The worst retention risk over all partitions. " + RETENTION_RISK_DESCRIPTION,
     )
-    computed_at: Optional[AwareDatetime] = Field(default=None, description="When the plan was computed.")
+    computed_at: Optional[StatusTime] = Field(default=None, description="When the plan was computed.")
 
 
 class PartitionState(str, Enum):
@@ -866,7 +887,7 @@ class Progress(StatusModel):
         max_length=32,
         description="etaSeconds as a Go duration (for example 12m30s), for kubectl get.",
     )
-    updated_at: Optional[AwareDatetime] = Field(default=None, description="When progress was last measured.")
+    updated_at: Optional[StatusTime] = Field(default=None, description="When progress was last measured.")
 
 
 class ResourceStatus(StatusModel):
@@ -885,8 +906,8 @@ class ResourceStatus(StatusModel):
         ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
-    started_at: Optional[AwareDatetime] = Field(default=None, description="When the work started running.")
-    completed_at: Optional[AwareDatetime] = Field(
+    started_at: Optional[StatusTime] = Field(default=None, description="When the work started running.")
+    completed_at: Optional[StatusTime] = Field(
         default=None, description="When the resource reached Complete or Failed."
     )
     kopf: Optional[FreeformObject] = Field(

@@ -18,6 +18,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
 from .common import (
     AGE_COLUMN,
+    StatusTime,
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
@@ -438,7 +439,7 @@ class SparkStatus(StatusModel):
     records_written: Optional[int] = Field(
         default=None, ge=0, description="Records written to the backfill topic (its end offsets summed)."
     )
-    updated_at: Optional[AwareDatetime] = Field(default=None, description="When the state was last read.")
+    updated_at: Optional[StatusTime] = Field(default=None, description="When the state was last read.")
 
 
 class ContinuationOffset(StatusModel):

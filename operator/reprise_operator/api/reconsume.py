@@ -15,10 +15,11 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal, Optional
 
-from pydantic import AwareDatetime, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .common import (
     AGE_COLUMN,
+    StatusTime,
     APPROVAL_DESCRIPTION,
     PHASE_COLUMN,
     SUSPEND_DESCRIPTION,
@@ -298,7 +299,7 @@ class RollbackSnapshot(StatusModel):
             "CSV; it is kept after the resource is deleted."
         ),
     )
-    taken_at: Optional[AwareDatetime] = Field(default=None, description="When the snapshot was taken.")
+    taken_at: Optional[StatusTime] = Field(default=None, description="When the snapshot was taken.")
     deployment_replicas: Optional[int] = Field(
         default=None, ge=0, description="The live Deployment's replica count before it was scaled to zero."
     )

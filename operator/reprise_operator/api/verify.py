@@ -16,9 +16,9 @@ from datetime import timedelta
 from enum import Enum
 from typing import Optional
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
-from .common import ApiModel, Completion, Duration, FreeformObject, StatusModel, rule
+from .common import ApiModel, Completion, Duration, FreeformObject, StatusModel, StatusTime, rule
 
 #: The annotation that runs a failed verification's Job again, without replaying. Any new value re-runs.
 REVERIFY_ANNOTATION = "reprise.io/reverify"
@@ -139,9 +139,9 @@ class VerificationStatus(StatusModel):
         default=None, description="The value of the annotation reprise.io/reverify last honoured."
     )
     message: Optional[str] = Field(default=None, max_length=4096, description="The failed Job's termination message.")
-    started_at: Optional[AwareDatetime] = Field(default=None, description="When the latest run started.")
-    finished_at: Optional[AwareDatetime] = Field(default=None, description="When the latest run finished.")
-    cutover_approved_at: Optional[AwareDatetime] = Field(
+    started_at: Optional[StatusTime] = Field(default=None, description="When the latest run started.")
+    finished_at: Optional[StatusTime] = Field(default=None, description="When the latest run finished.")
+    cutover_approved_at: Optional[StatusTime] = Field(
         default=None, description="completion.hold: when the cutover was approved."
     )
 

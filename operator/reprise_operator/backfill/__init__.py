@@ -48,14 +48,23 @@ import copy
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 
-from replay_worker.contract import FilterSpec, WorkerSettings
+from replay_worker.contract import FilterSpec, WorkerSettings, epoch_ms, from_epoch_ms, parse_rfc3339
 
 from .. import barrier, debezium, metrics
-from ..api import BackfillSpec, format_duration
-from ..conditions import rfc3339
+from ..api import (
+    BackfillChildren,
+    BackfillPlan,
+    BackfillSpec,
+    ConditionType,
+    DebeziumSignalStatus,
+    KeyPartitionPlan,
+    OffsetRange,
+    Phase,
+    format_duration,
+)
 from ..constants import bounded_name, child_labels
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..progress import PartitionView, progress_status, summarize
@@ -94,17 +103,15 @@ JobState = Literal["missing", "running", "suspended", "succeeded", "failed"]
 
 
 def plan_status(keys: Sequence[str], partitions: int | None, groups: Sequence[str], now: datetime) -> dict:
-    """`status.plan`: the keys, the partitions they map to (None: the source decides), the groups."""
-    plan: dict[str, Any] = {
-        "keyCount": len(keys),
-        "partitions": [],
-        "downstreamGroups": list(groups),
-        "computedAt": rfc3339(now),
-    }
-    if partitions:
-        counts = Counter(partition_for(k, partitions) for k in keys)
-        plan["partitions"] = [{"partition": p, "keys": n} for p, n in sorted(counts.items())]
-    return plan
+    """`status.plan`, built with the API's `BackfillPlan` model: the keys, the partitions they map to (None:
+    the source decides), the groups."""
+    counts = Counter(partition_for(k, partitions) for k in keys) if partitions else Counter()
+    return BackfillPlan(
+        key_count=len(keys),
+        partitions=[KeyPartitionPlan(partition=p, keys=n) for p, n in sorted(counts.items())],
+        downstream_groups=list(groups),
+        computed_at=now,
+    ).as_status()
 
 
 def plan_summary(plan: dict, topic: str, source: SourceKind) -> str:
@@ -243,7 +250,11 @@ def worker_outcome(result: dict, topic: str) -> WorkerOutcome:
 
 
 def ranges_status(ranges: Iterable[barrier.ProducedRange]) -> list[dict]:
-    return [{"topic": r.topic, "partition": r.partition, "startOffset": r.start, "endOffset": r.end} for r in ranges]
+    """`status.producedRange`, built with the API's `OffsetRange` model."""
+    return [
+        OffsetRange(topic=r.topic, partition=r.partition, start_offset=r.start, end_offset=r.end).as_status()
+        for r in ranges
+    ]
 
 
 def ranges_from_status(raw: Iterable[dict] | None) -> list[barrier.ProducedRange]:
@@ -271,7 +282,8 @@ def quiet_period(poll_interval: float) -> timedelta:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    """A time status recorded (`startedAt`, `sentAt`), or None when it has none yet."""
+    return parse_rfc3339(text) if text else None
 
 
 # ------------------------------------------------------------------------------------------ the steps
@@ -335,7 +347,7 @@ async def _read_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
 
 
 async def _plan(resource: Resource, spec: BackfillSpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     keys = await _read_keys(resource, spec)
     if not keys:
         raise Failure("NoKeys", "spec.keysFrom: the ConfigMap lists no keys (one per line)")
@@ -369,17 +381,17 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         plan = plan_status(keys, len(found[spec.topic]), spec.downstream_groups or [], resource.now())
     if source != "debezium" or spec.keys_from is not None:
         await _snapshot_keys(resource, keys)
-    resource.status["plan"] = plan
+    resource.record(plan=plan)
     summary = plan_summary(plan, spec.topic, source)
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
@@ -390,8 +402,7 @@ async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
     if (existing.get("data") or {}) != manifest["data"]:
         await kube.aio.delete_configmap(resource.namespace, manifest["metadata"]["name"])
         raise Retry("the keys ConfigMap held other keys (an earlier plan); replacing it")
-    children = resource.status.setdefault("children", {})
-    children["configMaps"] = [manifest["metadata"]["name"]]
+    resource.record(children=resource.updated("children", BackfillChildren, config_maps=[manifest["metadata"]["name"]]))
 
 
 async def _planned_keys(resource: Resource, spec: BackfillSpec) -> list[str]:
@@ -419,16 +430,22 @@ async def _end_offsets(resource: Resource, spec: BackfillSpec) -> dict[int, int]
 async def _begin(resource: Resource, spec: BackfillSpec) -> None:
     """Record the target's end offsets before anything is produced; the producing starts next step."""
     before = await _end_offsets(resource, spec)
-    resource.status["producedRange"] = [
-        {"topic": spec.topic, "partition": p, "startOffset": o, "endOffset": o} for p, o in sorted(before.items())
-    ]
-    for part in (resource.status.get("plan") or {}).get("partitions") or []:
-        part["startOffset"] = before.get(part["partition"], 0)
-    resource.status["startedAt"] = rfc3339(resource.now())
+    plan = BackfillPlan.model_validate(resource.status.get("plan") or {})
+    for part in plan.partitions:
+        part.start_offset = before.get(part.partition, 0)
+    resource.record(
+        produced_range=ranges_status(barrier.ProducedRange(spec.topic, p, o, o) for p, o in sorted(before.items())),
+        plan=plan,
+        started_at=resource.now(),
+    )
     if _source(spec) == "debezium":
-        resource.status["signal"] = {"id": debezium.signal_id(resource.uid)}
-    resource.condition("Running", "True", "Starting", f"recorded the end offsets of {spec.topic} before producing")
-    resource.set_phase("Running", "Started", f"re-emitting {resource.status['plan']['keyCount']} keys to {spec.topic}")
+        resource.record(signal=DebeziumSignalStatus(id=debezium.signal_id(resource.uid)))
+    resource.condition(
+        ConditionType.RUNNING, "True", "Starting", f"recorded the end offsets of {spec.topic} before producing"
+    )
+    resource.set_phase(
+        Phase.RUNNING, "Started", f"re-emitting {resource.status['plan']['keyCount']} keys to {spec.topic}"
+    )
 
 
 async def _produce(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
@@ -446,7 +463,7 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
     job = await kube.aio.get_job(resource.namespace, name)
     if job is not None:
         # Also after a restart between creating the Job and recording it: the name is deterministic.
-        resource.status.setdefault("children", {})["jobs"] = [name]
+        resource.record(children=resource.updated("children", BackfillChildren, jobs=[name]))
         return job
     if _source(spec) == "topic":
         manifest = worker_job(
@@ -463,8 +480,8 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
         except ValueError as exc:
             raise Failure("InvalidTemplate", str(exc)) from None
     job = await kube.aio.create_owned(manifest, resource.uid)
-    resource.status.setdefault("children", {})["jobs"] = [name]
-    resource.condition("Running", "True", "JobCreated", f"Job {name} re-emits the keys")
+    resource.record(children=resource.updated("children", BackfillChildren, jobs=[name]))
+    resource.condition(ConditionType.RUNNING, "True", "JobCreated", f"Job {name} re-emits the keys")
     resource.event("JobCreated", f"created Job {name}")
     return job
 
@@ -494,9 +511,11 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
         raise Retry(f"Job {name} succeeded; waiting for its result record")
     memory.extra.pop("result_wait", None)
     outcome = worker_outcome(result, spec.topic)
-    resource.status["keysProduced"] = outcome.produced
-    resource.status["keysNotFound"] = outcome.not_found[:NOT_FOUND_LISTED]
-    resource.status["keysNotFoundCount"] = len(outcome.not_found)
+    resource.record(
+        keys_produced=outcome.produced,
+        keys_not_found=outcome.not_found[:NOT_FOUND_LISTED],
+        keys_not_found_count=len(outcome.not_found),
+    )
     detail = f"by Job {name}"
     if outcome.not_found:
         deleted = f" ({outcome.deleted} deleted)" if outcome.deleted else ""
@@ -514,22 +533,22 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
 async def _worker_result(resource: Resource, spec: BackfillSpec, config: dict) -> dict | None:
     rt = resource.rt
     where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
+    state = await rt.handovers.aio.replay(*where, resource.replay_id)
     if state.result is None:
-        await asyncio.to_thread(rt.handovers.sync, *where)
-        state = await asyncio.to_thread(rt.handovers.replay, *where, resource.replay_id)
+        await rt.handovers.aio.sync(*where)
+        state = await rt.handovers.aio.replay(*where, resource.replay_id)
     return dict(state.result.body) if state.result is not None else None
 
 
 def _produced(resource: Resource, spec: BackfillSpec, ranges: list[barrier.ProducedRange], detail: str) -> None:
-    resource.status["producedRange"] = ranges_status(ranges)
+    resource.record(produced_range=ranges_status(ranges))
     records = sum(r.records for r in ranges)
     message = f"{records} records in {len(ranges)} partitions of {spec.topic} {detail}"
-    resource.condition("Produced", "True", "Produced", message)
+    resource.condition(ConditionType.PRODUCED, "True", "Produced", message)
     groups = spec.downstream_groups or []
     waiting = f"waiting for {', '.join(groups)} to pass them" if groups and ranges else "nothing to wait for"
-    resource.condition("Running", "False", "Produced", waiting)
-    resource.set_phase("Draining", "Produced", f"{message}; {waiting}")
+    resource.condition(ConditionType.RUNNING, "False", "Produced", waiting)
+    resource.set_phase(Phase.DRAINING, "Produced", f"{message}; {waiting}")
 
 
 # -- debezium
@@ -540,17 +559,21 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     assert dbz is not None
     _, config = await resource.kafka(spec.kafka)
     bootstrap = spec.kafka.bootstrap_servers
-    signal = resource.status.setdefault("signal", {"id": debezium.signal_id(resource.uid)})
+    signal = DebeziumSignalStatus.model_validate(
+        resource.status.get("signal") or {"id": debezium.signal_id(resource.uid)}
+    )
+    resource.record(signal=signal)
+    signal_id = signal.id or debezium.signal_id(resource.uid)
     started = parse_time(resource.status.get("startedAt")) or resource.now()
-    since_ms = int(started.timestamp() * 1000) - CLOCK_SLACK_MS
-    if not signal.get("sentAt"):
+    since_ms = epoch_ms(started) - CLOCK_SLACK_MS
+    if signal.sent_at is None:
         already = await asyncio.to_thread(
-            debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal["id"], since_ms
+            debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal_id, since_ms
         )
         if not already:
             keys = await _planned_keys(resource, spec)
             record = debezium.execute_snapshot(
-                signal["id"],
+                signal_id,
                 dbz.topic_prefix,
                 dbz.data_collection,
                 dbz.key_column,
@@ -558,33 +581,32 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
                 f"{resource.namespace}/{resource.name}",
             )
             await _send(bootstrap, config, dbz.signal_topic, record)
-        signal["sentAt"] = rfc3339(resource.now())
+        resource.record(signal=signal.model_copy(update={"sent_at": resource.now()}))
         resource.condition(
-            "Running", "True", "SignalSent", f"execute-snapshot signal {signal['id']} sent to {dbz.signal_topic}"
+            ConditionType.RUNNING,
+            "True",
+            "SignalSent",
+            f"execute-snapshot signal {signal_id} sent to {dbz.signal_topic}",
         )
         resource.event(
-            "SignalSent", f"sent execute-snapshot {signal['id']} for {dbz.data_collection} to {dbz.signal_topic}"
+            "SignalSent", f"sent execute-snapshot {signal_id} for {dbz.data_collection} to {dbz.signal_topic}"
         )
         return  # persist "sent" before following
     if dbz.notification_topic is not None:
         # Notifications first, end offsets after: what COMPLETED follows is then in the offsets read.
-        progress = await _notifications(bootstrap, config, dbz.notification_topic, signal["id"], since_ms, memory)
-        if progress.last is not None and signal.get("lastNotification") != progress.last:
-            signal["lastNotification"] = progress.last
-            at = (
-                datetime.fromtimestamp(progress.at_ms / 1000, tz=resource.now().tzinfo)
-                if progress.at_ms
-                else resource.now()
-            )
-            signal["notifiedAt"] = rfc3339(at)
+        progress = await _notifications(bootstrap, config, dbz.notification_topic, signal_id, since_ms, memory)
+        if progress.last is not None and signal.last_notification != progress.last:
+            at = from_epoch_ms(progress.at_ms) if progress.at_ms else resource.now()
+            resource.record(signal=signal.model_copy(update={"last_notification": progress.last, "notified_at": at}))
         if progress.rows_scanned is not None:
             # The rows the filter matched: keys without a row are not found (by count; the connector
             # does not say which).
-            resource.status["keysProduced"] = progress.rows_scanned
             key_count = (resource.status.get("plan") or {}).get("keyCount", 0)
-            resource.status["keysNotFoundCount"] = max(0, key_count - progress.rows_scanned)
+            resource.record(
+                keys_produced=progress.rows_scanned, keys_not_found_count=max(0, key_count - progress.rows_scanned)
+            )
         if progress.failure is not None:
-            raise Failure("SnapshotFailed", f"Debezium: {progress.failure} (signal {signal['id']})")
+            raise Failure("SnapshotFailed", f"Debezium: {progress.failure} (signal {signal_id})")
         if not progress.completed:
             return
         # After COMPLETED the connector's producer may still be flushing: the end offsets must hold still
@@ -593,15 +615,15 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
         if memory.extra.get("completed_ends") != ends:
             memory.extra["completed_ends"] = ends
             return
-        detail = f"by Debezium (signal {signal['id']} COMPLETED)"
+        detail = f"by Debezium (signal {signal_id} COMPLETED)"
     else:
         ends = await _end_offsets(resource, spec)
         clock: QuietClock = memory.extra.setdefault("quiet", QuietClock())
         quiet = clock.observe(ends, resource.now())
-        sent = parse_time(signal.get("sentAt")) or resource.now()
+        sent = signal.sent_at or resource.now()
         if quiet < quiet_period(resource.rt.settings.poll_interval) and resource.now() - sent < QUIET_CAP:
             return
-        detail = f"by Debezium (signal {signal['id']}; end offsets still for {format_duration(quiet)})"
+        detail = f"by Debezium (signal {signal_id}; end offsets still for {format_duration(quiet)})"
     before = {r.partition: r.start for r in ranges_from_status(resource.status.get("producedRange"))}
     _produced(resource, spec, barrier.ranges_between(spec.topic, before, ends), detail)
 
@@ -635,16 +657,16 @@ async def _notifications(
 
 async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
     """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot."""
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         what = await _hold(resource, spec, True)
-        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {what}")
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", what)
-    elif not spec.suspend and resource.phase == "Suspended":
+        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {what}")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", what)
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         what = await _hold(resource, spec, False)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", what)
-        resource.set_phase("Running", "Resumed", what)
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(ConditionType.RUNNING, "True", "Resumed", what)
+        resource.set_phase(Phase.RUNNING, "Resumed", what)
 
 
 async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
@@ -694,7 +716,7 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
     positions = barrier.observe(ranges, groups, committed, previous, now)
     memory.extra["barrier"] = {p.key: p for p in positions}
     view = barrier.view_of(positions, groups)
-    resource.status["barrier"] = barrier.barrier_status(view, now)
+    resource.record(barrier=barrier.barrier_status(view, now))
     _record_progress(resource, memory, ranges, view)
     stalled = view.stalled(now, spec.barrier.stalled_after)
     stalled_groups = {p.group for p in stalled}
@@ -705,16 +727,16 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
         )
     if stalled:
         message = barrier.stalled_message(stalled, now)
-        flipped = not resource.condition_true("Stalled")
-        resource.condition("Stalled", "True", "GroupStalled", message)
+        flipped = not resource.condition_true(ConditionType.STALLED)
+        resource.condition(ConditionType.STALLED, "True", "GroupStalled", message)
         if flipped:
             resource.event("Stalled", message, warning=True)
-    elif resource.condition_true("Stalled"):
-        resource.condition("Stalled", "False", "Moving", "every downstream group is moving or has passed")
+    elif resource.condition_true(ConditionType.STALLED):
+        resource.condition(ConditionType.STALLED, "False", "Moving", "every downstream group is moving or has passed")
         resource.event("Moving", "the stalled downstream groups are moving again")
     if view.passed:
         resource.condition(
-            "Drained", "True", "BarrierPassed", f"{', '.join(groups)} committed past every produced offset"
+            ConditionType.DRAINED, "True", "BarrierPassed", f"{', '.join(groups)} committed past every produced offset"
         )
         await _finish(
             resource,
@@ -742,10 +764,10 @@ def _record_progress(
     ]
     now = resource.now()
     progress = summarize(views, memory.eta, now)
-    new = progress_status(progress, rfc3339(now))
+    new = progress_status(progress, now)
     old = dict(resource.status.get("progress") or {})
     if {k: v for k, v in old.items() if k != "updatedAt"} != {k: v for k, v in new.items() if k != "updatedAt"}:
-        resource.status["progress"] = new
+        resource.record(progress=new)
     labels = (KIND, resource.namespace, resource.name)
     metrics.REPLAY_LAG.labels(*labels).set(progress.lag)
     metrics.REPLAY_PROCESSED.labels(*labels).set(progress.processed)
@@ -754,8 +776,8 @@ def _record_progress(
 
 
 async def _finish(resource: Resource, spec: BackfillSpec, reason: str, message: str) -> None:
-    if resource.condition_true("Stalled"):
-        resource.condition("Stalled", "False", "Passed", "every downstream group has passed")
+    if resource.condition_true(ConditionType.STALLED):
+        resource.condition(ConditionType.STALLED, "False", "Passed", "every downstream group has passed")
     await _forget_result(resource, spec)
     _forget_metrics(resource, spec)
     resource.complete(reason, message)
@@ -767,8 +789,9 @@ async def _forget_result(resource: Resource, spec: BackfillSpec) -> None:
         return
     rt = resource.rt
     _, config = await resource.kafka(spec.kafka)
-    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(topic.tombstone, resource.replay_id)
+    await rt.handovers.aio.tombstone(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+    )
 
 
 def _forget_metrics(resource: Resource, spec: BackfillSpec) -> None:
@@ -803,7 +826,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
             raise Retry(f"{len(pods)} backfill pod(s) still terminating")
     signal = resource.status.get("signal") or {}
     dbz = spec.source.debezium
-    if dbz is not None and signal.get("sentAt") and resource.phase in ("Running", "Suspended"):
+    if dbz is not None and signal.get("sentAt") and resource.phase in (Phase.RUNNING, Phase.SUSPENDED):
         _, config = await resource.kafka(spec.kafka)
         record = debezium.stop_snapshot(
             f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"

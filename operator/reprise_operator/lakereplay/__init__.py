@@ -56,8 +56,18 @@ from pydantic import ValidationError
 
 from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
-from ..api import Entrypoint, LakeReplaySpec, format_duration
-from ..conditions import is_true, rfc3339
+from ..api import (
+    ConditionType,
+    ContinuationOffset,
+    ContinuationStatus,
+    Entrypoint,
+    LakeReplayChildren,
+    LakeReplaySpec,
+    Phase,
+    SparkStatus,
+    format_duration,
+)
+from ..conditions import is_true
 from ..constants import GROUP, VERSION, bounded_name, child_labels
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
@@ -239,12 +249,8 @@ def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
 # ------------------------------------------------------------------------------------------ the steps
 
 
-def _children(resource: Resource) -> dict:
-    return resource.status.setdefault("children", {})
-
-
 def _lake_drained(resource: Resource) -> bool:
-    return is_true(resource.status.get("conditions"), "Drained")
+    return is_true(resource.status.get("conditions"), ConditionType.DRAINED)
 
 
 class LakeReplayLifecycle:
@@ -271,7 +277,7 @@ class LakeReplayLifecycle:
 
     async def revive(self, resource: Resource, spec: LakeReplaySpec) -> bool:
         return (
-            resource.phase == "Failed"
+            resource.phase == Phase.FAILED
             and spec.verify is not None
             and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
         )
@@ -287,7 +293,7 @@ LIFECYCLE = LakeReplayLifecycle()
 
 
 async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     try:
         refuse_future_range(spec, resource.now())
     except PlanError as exc:
@@ -314,15 +320,15 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
         continuation = await _continuation_plan(resource, spec, cluster)
         _continuation_of(resource, spec, continuation.start_offsets())  # refused now, not after the lake
     summary = plan_summary(spec, topic, partitions, continuation)
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
@@ -332,10 +338,10 @@ async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: 
         continuation_facts, cluster, list(spec.then.reconsume.topics), seam_ms(spec.source.to)
     )
     plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())
-    resource.status["plan"] = plan_partitions_status(plan)
+    resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = continuation_retention_message(spec, plan)
-        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
         raise Failure("RetentionExceeded", message)
     return plan
 
@@ -376,8 +382,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         kafka=spec.kafka,
     )
 
-    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(handovers.ensure)
+    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     created = await cluster.aio.ensure_topic(
         topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
     )
@@ -407,25 +412,28 @@ async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
 
 def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
     """Status once the backfill topic, the SparkApplication and the drain exist: the children, then Running."""
-    resource.status["children"] = {
-        **(resource.status.get("children") or {}),
-        "backfillTopic": topic,
-        "sparkApplication": app_name,
-        "deployment": deployment_name,
-        "replayGroup": spec.consumer_group,
-    }
-    resource.status["spark"] = {"applicationName": app_name, "state": "", "updatedAt": rfc3339(resource.now())}
-    resource.status.setdefault("startedAt", rfc3339(resource.now()))
-    resource.condition("Produced", "False", "SparkNew", f"SparkApplication {app_name} is created")
+    children = resource.updated(
+        "children",
+        LakeReplayChildren,
+        backfill_topic=topic,
+        spark_application=app_name,
+        deployment=deployment_name,
+        replay_group=spec.consumer_group,
+    )
+    resource.record(
+        children=children, spark=SparkStatus(application_name=app_name, state="", updated_at=resource.now())
+    )
+    resource.record(started_at=resource.now(), keep=True)
+    resource.condition(ConditionType.PRODUCED, "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition(
-        "Running",
+        ConditionType.RUNNING,
         "True",
         "SparkApplicationCreated",
         f"SparkApplication {app_name} writes the lake range to {topic}; "
         f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}",
     )
     resource.set_phase(
-        "Running",
+        Phase.RUNNING,
         "Started",
         f"created backfill topic {topic}, SparkApplication {app_name} and drain Deployment {deployment_name}",
     )
@@ -438,17 +446,17 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
     """Suspend what runs now (the SparkApplication and the drain, or the continuation); resume it again."""
     rt = resource.rt
     children = resource.status.get("children") or {}
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         done = await _hold(resource, spec, children, suspend=True)
-        resource.condition("Suspended", "True", "Suspended", f"spec.suspend is true: {done}")
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", f"{done}; state kept")
-    elif not spec.suspend and resource.phase == "Suspended":
+        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {done}")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", f"{done}; state kept")
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         done = await _hold(resource, spec, children, suspend=False)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", done)
-        resource.set_phase("Running", "Resumed", done)
-    elif resource.phase == "Suspended" and not _lake_drained(resource) and children.get("sparkApplication"):
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(ConditionType.RUNNING, "True", "Resumed", done)
+        resource.set_phase(Phase.RUNNING, "Resumed", done)
+    elif resource.phase == Phase.SUSPENDED and not _lake_drained(resource) and children.get("sparkApplication"):
         # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
         app = await rt.kube.aio.get_custom(
             SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, children["sparkApplication"]
@@ -469,7 +477,7 @@ async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspen
             return f"Reconsume {children['reconsume']} {verb}"
         return "the continuation has not started"
     said = []
-    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), "Produced"):
+    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), ConditionType.PRODUCED):
         await rt.kube.aio.patch_custom(
             SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, children["sparkApplication"], {"spec": {"suspend": suspend}}
         )
@@ -491,7 +499,7 @@ async def _follow(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory
         return
     if spec.then is None:
         if await _verified(resource, spec):
-            resource.set_phase("Draining", "Drained", "the backfill topic is drained; removing what Reprise made")
+            resource.set_phase(Phase.DRAINING, "Drained", "the backfill topic is drained; removing what Reprise made")
         return
     await _continue(resource, spec)
 
@@ -533,15 +541,14 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
     """status.spark (its time only moves when something else did), and an Event when the state changed."""
     old = dict(resource.status.get("spark") or {})
-    new = {"applicationName": name, "state": outcome.state if outcome else old.get("state", "")}
-    attempts = outcome.attempts if outcome else old.get("attempts")
-    if attempts is not None:
-        new["attempts"] = attempts
-    written = records if records is not None else old.get("recordsWritten")
-    if written is not None:
-        new["recordsWritten"] = written
-    if {k: v for k, v in old.items() if k != "updatedAt"} != new:
-        resource.status["spark"] = {**new, "updatedAt": rfc3339(resource.now())}
+    fields = {
+        "application_name": name,
+        "state": outcome.state if outcome else old.get("state", ""),
+        "attempts": outcome.attempts if outcome else old.get("attempts"),
+        "records_written": records if records is not None else old.get("recordsWritten"),
+    }
+    if {k: v for k, v in old.items() if k != "updatedAt"} != SparkStatus(**fields).as_status():
+        resource.record(spark=SparkStatus(**fields, updated_at=resource.now()))
         if outcome is not None and old.get("state") != outcome.state and outcome.state:
             warning = outcome.failed or outcome.state in ("FAILING", "SUBMISSION_FAILED", "UNKNOWN")
             resource.event(outcome.reason, outcome.message, warning=warning)
@@ -554,8 +561,8 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
     cluster, config = await resource.kafka(spec.kafka)
     if spec.consumer.entrypoint is Entrypoint.SERVICE:
-        state = await asyncio.to_thread(
-            rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+        state = await rt.handovers.aio.replay(
+            spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
         )
         await require_replay_role(
             resource,
@@ -566,7 +573,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             rt.settings.handover_topic,
             rt.settings.replay_role_timeout,
         )
-    produced = is_true(resource.status.get("conditions"), "Produced")
+    produced = is_true(resource.status.get("conditions"), ConditionType.PRODUCED)
     app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:
         await _recreate_spark(resource, spec, name, topic)
@@ -577,17 +584,17 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         await _remove_lake_children(resource, spec, keep_spark=True)
         raise Failure(outcome.reason, outcome.message)
     if outcome is not None and outcome.produced and not produced:
-        resource.condition("Produced", "True", outcome.reason, outcome.message)
+        resource.condition(ConditionType.PRODUCED, "True", outcome.reason, outcome.message)
         resource.condition(
-            "Running",
+            ConditionType.RUNNING,
             "True",
             "Draining",
             "every record is in the backfill topic; the drain consumers read it to its end",
         )
         produced = True
     elif not produced and outcome is not None:
-        resource.condition("Produced", "False", outcome.reason, outcome.message)
-        resource.condition("Running", "True", outcome.reason, outcome.message)
+        resource.condition(ConditionType.PRODUCED, "False", outcome.reason, outcome.message)
+        resource.condition(ConditionType.RUNNING, "True", outcome.reason, outcome.message)
 
     # Spark's state is read before the end offsets: once it said COMPLETED, these ends are final.
     found = await cluster.aio.partitions([topic])
@@ -607,7 +614,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             f"Spark completed and group {group} consumed all {progress.total} records of {topic}; "
             f"held for {format_duration(hold)}"
         )
-        resource.condition("Drained", "True", "Drained", message)
+        resource.condition(ConditionType.DRAINED, "True", "Drained", message)
         resource.event("Drained", message)
 
 
@@ -665,17 +672,14 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
         manifest = _continuation_of(resource, spec, starts)
         name = manifest["metadata"]["name"]
         await rt.kube.aio.create_owned(manifest, resource.uid)
-        resource.status["continuation"] = {
-            "reconsume": name,
-            "phase": "Pending",
-            "startOffsets": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(starts.items())],
-        }
-        _children(resource)["reconsume"] = name
+        offsets = [ContinuationOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(starts.items())]
+        resource.record(continuation=ContinuationStatus(reconsume=name, phase=Phase.PENDING, start_offsets=offsets))
+        resource.record(children=resource.updated("children", LakeReplayChildren, reconsume=name))
         message = (
             f"Reconsume {name} continues on {', '.join(spec.then.reconsume.topics)} "
             f"({spec.then.reconsume.mode.value}) from the offsets at {rfc3339_exact(spec.source.to)}"
         )
-        resource.condition("Running", "True", "Continuing", message)
+        resource.condition(ConditionType.RUNNING, "True", "Continuing", message)
         resource.event("ContinuationStarted", message)
         return
     child = await rt.kube.aio.get_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
@@ -686,17 +690,17 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
             f"{rfc3339_exact(spec.source.to)} on were not all replayed",
         )
     status = child.get("status") or {}
-    phase = status.get("phase") or "Pending"
+    phase = status.get("phase") or Phase.PENDING.value
     if continuation.get("phase") != phase:
-        resource.status["continuation"] = {**continuation, "phase": phase}
-    if phase == "Failed":
-        failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"), {})
+        resource.record(continuation=resource.updated("continuation", ContinuationStatus, phase=Phase(phase)))
+    if phase == Phase.FAILED:
+        failed = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
         raise Failure(
             "ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}"
         )
-    if phase == "Complete" and await _verified(resource, spec):
+    if phase == Phase.COMPLETE and await _verified(resource, spec):
         resource.set_phase(
-            "Draining",
+            Phase.DRAINING,
             "ContinuationComplete",
             f"Reconsume {name} completed on the live topics; removing what Reprise made",
         )
@@ -765,8 +769,9 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     topic = children.get("backfillTopic")
     if topic and spec.cleanup.delete_backfill_topic:
         await cluster.aio.delete_topic(topic)
-    handovers = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    await asyncio.to_thread(handovers.tombstone, resource.replay_id)
+    await rt.handovers.aio.tombstone(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+    )
 
 
 # ------------------------------------------------------------------------------------------ deletion

@@ -24,9 +24,9 @@ from typing import Any
 from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
 from .. import cutover, guard_report, metrics
-from ..api import ReconsumeSpec, format_duration
-from ..api.common import Filter
-from ..conditions import rfc3339
+from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
+from ..api import Plan as PlanStatus
+from ..api.common import ConditionType, Filter, Phase
 from ..constants import (
     replay_deployment_name,
     replay_group_name,
@@ -174,7 +174,7 @@ class ReconsumeLifecycle:
 
     async def revive(self, resource: Resource, spec: ReconsumeSpec) -> bool:
         return (
-            resource.phase == "Failed"
+            resource.phase == Phase.FAILED
             and spec.verify is not None
             and await cutover.rerun(resource, spec.verify, _verify_env(resource, spec))
         )
@@ -205,24 +205,24 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
 
 
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
-    resource.set_phase("Planning", "Planning", "computing the plan", event=False)
+    resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
     plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
-    resource.status["plan"] = plan_partitions_status(plan)
+    resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)
-        resource.condition("PlanReady", "False", "RetentionExceeded", message)
+        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
         raise Failure("RetentionExceeded", message)
     summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
-    resource.condition("PlanReady", "True", "PlanComputed", summary)
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
     if spec.approval.value == "Manual" and not resource.approved():
         resource.condition(
-            "Approved",
+            ConditionType.APPROVED,
             "False",
             "AwaitingApproval",
             f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true",
         )
-    resource.set_phase("PlanReady", "PlanReady", f"plan computed: {summary}")
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
 
 
 async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
@@ -249,7 +249,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         has_secret=spec.kafka.config_from is not None,
         follow=spec.completion.hold is not None,
     )
-    await asyncio.to_thread(rt.handovers.ensure, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
     manifest = standby_deployment(
         resource,
@@ -261,19 +261,17 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         kafka=spec.kafka,
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
-    resource.status["children"] = {
-        "deployment": name,
-        "replayGroup": group,
-        "handoverTopic": rt.settings.handover_topic,
-    }
-    resource.status.setdefault("startedAt", rfc3339(resource.now()))
+    resource.record(
+        children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic)
+    )
+    resource.record(started_at=resource.now(), keep=True)
     resource.condition(
-        "Running",
+        ConditionType.RUNNING,
         "True",
         "ConsumersStarted",
         f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}",
     )
-    resource.set_phase("Running", "ConsumersStarted", f"created Deployment {name} for replay group {group}")
+    resource.set_phase(Phase.RUNNING, "ConsumersStarted", f"created Deployment {name} for replay group {group}")
 
 
 async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
@@ -287,22 +285,24 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         replicas = spec.consumer.replicas if spec.consumer else 1
     if target_name is None:
         return
-    if spec.suspend and resource.phase == "Running":
+    if spec.suspend and resource.phase == Phase.RUNNING:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
         resource.condition(
-            "Suspended", "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
+            ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
         )
-        resource.condition("Running", "False", "Suspended", "suspended")
-        resource.set_phase("Suspended", "Suspended", f"scaled {target_name} to 0; state kept")
+        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+        resource.set_phase(Phase.SUSPENDED, "Suspended", f"scaled {target_name} to 0; state kept")
         # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
         # follow after the resume reports the partitions still pending again.
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
-    elif not spec.suspend and resource.phase == "Suspended":
+    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
-        resource.condition("Suspended", "False", "Resumed", "spec.suspend is false")
-        resource.condition("Running", "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}")
+        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+        resource.condition(
+            ConditionType.RUNNING, "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}"
+        )
         resource.set_phase(
-            "Running", "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
+            Phase.RUNNING, "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
         )
 
 
@@ -317,9 +317,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
-    state = await asyncio.to_thread(
-        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
-    )
+    state = await rt.handovers.aio.replay(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     await require_replay_role(
         resource,
@@ -360,10 +358,10 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
             if handover_mode
             else "the replay group reached the live group on every partition"
         )
-        resource.condition("Drained", "True", "Drained", f"{message}; held for {format_duration(hold)}")
-        resource.set_phase("Draining", "Drained", message)
-    elif not drained and resource.condition_true("Drained"):
-        resource.condition("Drained", "False", "NotDrained", "lag is back")
+        resource.condition(ConditionType.DRAINED, "True", "Drained", f"{message}; held for {format_duration(hold)}")
+        resource.set_phase(Phase.DRAINING, "Drained", message)
+    elif not drained and resource.condition_true(ConditionType.DRAINED):
+        resource.condition(ConditionType.DRAINED, "False", "NotDrained", "lag is back")
 
 
 def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
@@ -430,12 +428,12 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     pods = await _settled(lambda: rt.kube.aio.list_pods(resource.namespace, selector), lambda p: not p)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
-    topic = rt.handovers.topic(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     rid = resource.replay_id
     if cancel:
         plan = plan_from_status(resource.status.get("plan") or {})
         committed = await cluster.aio.committed_offsets(group, list(plan))
-        await asyncio.to_thread(topic.force_handover, rid, committed, by="operator", reason="cancelled")
+        await rt.handovers.aio.force_handover(*where, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
     if spec.cleanup.delete_replay_group:
@@ -445,7 +443,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
-    await asyncio.to_thread(topic.tombstone, rid)
+    await rt.handovers.aio.tombstone(*where, rid)
     metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
 
 
@@ -469,10 +467,9 @@ async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
 
 async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:
     rt = resource.rt
-    await asyncio.to_thread(rt.handovers.sync, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
-    state = await asyncio.to_thread(
-        rt.handovers.replay, spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid
-    )
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.sync(*where)
+    state = await rt.handovers.aio.replay(*where, rid)
     if not state.planned or all(p.acknowledged for p in state.planned):
         return True
     asked = memory.extra.setdefault("cancel_asked", resource.now())
@@ -491,25 +488,31 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     assert spec.live_deployment is not None
     deployment = spec.live_deployment.name
     cluster, _ = await resource.kafka(spec.kafka)
-    rollback = resource.status.setdefault("rollback", {})
-    if "deploymentReplicas" not in rollback:
+    rollback = RollbackSnapshot.model_validate(resource.status.get("rollback") or {})
+    resource.record(rollback=rollback)
+    if rollback.deployment_replicas is None:
         live = await rt.kube.aio.get_deployment(resource.namespace, deployment)
         if live is None:
             raise Waiting(
                 "DeploymentNotFound",
                 f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist",
             )
-        rollback["deploymentReplicas"] = int(live["spec"].get("replicas", 1))
-        resource.status.setdefault("startedAt", rfc3339(resource.now()))
-        resource.condition("ConsumersStopped", "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
+        resource.record(
+            rollback=rollback.model_copy(update={"deployment_replicas": int(live["spec"].get("replicas", 1))})
+        )
+        resource.record(started_at=resource.now(), keep=True)
+        resource.condition(
+            ConditionType.CONSUMERS_STOPPED, "False", "ScalingDown", f"scaling Deployment {deployment} to 0"
+        )
         return  # persist the replica count before touching the Deployment
-    if not resource.condition_true("OffsetsReset"):
+    replicas = rollback.deployment_replicas
+    if not resource.condition_true(ConditionType.OFFSETS_RESET):
         await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
         description = await cluster.aio.describe_group(spec.consumer_group)
         if description.state not in ("Empty", "Dead"):
             started = memory.extra.setdefault("empty_wait_since", resource.now())
             if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
-                await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
+                await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
                 members = ", ".join(description.members[:5]) or "unknown members"
                 raise Failure(
                     "GroupHasOtherMembers",
@@ -518,40 +521,45 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
                 )
             raise Retry(f"group {spec.consumer_group} is {description.state}")
         memory.extra.pop("empty_wait_since", None)
-        resource.condition("ConsumersStopped", "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
+        resource.condition(
+            ConditionType.CONSUMERS_STOPPED, "True", "GroupEmpty", f"group {spec.consumer_group} is Empty"
+        )
         plan = plan_from_status(resource.status.get("plan") or {})
-        if "offsets" not in rollback:
+        if "offsets" not in rollback.model_fields_set:
             before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
             ends = await cluster.aio.end_offsets(list(plan))
-            rollback["offsets"] = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(before.items())]
-            rollback["takenAt"] = rfc3339(resource.now())
+            offsets = [SnapshotOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(before.items())]
+            rollback = rollback.model_copy(update={"offsets": offsets, "taken_at": resource.now()})
+            resource.record(rollback=rollback)
             cm_name = rollback_configmap_name(resource.name)
             await rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
-            rollback["configMap"] = cm_name
+            resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
             # The rewind replays up to where the log ends now; later records are live traffic.
-            for part in resource.status["plan"]["partitions"]:
-                part["endOffset"] = max(part["startOffset"], ends[(part["topic"], part["partition"])])
-                part["records"] = part["endOffset"] - part["startOffset"]
-            resource.status["plan"]["totalRecords"] = sum(p["records"] for p in resource.status["plan"]["partitions"])
+            rewound = PlanStatus.model_validate(resource.status["plan"])
+            for part in rewound.partitions:
+                part.end_offset = max(part.start_offset, ends[(part.topic, part.partition)])
+                part.records = part.end_offset - part.start_offset
+            rewound.total_records = sum(part.records for part in rewound.partitions)
+            resource.record(plan=rewound)
             return  # persist the snapshot before moving any offset
         starts = {k: s for k, (s, _) in plan.items()}
         await cluster.aio.alter_offsets(spec.consumer_group, starts)
         resource.condition(
-            "OffsetsReset",
+            ConditionType.OFFSETS_RESET,
             "True",
             "OffsetsReset",
             f"group {spec.consumer_group} moved to the plan's start on {len(starts)} partitions",
         )
         resource.event(
             "OffsetsReset",
-            f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.get('configMap')}",
+            f"moved {spec.consumer_group} to the start; rollback in ConfigMap {rollback.config_map}",
         )
-    await rt.kube.aio.scale_deployment(resource.namespace, deployment, rollback["deploymentReplicas"])
+    await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
     resource.condition(
-        "ConsumersStarted", "True", "ScaledBack", f"Deployment {deployment} back to {rollback['deploymentReplicas']}"
+        ConditionType.CONSUMERS_STARTED, "True", "ScaledBack", f"Deployment {deployment} back to {replicas}"
     )
-    resource.condition("Running", "True", "Rewound", f"group {spec.consumer_group} replays from the start")
-    resource.set_phase("Running", "Rewound", f"live group {spec.consumer_group} rewound and restarted")
+    resource.condition(ConditionType.RUNNING, "True", "Rewound", f"group {spec.consumer_group} replays from the start")
+    resource.set_phase(Phase.RUNNING, "Rewound", f"live group {spec.consumer_group} rewound and restarted")
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
@@ -566,9 +574,9 @@ async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: Object
     hold = spec.completion.drained_for
     if memory.drain.observe(progress.lag == 0, resource.now(), hold):
         resource.condition(
-            "Drained", "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind"
+            ConditionType.DRAINED, "True", "CaughtUp", "the live group reached the end offsets recorded at the rewind"
         )
-        resource.set_phase("Draining", "CaughtUp", "live group caught up")
+        resource.set_phase(Phase.DRAINING, "CaughtUp", "live group caught up")
 
 
 # ------------------------------------------------------------------------------------------ deletion
@@ -590,9 +598,9 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         if (
             replicas is not None
             and spec.live_deployment is not None
-            and not resource.condition_true("ConsumersStarted")
+            and not resource.condition_true(ConditionType.CONSUMERS_STARTED)
         ):
             await resource.rt.kube.aio.scale_deployment(resource.namespace, spec.live_deployment.name, replicas)
         return
-    if resource.status.get("children") or resource.phase in ("Running", "Suspended", "Draining"):
+    if resource.status.get("children") or resource.phase in (Phase.RUNNING, Phase.SUSPENDED, Phase.DRAINING):
         await remove_children(resource, spec, memory, cancel=True)

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from reprise_operator import backfill, lakereplay, reconsume
 from reprise_operator.api import KINDS as API_KINDS
+from reprise_operator.api.common import ConditionType, Phase
 from reprise_operator.driver import transition
 from reprise_operator.kinds import KINDS
 from reprise_operator.lifecycle import ObjectMemory, Resource
@@ -33,22 +34,22 @@ class Recorder:
     async def plan(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("plan")
         resource.status["plan"] = {"totalRecords": 1}
-        resource.set_phase("PlanReady", "PlanReady", "planned", event=False)
+        resource.set_phase(Phase.PLAN_READY, "PlanReady", "planned", event=False)
 
     async def start(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("start")
-        resource.set_phase("Running", "Started", "started", event=False)
+        resource.set_phase(Phase.RUNNING, "Started", "started", event=False)
 
     async def hold(self, resource: Resource, spec: Any) -> None:
         self.calls.append("hold")
-        if spec.suspend and resource.phase == "Running":
-            resource.set_phase("Suspended", "Suspended", "suspended", event=False)
-        elif not spec.suspend and resource.phase == "Suspended":
-            resource.set_phase("Running", "Resumed", "resumed", event=False)
+        if spec.suspend and resource.phase == Phase.RUNNING:
+            resource.set_phase(Phase.SUSPENDED, "Suspended", "suspended", event=False)
+        elif not spec.suspend and resource.phase == Phase.SUSPENDED:
+            resource.set_phase(Phase.RUNNING, "Resumed", "resumed", event=False)
 
     async def follow(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("follow")
-        resource.set_phase("Draining", "Drained", "drained", event=False)
+        resource.set_phase(Phase.DRAINING, "Drained", "drained", event=False)
 
     async def teardown(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("teardown")
@@ -57,7 +58,7 @@ class Recorder:
     async def revive(self, resource: Resource, spec: Any) -> bool:
         self.calls.append("revive")
         if self._revive:
-            resource.set_phase("Running", "Reverifying", "again", event=False)
+            resource.set_phase(Phase.RUNNING, "Reverifying", "again", event=False)
         return self._revive
 
     def ttl_seconds(self, spec: Any) -> int | None:
@@ -116,7 +117,7 @@ def test_a_suspended_plan_waits_before_starting() -> None:
     kind, res = Recorder(), resource("PlanReady", suspend=True)
     run(kind, res)
     assert kind.calls == [] and res.phase == "PlanReady"
-    assert res.condition_true("Suspended")
+    assert res.condition_true(ConditionType.SUSPENDED)
 
 
 def test_a_suspended_replay_is_not_followed() -> None:

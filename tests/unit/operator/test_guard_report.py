@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from replay_worker.handover import PartitionHandover
 from replay_worker.wire import AckInfo, GuardInfo, HandoverInfo, StartInfo
 
@@ -52,6 +54,6 @@ def test_many_partitions_are_counted_beyond_the_named_ones() -> None:
 
 def test_progress_carries_the_problem_code_per_partition_only_where_there_is_one() -> None:
     views = (PartitionView("orders", 0, 0, 10, 4, guard_problem="malformed"), PartitionView("orders", 1, 0, 10, 4))
-    status = progress_status(Progress(views, None), "2026-11-23T00:00:00Z")
+    status = progress_status(Progress(views, None), datetime(2026, 11, 23, tzinfo=timezone.utc))
     assert status["partitions"][0]["guardProblem"] == "malformed"
     assert "guardProblem" not in status["partitions"][1]

@@ -9,11 +9,11 @@ import pytest
 
 from replay_worker.contract import PartitionFacts, StartSpec, epoch_ms
 from reprise_operator.api import Start
+from reprise_operator.offset_plan_status import plan_partitions_status
 from reprise_operator.planning import (
     PlanError,
     make_plan,
     plan_partition,
-    plan_status,
     retention_message,
     start_spec,
 )
@@ -106,10 +106,10 @@ def test_plan_totals_status_and_retention_message():
     assert [p.partition for p in plan.partitions] == [0, 1]
     assert plan.total_records == 150 + 200
     assert [p.partition for p in plan.at_risk] == [1]
-    status = plan_status(plan)
-    assert status["totalRecords"] == 350
+    status = plan_partitions_status(plan)
+    assert status["totalRecords"] == 350 and status["partitionCount"] == 2
     assert status["computedAt"] == "2026-09-30T00:00:00Z"
-    assert status["partitions"][1]["retentionRisk"] is True
+    assert [p["retentionRisk"] for p in status["partitions"]] == ["Safe", "Lost"] and status["retentionRisk"] == "Lost"
     assert status["partitions"][0]["oldestTimestamp"] == "1970-01-01T00:00:00.009Z"
     message = retention_message(plan)
     assert "users/1" in message and "LakeReplay" in message and "spec.start.allowClamp" in message

@@ -34,8 +34,13 @@ def test_eta_from_recent_rate():
     # 100 records in 10 s, 900 to go: 90 s.
     assert progress.eta_seconds == 90
     assert progress.percent == 10
-    status = progress_status(progress, "2026-01-01T00:00:10Z")
+    status = progress_status(progress, T0 + timedelta(seconds=10, microseconds=250_000), "1m30s")
     assert status["lag"] == 900 and status["etaSeconds"] == 90 and status["partitions"][0]["state"] == "Replaying"
+    # Written as status stores it: second precision, the ETA for kubectl get, no position before the first commit.
+    assert status["updatedAt"] == "2026-01-01T00:00:10Z" and status["eta"] == "1m30s"
+    assert status["partitions"][0] == {"topic": "t", "partition": 0, "position": 100, "lag": 900, "state": "Replaying"}
+    not_started = progress_status(summarize([PartitionView("t", 1, 0, 5, None)], EtaWindow(), T0), T0)
+    assert not_started["partitions"][0] == {"topic": "t", "partition": 1, "lag": 5, "state": "Pending"}
 
 
 def test_eta_unknown_without_movement():
