@@ -4,7 +4,7 @@ Pure. The follow loop feeds it what Kafka and the handover topic said (`Partitio
 window of (time, remaining) samples per replay; the ETA interpolates that window, the way
 kafka-lag-exporter turns offset lag into time lag (REFERENCE.md section 4).
 
-When to look again: a replay about to move on (its last records due within a poll interval, or only the live
+When to look again: a replay about to move on (its last records due within two poll intervals, or only the live
 side's acknowledgements or a `drainedFor` hold ending within one left) is looked at again soon rather than a
 whole poll interval later (`looks_soon`), the way a controller asks to be requeued after a short delay.
 
@@ -199,9 +199,11 @@ def looks_soon(
       drained): soon when that is within the poll interval;
     - `finished_for`: every partition finished (a handover offset recorded), since that many seconds, and
       only the live side's acknowledgements are awaited: soon for `SETTLE_WINDOW_S`;
-    - else soon when the recent rate ends the remaining records within the poll interval."""
+    - else soon when the recent rate ends the remaining records within two poll intervals: the first rate of a
+      replay counts its pods' start, when nothing was read yet, so an early ETA runs high (at 1M records the
+      rule at one interval missed the end by a poll half of the time)."""
     if hold_left is not None:
         return hold_left <= poll_interval
     if finished_for is not None:
         return finished_for <= SETTLE_WINDOW_S
-    return eta_seconds is not None and eta_seconds <= poll_interval
+    return eta_seconds is not None and eta_seconds <= 2 * poll_interval
