@@ -4,7 +4,8 @@ Triggers, for every kind:
 - create and resume: reconcile at once (a new replay gets its plan and its consumers without waiting);
 - a watch event that changed what a person controls (`spec.suspend`, `spec.approval`, the approve
   annotation): reconcile at once;
-- a timer every `poll_interval`: follow Kafka and the handover state;
+- a timer every `poll_interval`: follow Kafka and the handover state, looking again every `SOON_LOOK_S` while a
+  replay is about to move on (`progress.looks_soon`);
 - delete: the finalizer cleans up everything Reprise made before the resource goes.
 
 The timer interval comes from the settings, so the handlers are registered by `register()` at start
@@ -34,6 +35,9 @@ log = logging.getLogger("reprise.handlers")
 #: Seconds between two attempts of a cleanup that waits (pods stopping, the live side acknowledging).
 CLEANUP_WAIT = 2.0
 
+#: Seconds between two looks at a resource that expects to move on before its next poll (`memory.soon`).
+SOON_LOOK_S = 0.5
+
 
 def _controls(body: Any) -> tuple:
     spec = body.get("spec") or {}
@@ -57,10 +61,20 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
         memory_of(memo).extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step)
 
-    async def poll(body: Any, memo: Any, **_: Any) -> None:
+    async def poll(body: Any, memo: Any, stopped: Any = None, **_: Any) -> None:
         # Only the timer waits out a failure's backoff; a person's change (create, resume, event) is acted on at once.
-        memory_of(memo).extra["controls"] = _controls(body)
+        memory = memory_of(memo)
+        memory.extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
+        # A resource about to move on (its last records due, acknowledgements awaited) is looked at again every
+        # SOON_LOOK_S for up to one poll interval: waiting out the interval was most of the time from a
+        # replay's last record to Complete (benchmarks/end_to_end). The lock is released in between, so a
+        # person's change is not held up.
+        looks = int(rt.settings.poll_interval / SOON_LOOK_S)
+        while memory.soon and looks > 0 and not stopped:
+            looks -= 1
+            await asyncio.sleep(SOON_LOOK_S)
+            await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
 
     async def on_event(body: Any, memo: Any, type: str | None = None, **_: Any) -> None:
         if type not in ("ADDED", "MODIFIED") or body["metadata"].get("deletionTimestamp"):

@@ -95,6 +95,9 @@ class ObjectMemory:
     #: Failed reconciles in a row (transient or unexpected errors), and when the timer may try again.
     failures: int = 0
     retry_at: datetime | None = None
+    #: Set by a step that expects the resource to move on before the next poll (`progress.looks_soon`): the
+    #: timer then looks again every `SOON_LOOK_S` instead of waiting a whole poll interval.
+    soon: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -317,6 +320,7 @@ async def _reconcile_once(
     old.pop("kopf", None)
     resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
     before = resource.phase
+    memory.soon = False
     failed: tuple[str, str] | None = None
     try:
         await step(resource, memory)

@@ -4,6 +4,10 @@ Pure. The follow loop feeds it what Kafka and the handover topic said (`Partitio
 window of (time, remaining) samples per replay; the ETA interpolates that window, the way
 kafka-lag-exporter turns offset lag into time lag (REFERENCE.md section 4).
 
+When to look again: a replay about to move on (its last records due within two poll intervals, or only the live
+side's acknowledgements or a `drainedFor` hold ending within one left) is looked at again soon rather than a
+whole poll interval later (`looks_soon`), the way a controller asks to be requeued after a short delay.
+
 "Drained" is not only "lag is zero": with transactional producers the last offset of a partition is a
 commit marker that no consumer ever commits past, so `end - committed` can stay at 1 forever. A
 partition whose consumer reported reaching the end of the partition also counts as drained.
@@ -185,3 +189,27 @@ class DrainClock:
         if self.since is None:
             self.since = now
         return now - self.since >= hold
+
+
+#: How long after every partition was finished a replay is still looked at again soon: a guard acknowledges
+#: within a second or two of its handover offset, and a live side that does not answer is left to the poll.
+SETTLE_WINDOW_S = 10.0
+
+
+def looks_soon(
+    eta_seconds: int | None, poll_interval: float, finished_for: float | None, hold_left: float | None
+) -> bool:
+    """Whether a replay is expected to move on before its next poll, so it is looked at again soon.
+
+    - `hold_left`: drained, and completes when `completion.drainedFor` has held (seconds left; None while not
+      drained): soon when that is within the poll interval;
+    - `finished_for`: every partition finished (a handover offset recorded), since that many seconds, and
+      only the live side's acknowledgements are awaited: soon for `SETTLE_WINDOW_S`;
+    - else soon when the recent rate ends the remaining records within two poll intervals: the first rate of a
+      replay counts its pods' start, when nothing was read yet, so an early ETA runs high (at 1M records the
+      rule at one interval missed the end by a poll half of the time)."""
+    if hold_left is not None:
+        return hold_left <= poll_interval
+    if finished_for is not None:
+        return finished_for <= SETTLE_WINDOW_S
+    return eta_seconds is not None and eta_seconds <= 2 * poll_interval

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 
@@ -35,7 +35,7 @@ from ..constants import (
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..planning import Plan, PlanError, make_plan, retention_message, start_spec
-from ..progress import PartitionView
+from ..progress import PartitionView, looks_soon
 from ..verify import LiveHistory, verify_env
 from ..standby import (
     consumer_delivery,
@@ -352,6 +352,8 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
             env=_verify_env(resource, spec),
             caught_up=caught_up,
         )
+    gated = spec.verify is not None or spec.completion.hold is not None  # a check or a person decides when
+    memory.soon = not caught_up and not gated and _looks_soon(resource, memory, views, progress.eta_seconds, hold)
     if caught_up:
         message = (
             "every partition handed over to the live group"
@@ -362,6 +364,26 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         resource.set_phase(Phase.DRAINING, "Drained", message)
     elif not drained and resource.condition_true(ConditionType.DRAINED):
         resource.condition(ConditionType.DRAINED, "False", "NotDrained", "lag is back")
+
+
+#: memory.extra key: when every partition of the replay was first seen finished (a handover offset recorded).
+FINISHED_SINCE = "finished_since"
+
+
+def _looks_soon(
+    resource: Resource, memory: ObjectMemory, views: list[PartitionView], eta_seconds: int | None, hold: timedelta
+) -> bool:
+    """`progress.looks_soon` for this follow (after `memory.drain` observed it): remembers when every partition
+    was first seen finished."""
+    now = resource.now()
+    if not (views and all(view.finished for view in views)):
+        memory.extra.pop(FINISHED_SINCE, None)
+        finished_for = None
+    else:
+        finished_for = (now - memory.extra.setdefault(FINISHED_SINCE, now)).total_seconds()
+    since = memory.drain.since
+    hold_left = (hold - (now - since)).total_seconds() if since is not None else None
+    return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left)
 
 
 def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:

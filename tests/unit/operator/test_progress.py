@@ -2,7 +2,15 @@
 
 from datetime import datetime, timedelta, timezone
 
-from reprise_operator.progress import DrainClock, EtaWindow, PartitionView, progress_status, summarize
+from reprise_operator.progress import (
+    SETTLE_WINDOW_S,
+    DrainClock,
+    EtaWindow,
+    PartitionView,
+    looks_soon,
+    progress_status,
+    summarize,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -57,3 +65,24 @@ def test_drain_clock_needs_the_full_hold_without_interruption():
     assert not clock.observe(False, T0 + timedelta(seconds=31), hold)
     assert not clock.observe(True, T0 + timedelta(seconds=40), hold)
     assert clock.observe(True, T0 + timedelta(seconds=70), hold)
+
+
+def test_a_replay_whose_last_records_are_due_within_two_polls_is_looked_at_soon():
+    assert looks_soon(eta_seconds=3, poll_interval=5.0, finished_for=None, hold_left=None)
+    # An early ETA counts the pods' start: up to two intervals is "soon".
+    assert looks_soon(eta_seconds=10, poll_interval=5.0, finished_for=None, hold_left=None)
+    assert not looks_soon(eta_seconds=11, poll_interval=5.0, finished_for=None, hold_left=None)
+    assert not looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=None, hold_left=None)
+
+
+def test_once_every_partition_is_finished_the_acknowledgements_are_awaited_soon_for_a_while_only():
+    assert looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=0.0, hold_left=None)
+    assert looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=SETTLE_WINDOW_S, hold_left=None)
+    # A live side that does not answer is left to the poll, whatever the ETA says.
+    assert not looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=SETTLE_WINDOW_S + 0.1, hold_left=None)
+
+
+def test_a_drained_replay_is_looked_at_soon_only_when_its_hold_ends_within_the_poll_interval():
+    assert looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=0.0)
+    assert looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=4.5)
+    assert not looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=25.0)
