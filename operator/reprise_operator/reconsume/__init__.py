@@ -513,56 +513,14 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     rollback = RollbackSnapshot.model_validate(resource.status.get("rollback") or {})
     resource.record(rollback=rollback)
     if rollback.deployment_replicas is None:
-        live = await rt.kube.aio.get_deployment(resource.namespace, deployment)
-        if live is None:
-            raise Waiting(
-                "DeploymentNotFound",
-                f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist",
-            )
-        resource.record(
-            rollback=rollback.model_copy(update={"deployment_replicas": int(live["spec"].get("replicas", 1))})
-        )
-        resource.record(started_at=resource.now(), keep=True)
-        resource.condition(
-            ConditionType.CONSUMERS_STOPPED, "False", "ScalingDown", f"scaling Deployment {deployment} to 0"
-        )
+        await _note_live_replicas(resource, deployment, rollback)
         return  # persist the replica count before touching the Deployment
     replicas = rollback.deployment_replicas
     if not resource.condition_true(ConditionType.OFFSETS_RESET):
-        await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
-        description = await cluster.aio.describe_group(spec.consumer_group)
-        if description.state not in ("Empty", "Dead"):
-            started = memory.extra.setdefault("empty_wait_since", resource.now())
-            if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
-                await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
-                members = ", ".join(description.members[:5]) or "unknown members"
-                raise Failure(
-                    "GroupHasOtherMembers",
-                    f"spec.consumerGroup {spec.consumer_group} still has members after scaling Deployment "
-                    f"{deployment} to 0 ({members}): they are not Reprise's to stop. Stop them, or use mode Handover",
-                )
-            raise Retry(f"group {spec.consumer_group} is {description.state}")
-        memory.extra.pop("empty_wait_since", None)
-        resource.condition(
-            ConditionType.CONSUMERS_STOPPED, "True", "GroupEmpty", f"group {spec.consumer_group} is Empty"
-        )
+        await _stop_live_group(resource, spec, memory, cluster, deployment, replicas)
         plan = plan_from_status(resource.status.get("plan") or {})
         if "offsets" not in rollback.model_fields_set:
-            before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
-            ends = await cluster.aio.end_offsets(list(plan))
-            offsets = [SnapshotOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(before.items())]
-            rollback = rollback.model_copy(update={"offsets": offsets, "taken_at": resource.now()})
-            resource.record(rollback=rollback)
-            cm_name = rollback_configmap_name(resource.name)
-            await rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
-            resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
-            # The rewind replays up to where the log ends now; later records are live traffic.
-            rewound = PlanStatus.model_validate(resource.status["plan"])
-            for part in rewound.partitions:
-                part.end_offset = max(part.start_offset, ends[(part.topic, part.partition)])
-                part.records = part.end_offset - part.start_offset
-            rewound.total_records = sum(part.records for part in rewound.partitions)
-            resource.record(plan=rewound)
+            await _take_snapshot(resource, spec, cluster, rollback, plan)
             return  # persist the snapshot before moving any offset
         starts = {k: s for k, (s, _) in plan.items()}
         await cluster.aio.alter_offsets(spec.consumer_group, starts)
@@ -582,6 +540,67 @@ async def _start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectM
     )
     resource.condition(ConditionType.RUNNING, "True", "Rewound", f"group {spec.consumer_group} replays from the start")
     resource.set_phase(Phase.RUNNING, "Rewound", f"live group {spec.consumer_group} rewound and restarted")
+
+
+async def _note_live_replicas(resource: Resource, deployment: str, rollback: RollbackSnapshot) -> None:
+    """The rewind's first sub-step: remember the live Deployment's replicas (to scale it back to)."""
+    live = await resource.rt.kube.aio.get_deployment(resource.namespace, deployment)
+    if live is None:
+        raise Waiting(
+            "DeploymentNotFound",
+            f"spec.liveDeployment: Deployment {resource.namespace}/{deployment} does not exist",
+        )
+    resource.record(rollback=rollback.model_copy(update={"deployment_replicas": int(live["spec"].get("replicas", 1))}))
+    resource.record(started_at=resource.now(), keep=True)
+    resource.condition(ConditionType.CONSUMERS_STOPPED, "False", "ScalingDown", f"scaling Deployment {deployment} to 0")
+
+
+async def _stop_live_group(
+    resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, cluster: KafkaCluster, deployment: str, replicas: int
+) -> None:
+    """Scale the live Deployment to 0 and wait (Retry) for its group to be Empty; Failed, with the Deployment
+    scaled back, when members that are not the Deployment's stay past `group_empty_timeout`."""
+    rt = resource.rt
+    await rt.kube.aio.scale_deployment(resource.namespace, deployment, 0)
+    description = await cluster.aio.describe_group(spec.consumer_group)
+    if description.state not in ("Empty", "Dead"):
+        started = memory.extra.setdefault("empty_wait_since", resource.now())
+        if (resource.now() - started).total_seconds() > rt.settings.group_empty_timeout:
+            await rt.kube.aio.scale_deployment(resource.namespace, deployment, replicas)
+            members = ", ".join(description.members[:5]) or "unknown members"
+            raise Failure(
+                "GroupHasOtherMembers",
+                f"spec.consumerGroup {spec.consumer_group} still has members after scaling Deployment "
+                f"{deployment} to 0 ({members}): they are not Reprise's to stop. Stop them, or use mode Handover",
+            )
+        raise Retry(f"group {spec.consumer_group} is {description.state}")
+    memory.extra.pop("empty_wait_since", None)
+    resource.condition(ConditionType.CONSUMERS_STOPPED, "True", "GroupEmpty", f"group {spec.consumer_group} is Empty")
+
+
+async def _take_snapshot(
+    resource: Resource,
+    spec: ReconsumeSpec,
+    cluster: KafkaCluster,
+    rollback: RollbackSnapshot,
+    plan: dict[TopicPartitionKey, tuple[int, int]],
+) -> None:
+    """Snapshot the live group's offsets into status and the rollback ConfigMap, and end the plan where the
+    log ends now (later records are live traffic)."""
+    before = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
+    ends = await cluster.aio.end_offsets(list(plan))
+    offsets = [SnapshotOffset(topic=t, partition=p, offset=o) for (t, p), o in sorted(before.items())]
+    rollback = rollback.model_copy(update={"offsets": offsets, "taken_at": resource.now()})
+    resource.record(rollback=rollback)
+    cm_name = rollback_configmap_name(resource.name)
+    await resource.rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
+    resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
+    rewound = PlanStatus.model_validate(resource.status["plan"])
+    for part in rewound.partitions:
+        part.end_offset = max(part.start_offset, ends[(part.topic, part.partition)])
+        part.records = part.end_offset - part.start_offset
+    rewound.total_records = sum(part.records for part in rewound.partitions)
+    resource.record(plan=rewound)
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
