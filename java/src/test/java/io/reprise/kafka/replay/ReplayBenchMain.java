@@ -19,8 +19,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * fetch tuning. Prints one JSON line: records; cpu_s and broker_cpu_s, the JVM's CPU (every thread) and the broker's
  * (/proc) from the start of {@code main} to the last record (start-up work counted, waiting costs none); seconds, from
  * the first batch handed to the handler to the last (the throughput); startup_s, from {@code main} to the first
- * batch (the role's bootstrap, the group join) and startup_cpu_s, the JVM's CPU meanwhile; steady_*, the same from the batch that reaches a tenth of the topic
- * to the last (the steady state); and the wall time to the end.
+ * batch (the role's bootstrap, the group join), and startup_cpu_s, the JVM's CPU meanwhile; steady_*, the same
+ * from the batch that reaches a tenth of the topic to the last (the steady state); and the wall time to the end.
  *
  * <pre>java -cp ... io.reprise.kafka.replay.ReplayBenchMain bare|replay BOOTSTRAP TOPIC RECORDS GROUP [HANDOVER_TOPIC [BROKER_PID]]</pre>
  */
