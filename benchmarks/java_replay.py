@@ -27,8 +27,8 @@ from typing import Any
 
 from local_platform.kafka_broker import KafkaBroker
 
-from . import _rounds as rounds
-from .worker import PARTITIONS, RECORD_BYTES, _size, fill
+from . import measure
+from .worker import PARTITIONS, RECORD_BYTES, fill, records_setting
 
 ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
 TARGETS = {"replay_vs_bare": 0.8}
@@ -57,7 +57,7 @@ def per_run(run: dict[str, Any], records: int) -> dict[str, float]:
 
 
 def run(records: int | None = None) -> dict:
-    records = records or _size()
+    records = records_setting(records)
     classpath = _classpath()
     java = shutil.which("java")
     if java is None:
@@ -77,7 +77,7 @@ def run(records: int | None = None) -> dict:
             def once() -> dict[str, Any]:
                 count[mode] += 1
                 group = f"bench-{mode}-{count[mode]}"
-                return rounds.measured_run(
+                return measure.measured_run(
                     [
                         java,
                         "-cp",
@@ -101,7 +101,7 @@ def run(records: int | None = None) -> dict:
             f = per_run(result, records)
             return f"{mode} {f['cpu_us']:.1f} us/rec {f['rate']:,.0f}/s"
 
-        runs = rounds.interleaved({"bare": loop("bare"), "replay": loop("replay")}, ROUNDS, describe)
+        runs = measure.interleaved_runs({"bare": loop("bare"), "replay": loop("replay")}, ROUNDS, describe)
         figures = {mode: [per_run(r, records) for r in found] for mode, found in runs.items()}
         bare, replay = figures["bare"], figures["replay"]
 
@@ -109,14 +109,14 @@ def run(records: int | None = None) -> dict:
             return [f[key] for f in runs]
 
         # bare / replay for CPU (>= 1 when the role is cheaper), replay / bare for throughput
-        cpu = rounds.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
-        with_broker = rounds.compared(
+        cpu = measure.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
+        with_broker = measure.compared(
             [b["cpu_us"] + b["broker_cpu_us"] for b in bare], [r["cpu_us"] + r["broker_cpu_us"] for r in replay]
         )
-        throughput = rounds.compared(of(replay, "rate"), of(bare, "rate"))
-        process = rounds.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
-        steady = rounds.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
-        met, line = rounds.verdict(
+        throughput = measure.compared(of(replay, "rate"), of(bare, "rate"))
+        process = measure.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
+        steady = measure.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
+        met, line = measure.verdict_line(
             "java replay role vs bare loop (CPU/record, medians)",
             cpu["ratio"],
             TARGETS["replay_vs_bare"],
@@ -129,7 +129,7 @@ def run(records: int | None = None) -> dict:
             "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
             "per_loop": {
-                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                name: {key: measure.summary([f[key] for f in found], 3) for key in found[0]}
                 for name, found in figures.items()
             },
             "replay_vs_bare_detail": {
