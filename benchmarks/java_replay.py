@@ -2,7 +2,7 @@
 `KafkaConsumer` loop (poll, handle, commit asynchronously) calling the same handler (issue 12's target: >= 0.8x).
 
 On one broker of the local platform, in one run, on the same source topic (default 1,000,000 records of 1 KiB in 12
-partitions), the handover topic created first as the operator does. Each run is a JVM of its own
+partitions), a handover topic made before each run as the operator does. Each run is a JVM of its own
 (`ReplayBenchMain`, from the Java library's test classes); both loops read with the role's consumer settings
 (read_committed, cooperative rebalancing, `max.poll.records` = the role's batch size), so they compare the loop, not
 fetch tuning.
@@ -71,7 +71,6 @@ def run(records: int | None = None) -> dict:
         broker.start()
         bootstrap = broker.bootstrap
         source = broker.create_topic("bench-source", PARTITIONS)
-        broker.create_topic(HANDOVER_TOPIC, 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(bootstrap, source, records)
         count = {"bare": 0, "replay": 0}
@@ -80,6 +79,11 @@ def run(records: int | None = None) -> dict:
             def once() -> dict[str, Any]:
                 count[mode] += 1
                 group = f"bench-{mode}-{count[mode]}"
+                # A handover topic per run, made before it as the operator does: the role reads the whole topic at
+                # start, and one shared by the rounds would make each round read the records of every earlier
+                # round's replay (which the operator tombstones once a replay is cleaned up).
+                handover_topic = f"{HANDOVER_TOPIC}.{mode}-{count[mode]}"
+                broker.create_topic(handover_topic, 1, config={"cleanup.policy": "compact"})
                 return measure.measured_run(
                     [
                         java,
@@ -91,7 +95,7 @@ def run(records: int | None = None) -> dict:
                         source,
                         str(records),
                         group,
-                        HANDOVER_TOPIC,
+                        handover_topic,
                         str(broker.pid or 0),
                     ],
                     broker_pid=broker.pid,
