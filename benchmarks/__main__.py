@@ -30,7 +30,7 @@ import benchmarks
 
 
 #: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers.
-SUPPORT = {"measure", "rounds", "baselines", "handlers"}
+SUPPORT = {"measure", "baselines", "handlers"}
 
 
 def available() -> list[str]:

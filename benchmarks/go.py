@@ -42,8 +42,8 @@ from typing import Any
 
 from local_platform.kafka_broker import KafkaBroker
 
-from . import _rounds as rounds
-from .worker import PARTITIONS, RECORD_BYTES, _size, fill
+from . import measure
+from .worker import PARTITIONS, RECORD_BYTES, fill, records_setting
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
@@ -91,7 +91,7 @@ def per_run(run: dict[str, Any], records: int) -> dict[str, float]:
 
 
 def compare(figures: dict[str, list[dict[str, float]]], subject: str, baseline: str) -> dict[str, Any]:
-    """subject against baseline over the rounds (rounds.compared): CPU per record (the loop's process; with the
+    """subject against baseline over the rounds (measure.compared): CPU per record (the loop's process; with the
     broker's added; the whole process), and throughput."""
 
     def of(name: str, key: str) -> list[float]:
@@ -101,16 +101,16 @@ def compare(figures: dict[str, list[dict[str, float]]], subject: str, baseline: 
         return [f["cpu_us"] + f["broker_cpu_us"] for f in figures[name]]
 
     return {
-        "cpu_per_record": rounds.compared(of(subject, "cpu_us"), of(baseline, "cpu_us")),
-        "steady_cpu_per_record": rounds.compared(of(subject, "steady_cpu_us"), of(baseline, "steady_cpu_us")),
-        "cpu_with_broker_per_record": rounds.compared(with_broker(subject), with_broker(baseline)),
-        "process_cpu_per_record": rounds.compared(of(subject, "process_cpu_us"), of(baseline, "process_cpu_us")),
-        "throughput": rounds.compared(of(subject, "rate"), of(baseline, "rate")),
+        "cpu_per_record": measure.compared(of(subject, "cpu_us"), of(baseline, "cpu_us")),
+        "steady_cpu_per_record": measure.compared(of(subject, "steady_cpu_us"), of(baseline, "steady_cpu_us")),
+        "cpu_with_broker_per_record": measure.compared(with_broker(subject), with_broker(baseline)),
+        "process_cpu_per_record": measure.compared(of(subject, "process_cpu_us"), of(baseline, "process_cpu_us")),
+        "throughput": measure.compared(of(subject, "rate"), of(baseline, "rate")),
     }
 
 
 def run(records: int | None = None) -> dict:
-    records = records or _size()
+    records = records_setting(records)
     workdir = Path(tempfile.mkdtemp(prefix="reprise-bench-go-"))
     broker = KafkaBroker(workdir / "kafka", heap="1g")
     try:
@@ -123,7 +123,7 @@ def run(records: int | None = None) -> dict:
         fill_rate = fill(bootstrap, source, records)
 
         def loop(name: str, count: int = records):
-            return lambda: rounds.measured_run(
+            return lambda: measure.measured_run(
                 [
                     str(binary),
                     "-bootstrap",
@@ -149,20 +149,20 @@ def run(records: int | None = None) -> dict:
             f = per_run(result, records)
             return f"{name} {f['cpu_us']:.1f} us/rec {f['rate']:,.0f}/s"
 
-        runs = rounds.interleaved({name: loop(name) for name in LOOPS}, ROUNDS, describe)
+        runs = measure.interleaved_runs({name: loop(name) for name in LOOPS}, ROUNDS, describe)
         figures = {name: [per_run(r, records) for r in found] for name, found in runs.items()}
         guard = compare(figures, "guard", "bare")
         replay = compare(figures, "replay", "batch")
         overhead = guard["steady_cpu_per_record"]["ratio"] - 1
         replay_ratio = 1 / replay["cpu_per_record"]["ratio"]  # batch CPU / replay CPU: >= 1 when the role is cheaper
-        guard_met, guard_line = rounds.verdict(
+        guard_met, guard_line = measure.verdict_line(
             "go guard overhead (steady CPU/record, medians)",
             overhead,
             TARGETS["guard_overhead"],
             at_most=True,
             unit="%",
         )
-        replay_met, replay_line = rounds.verdict(
+        replay_met, replay_line = measure.verdict_line(
             "go replay role vs bare batch loop (CPU/record, medians)",
             replay_ratio,
             TARGETS["replay_vs_bare"],
@@ -175,7 +175,7 @@ def run(records: int | None = None) -> dict:
             "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
             "per_loop": {
-                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                name: {key: measure.summary([f[key] for f in found], 3) for key in found[0]}
                 for name, found in figures.items()
             },
             "guard_vs_bare": guard,

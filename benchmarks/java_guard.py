@@ -31,8 +31,8 @@ from typing import Any
 from local_platform.cache import cache_root
 from local_platform.kafka_broker import KafkaBroker
 
-from . import _rounds as rounds
-from .worker import PARTITIONS, RECORD_BYTES, _size, fill
+from . import measure
+from .worker import PARTITIONS, RECORD_BYTES, fill, records_setting
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
@@ -68,7 +68,7 @@ def classpath() -> str:
 
 
 def run(records: int | None = None) -> dict:
-    records = records or _size()
+    records = records_setting(records)
     cp = classpath()
     workdir = Path(tempfile.mkdtemp(prefix="reprise-bench-java-"))
     broker = KafkaBroker(workdir / "kafka", heap="1g")
@@ -114,15 +114,15 @@ def run(records: int | None = None) -> dict:
                 }
             )
         bare, guarded = per_loop["bare"], per_loop["guarded"]
-        cpu = rounds.compared([g["steady_cpu_us"] for g in guarded], [b["steady_cpu_us"] for b in bare])
-        with_startup = rounds.compared([g["cpu_us"] for g in guarded], [b["cpu_us"] for b in bare])
-        with_broker = rounds.compared(
+        cpu = measure.compared([g["steady_cpu_us"] for g in guarded], [b["steady_cpu_us"] for b in bare])
+        with_startup = measure.compared([g["cpu_us"] for g in guarded], [b["cpu_us"] for b in bare])
+        with_broker = measure.compared(
             [g["steady_cpu_us"] + g["steady_broker_cpu_us"] for g in guarded],
             [b["steady_cpu_us"] + b["steady_broker_cpu_us"] for b in bare],
         )
-        throughput = rounds.compared([g["rate"] for g in guarded], [b["rate"] for b in bare])
+        throughput = measure.compared([g["rate"] for g in guarded], [b["rate"] for b in bare])
         overhead = cpu["ratio"] - 1
-        met, line = rounds.verdict(
+        met, line = measure.verdict_line(
             "java guard overhead (steady CPU/record, medians)",
             overhead,
             TARGETS["guard_overhead"],
@@ -136,7 +136,7 @@ def run(records: int | None = None) -> dict:
             "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
             "per_loop": {
-                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                name: {key: measure.summary([f[key] for f in found], 3) for key in found[0]}
                 for name, found in per_loop.items()
             },
             "guarded_vs_bare": {

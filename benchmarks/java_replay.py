@@ -2,7 +2,7 @@
 `KafkaConsumer` loop (poll, handle, commit asynchronously) calling the same handler (issue 12's target: >= 0.8x).
 
 On one broker of the local platform, in one run, on the same source topic (default 1,000,000 records of 1 KiB in 12
-partitions), the handover topic created first as the operator does. Each run is a JVM of its own
+partitions), a handover topic made before each run as the operator does. Each run is a JVM of its own
 (`ReplayBenchMain`, from the Java library's test classes); both loops read with the role's consumer settings
 (read_committed, cooperative rebalancing, `max.poll.records` = the role's batch size), so they compare the loop, not
 fetch tuning.
@@ -10,8 +10,10 @@ fetch tuning.
 Method (issue 16): `ROUNDS` rounds, the two loops interleaved. Each run reports the JVM's CPU (every thread) and the
 broker's (/proc) from the start of `main` to the last record: start-up work counts (the role's bootstrap transaction,
 its handover-topic reads, the JIT of its code), waiting does not. The target is on **CPU per record**: the bare loop's
-median over the role's, at least 0.8x (the per-round ratios and their spread beside it). Throughput (first batch to last), start-up wall time, CPU with the
-broker's, and the whole JVM's CPU (getrusage of the child, JVM start and exit included) are reported beside it.
+median over the role's, at least 0.8x (the per-round ratios and their spread beside it). Reported beside it:
+throughput (first batch to last), the start-up's wall time and CPU (from `main` to the first batch handed to the
+handler), the steady state's CPU (from the batch that reaches a tenth of the topic), CPU with the broker's, and the
+whole JVM's CPU (getrusage of the child, JVM start and exit included).
 
     python -m benchmarks java_replay       # REPRISE_BENCH_RECORDS=N, REPRISE_BENCH_ROUNDS=N, or REPRISE_BENCH_QUICK=1
 """
@@ -27,8 +29,8 @@ from typing import Any
 
 from local_platform.kafka_broker import KafkaBroker
 
-from . import _rounds as rounds
-from .worker import PARTITIONS, RECORD_BYTES, _size, fill
+from . import measure
+from .worker import PARTITIONS, RECORD_BYTES, fill, records_setting
 
 ROUNDS = int(os.environ.get("REPRISE_BENCH_ROUNDS") or 5)
 TARGETS = {"replay_vs_bare": 0.8}
@@ -51,13 +53,14 @@ def per_run(run: dict[str, Any], records: int) -> dict[str, float]:
         "steady_cpu_us": r["steady_cpu_s"] / r["steady_records"] * 1e6,
         "rate": r["rate"],
         "startup_s": r["startup_s"],
+        "startup_cpu_s": r["startup_cpu_s"],
         "process_cpu_us": run["cpu_s"] / records * 1e6,
         "process_wall_s": run["wall_s"],
     }
 
 
 def run(records: int | None = None) -> dict:
-    records = records or _size()
+    records = records_setting(records)
     classpath = _classpath()
     java = shutil.which("java")
     if java is None:
@@ -68,7 +71,6 @@ def run(records: int | None = None) -> dict:
         broker.start()
         bootstrap = broker.bootstrap
         source = broker.create_topic("bench-source", PARTITIONS)
-        broker.create_topic(HANDOVER_TOPIC, 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(bootstrap, source, records)
         count = {"bare": 0, "replay": 0}
@@ -77,7 +79,12 @@ def run(records: int | None = None) -> dict:
             def once() -> dict[str, Any]:
                 count[mode] += 1
                 group = f"bench-{mode}-{count[mode]}"
-                return rounds.measured_run(
+                # A handover topic per run, made before it as the operator does: the role reads the whole topic at
+                # start, and one shared by the rounds would make each round read the records of every earlier
+                # round's replay (which the operator tombstones once a replay is cleaned up).
+                handover_topic = f"{HANDOVER_TOPIC}.{mode}-{count[mode]}"
+                broker.create_topic(handover_topic, 1, config={"cleanup.policy": "compact"})
+                return measure.measured_run(
                     [
                         java,
                         "-cp",
@@ -88,7 +95,7 @@ def run(records: int | None = None) -> dict:
                         source,
                         str(records),
                         group,
-                        HANDOVER_TOPIC,
+                        handover_topic,
                         str(broker.pid or 0),
                     ],
                     broker_pid=broker.pid,
@@ -101,7 +108,7 @@ def run(records: int | None = None) -> dict:
             f = per_run(result, records)
             return f"{mode} {f['cpu_us']:.1f} us/rec {f['rate']:,.0f}/s"
 
-        runs = rounds.interleaved({"bare": loop("bare"), "replay": loop("replay")}, ROUNDS, describe)
+        runs = measure.interleaved_runs({"bare": loop("bare"), "replay": loop("replay")}, ROUNDS, describe)
         figures = {mode: [per_run(r, records) for r in found] for mode, found in runs.items()}
         bare, replay = figures["bare"], figures["replay"]
 
@@ -109,14 +116,14 @@ def run(records: int | None = None) -> dict:
             return [f[key] for f in runs]
 
         # bare / replay for CPU (>= 1 when the role is cheaper), replay / bare for throughput
-        cpu = rounds.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
-        with_broker = rounds.compared(
+        cpu = measure.compared(of(bare, "cpu_us"), of(replay, "cpu_us"))
+        with_broker = measure.compared(
             [b["cpu_us"] + b["broker_cpu_us"] for b in bare], [r["cpu_us"] + r["broker_cpu_us"] for r in replay]
         )
-        throughput = rounds.compared(of(replay, "rate"), of(bare, "rate"))
-        process = rounds.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
-        steady = rounds.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
-        met, line = rounds.verdict(
+        throughput = measure.compared(of(replay, "rate"), of(bare, "rate"))
+        process = measure.compared(of(bare, "process_cpu_us"), of(replay, "process_cpu_us"))
+        steady = measure.compared(of(bare, "steady_cpu_us"), of(replay, "steady_cpu_us"))
+        met, line = measure.verdict_line(
             "java replay role vs bare loop (CPU/record, medians)",
             cpu["ratio"],
             TARGETS["replay_vs_bare"],
@@ -129,7 +136,7 @@ def run(records: int | None = None) -> dict:
             "rounds": ROUNDS,
             "fill_records_per_second": round(fill_rate),
             "per_loop": {
-                name: {key: rounds.summary([f[key] for f in found], 3) for key in found[0]}
+                name: {key: measure.summary([f[key] for f in found], 3) for key in found[0]}
                 for name, found in figures.items()
             },
             "replay_vs_bare_detail": {
@@ -155,7 +162,9 @@ def run(records: int | None = None) -> dict:
             f"    CPU us/record (median): bare {result['per_loop']['bare']['cpu_us']['median']:.2f}, replay "
             f"{result['per_loop']['replay']['cpu_us']['median']:.2f}; start-up s (median): bare "
             f"{result['per_loop']['bare']['startup_s']['median']:.2f}, replay "
-            f"{result['per_loop']['replay']['startup_s']['median']:.2f}",
+            f"{result['per_loop']['replay']['startup_s']['median']:.2f}; start-up CPU s (median): bare "
+            f"{result['per_loop']['bare']['startup_cpu_s']['median']:.2f}, replay "
+            f"{result['per_loop']['replay']['startup_cpu_s']['median']:.2f}",
             flush=True,
         )
         return result

@@ -7,12 +7,19 @@ that process's user + system time over all its threads (librdkafka's included); 
 difference of its `/proc/<pid>/stat` times across the run. A ratio is taken per round (the contenders of a
 round ran next to each other, under the same load) and the median of the per-round ratios is the figure; a
 target is met on the median. Rounds alternate the order of the contenders so neither always goes first.
+
+Two ways to run a contender: `run_processes` (a pipeline of processes, reaped with `os.wait4`; a `Sample`) for
+the Python worker's and the end-to-end loops, and `measured_run` (one process to its end, its last stdout line as
+JSON; a dict) for the Go and Java libraries, whose programs report their own start-up and steady-state windows.
+Those runs go through `interleaved_runs`, are summarised with `summary` and `compared`, and judged by
+`verdict_line`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -226,3 +233,113 @@ def per_record_wall(sample: Sample) -> float:
 def verdict(value: float, target: float, at_least: bool) -> str:
     met = value >= target if at_least else value <= target
     return f"{'ok  ' if met else 'MISS'} {value:.3f} ({'>=' if at_least else '<='} {target:g})"
+
+
+# -- one process per run, its own report: the Go and Java libraries' benchmarks (issue 16's method)
+
+
+def measured_run(
+    argv: Sequence[str],
+    *,
+    broker_pid: int | None,
+    log: Path,
+    timeout: float = 3600,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> dict[str, Any]:
+    """Run `argv` to the end, its stderr appended to `log`. Returns its last stdout line parsed as JSON under
+    "report", and over the whole process: "wall_s", "cpu_s" (getrusage: user + system of every thread) and
+    "broker_cpu_s" (the broker's CPU meanwhile)."""
+    # RUSAGE_CHILDREN grows by a child's rusage when it is reaped; runs are sequential, so the difference is
+    # this child's own.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    broker_before = process_cpu(broker_pid)
+    began = time.monotonic()
+    with (
+        open(log, "ab") as err,
+        subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env else None,
+            cwd=cwd,
+        ) as child,
+    ):
+        try:
+            out, _ = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise RuntimeError(f"{argv[0]} did not finish in {timeout:.0f} s; see {log}") from None
+    wall = time.monotonic() - began
+    broker = process_cpu(broker_pid) - broker_before
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if child.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(f"{' '.join(argv[:2])} ... exited {child.returncode}; see {log}\n{tail}")
+    lines = [line for line in out.decode().splitlines() if line.strip()]
+    if not lines:
+        raise RuntimeError(f"{argv[0]} printed no result; see {log}")
+    return {
+        "report": json.loads(lines[-1]),
+        "wall_s": wall,
+        "broker_cpu_s": broker,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    }
+
+
+def interleaved_runs(
+    loops: Mapping[str, Callable[[], dict[str, Any]]],
+    rounds: int,
+    describe: Callable[[str, dict[str, Any]], str] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each loop once per round, the order reversed every other round (a b c, c b a, ...); returns every run
+    per loop. With `describe`, prints a line per round."""
+    names = list(loops)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for n in range(rounds):
+        order = names if n % 2 == 0 else list(reversed(names))
+        for name in order:
+            runs[name].append(loops[name]())
+        if describe:
+            print(
+                f"  round {n + 1}/{rounds}: " + "; ".join(describe(name, runs[name][-1]) for name in names), flush=True
+            )
+    return runs
+
+
+def summary(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
+    """Median, min, max and spread ((max - min) / median) of one figure over the rounds, and the rounds' values."""
+    median = statistics.median(values)
+    return {
+        "median": round(median, digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "spread": round((max(values) - min(values)) / median, 3) if median else None,
+        "rounds": [round(v, digits) for v in values],
+    }
+
+
+def compared(subject: Sequence[float], baseline: Sequence[float]) -> dict[str, Any]:
+    """A subject's figure against a baseline's over the same rounds: "ratio", the subject's median over the
+    baseline's (each loop's median shrugs off a run the neighbours disturbed; the target is judged on it), and
+    "paired", the per-round ratios summarised (their spread shows how much one round's load differed between the
+    two runs)."""
+    return {
+        "ratio": round(statistics.median(subject) / statistics.median(baseline), 4),
+        "paired": summary(paired_ratios(subject, baseline)),
+    }
+
+
+def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Per-round ratios (round n of one loop against round n of the other: the neighbours' load was alike)."""
+    return [a / b for a, b in zip(numerators, denominators, strict=True) if b]
+
+
+def verdict_line(label: str, value: float, target: float, *, at_most: bool, unit: str = "") -> tuple[bool, str]:
+    """(met, one line naming the figure next to its target)."""
+    met = value <= target if at_most else value >= target
+    shown = f"{value:.1%}" if unit == "%" else f"{value:.3f}x"
+    goal = f"{target:.0%}" if unit == "%" else f"{target}x"
+    return met, f"{label}: {shown} (target {'<=' if at_most else '>='} {goal}) {'met' if met else 'MISSED'}"

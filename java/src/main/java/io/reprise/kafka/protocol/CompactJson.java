@@ -1,12 +1,17 @@
 package io.reprise.kafka.protocol;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.math.BigDecimal;
@@ -22,13 +27,20 @@ import java.util.Map;
  */
 public final class CompactJson {
 
-    /** Parses like Python's json module: NaN/Infinity allowed, trailing tokens refused, duplicates: last wins. */
-    static final ObjectMapper MAPPER = JsonMapper.builder()
+    /**
+     * Parses like Python's json module: NaN/Infinity allowed, trailing tokens refused, duplicates: last wins,
+     * integers as {@code BigInteger}. A streaming parser and a tree built here, not an {@code ObjectMapper}: the
+     * trees are the ones {@code readTree} of a mapper so configured gives, and the parser alone loads a sixth of
+     * the classes (an {@code ObjectMapper}'s first use costs a fresh JVM about 0.35 s of CPU; the replay role and
+     * the guard paid it at every start).
+     */
+    static final JsonFactory STRICT = JsonFactory.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .enable(DeserializationFeature.USE_BIG_INTEGER_FOR_INTS)
-            .disable(JsonParser.Feature.AUTO_CLOSE_SOURCE)
+            .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
             .build();
+
+    /** Parses as a default {@code ObjectMapper}'s {@code readTree}: strict JSON, the first value only. */
+    private static final JsonFactory PLAIN = new JsonFactory();
 
     public static final JsonNodeFactory NODES = JsonNodeFactory.withExactBigDecimals(false);
 
@@ -37,19 +49,88 @@ public final class CompactJson {
 
     /** Parses JSON text; {@link IOException} when it is not exactly one JSON document. */
     public static JsonNode parse(byte[] bytes) throws IOException {
-        JsonNode node = MAPPER.readTree(bytes);
-        if (node == null || node.isMissingNode()) {
+        try (JsonParser parser = STRICT.createParser(bytes)) {
+            return document(parser);
+        }
+    }
+
+    public static JsonNode parse(String text) throws IOException {
+        try (JsonParser parser = STRICT.createParser(text)) {
+            return document(parser);
+        }
+    }
+
+    private static JsonNode document(JsonParser parser) throws IOException {
+        JsonToken first = parser.nextToken();
+        if (first == null) {
             throw new IOException("no JSON document");
+        }
+        JsonNode node = tree(parser, first, true);
+        JsonToken trailing = parser.nextToken();
+        if (trailing != null) {
+            throw MismatchedInputException.from(parser, JsonNode.class, "Trailing token (of type " + trailing
+                    + ") found after value (bound as `" + JsonNode.class.getName() + "`): not allowed as per "
+                    + "`DeserializationFeature.FAIL_ON_TRAILING_TOKENS`");
         }
         return node;
     }
 
-    public static JsonNode parse(String text) throws IOException {
-        JsonNode node = MAPPER.readTree(text);
-        if (node == null || node.isMissingNode()) {
-            throw new IOException("no JSON document");
+    /**
+     * The first JSON value of {@code text} as a default {@code ObjectMapper}'s {@code readTree} gives it: strict
+     * JSON (no NaN), integers as int, long or {@code BigInteger} nodes by size, what follows the value not read, a
+     * {@link MissingNode} when there is no value. For settings and start specs, which always parsed so.
+     */
+    public static JsonNode readTree(String text) throws JsonProcessingException {
+        try (JsonParser parser = PLAIN.createParser(text)) {
+            JsonToken first = parser.nextToken();
+            return first == null ? MissingNode.getInstance() : tree(parser, first, false);
+        } catch (JsonProcessingException bad) {
+            throw bad;
+        } catch (IOException impossible) {
+            throw new IllegalStateException("reading a string failed", impossible); // no I/O behind a String
         }
-        return node;
+    }
+
+    /** The value that starts at {@code token}, as {@code JsonNodeDeserializer} builds it (duplicate keys: last wins). */
+    private static JsonNode tree(JsonParser parser, JsonToken token, boolean bigIntegers) throws IOException {
+        switch (token) {
+            case START_OBJECT: {
+                ObjectNode object = NODES.objectNode();
+                for (String name = parser.nextFieldName(); name != null; name = parser.nextFieldName()) {
+                    object.replace(name, tree(parser, parser.nextToken(), bigIntegers));
+                }
+                return object;
+            }
+            case START_ARRAY: {
+                ArrayNode array = NODES.arrayNode();
+                for (JsonToken item = parser.nextToken(); item != JsonToken.END_ARRAY; item = parser.nextToken()) {
+                    array.add(tree(parser, item, bigIntegers));
+                }
+                return array;
+            }
+            case VALUE_STRING:
+                return NODES.textNode(parser.getText());
+            case VALUE_NUMBER_INT:
+                if (bigIntegers) {
+                    return NODES.numberNode(parser.getBigIntegerValue());
+                }
+                return switch (parser.getNumberType()) {
+                    case INT -> NODES.numberNode(parser.getIntValue());
+                    case LONG -> NODES.numberNode(parser.getLongValue());
+                    default -> NODES.numberNode(parser.getBigIntegerValue());
+                };
+            case VALUE_NUMBER_FLOAT:
+                return NODES.numberNode(parser.getDoubleValue());
+            case VALUE_TRUE:
+                return NODES.booleanNode(true);
+            case VALUE_FALSE:
+                return NODES.booleanNode(false);
+            case VALUE_NULL:
+                return NODES.nullNode();
+            default:
+                throw MismatchedInputException.from(parser, JsonNode.class, "Unexpected token (" + token
+                        + ") where a JSON value starts");
+        }
     }
 
     public static byte[] bytes(JsonNode node) {

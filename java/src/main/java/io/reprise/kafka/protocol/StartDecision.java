@@ -2,7 +2,6 @@ package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.LocalDate;
@@ -45,7 +44,6 @@ import java.util.regex.Pattern;
 public record StartDecision(String topic, int partition, long offset, boolean clamped, Long endOffset,
                             Long endTimestampMs) {
 
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     /**
      * A start or end spec that cannot be understood, or cannot be honoured on a partition; the message says what is
@@ -162,7 +160,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                 case DURATION -> body.put("type", "duration").put("duration", durationSeconds);
                 default -> body.put("type", "offsets").set("offsets", offsetsNode(offsets));
             }
-            return body.toString();
+            return CompactJson.write(body); // JsonNode.toString would build an ObjectMapper
         }
     }
 
@@ -192,7 +190,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                 case TIMESTAMP -> body.put("type", "timestamp").put("timestamp", timestampMs);
                 default -> body.put("type", "offsets").set("offsets", offsetsNode(offsets));
             }
-            return body.toString();
+            return CompactJson.write(body); // JsonNode.toString would build an ObjectMapper
         }
     }
 
@@ -442,7 +440,7 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
         String trimmed = text.strip();
         if (trimmed.startsWith("{") || trimmed.startsWith("[") || trimmed.startsWith("\"")) {
             try {
-                return JSON.readTree(trimmed);
+                return CompactJson.readTree(trimmed);
             } catch (JsonProcessingException exc) {
                 throw new SpecException("not-json", what, what + ": not valid JSON (" + exc.getOriginalMessage() + ")");
             }

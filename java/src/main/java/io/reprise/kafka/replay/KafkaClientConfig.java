@@ -227,13 +227,6 @@ final class KafkaClientConfig {
         return config;
     }
 
-    /** A consumer used with {@code assign()} or only to ask questions (no group membership). */
-    Map<String, Object> reader(String groupId, String clientId) {
-        Map<String, Object> config = replayConsumer(groupId, clientId, 500);
-        config.remove(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
-        return config;
-    }
-
     /** An idempotent producer: retries never duplicate or reorder records within a partition. */
     Map<String, Object> producer(String clientId) {
         Map<String, Object> config = only(ProducerConfig.configNames(), clientId);

@@ -5,6 +5,7 @@ import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.HandoverWire;
 import io.reprise.kafka.protocol.ReplayHandover;
 import io.reprise.kafka.protocol.StartDecision;
+import io.reprise.kafka.topic.HandoverFollower;
 import io.reprise.kafka.topic.HandoverTopic;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -64,16 +65,17 @@ final class ReplayBootstrap {
      * start that cannot be honoured (not retried), {@link BootstrapException} when Kafka keeps failing.
      */
     static ReplayHandover run(ReplaySettings settings, KafkaClientConfig clients, HandoverTopic handover,
+                              HandoverFollower<?> reads, KafkaConsumer<byte[], byte[]> consumer,
                               BooleanFlag stopping) {
         RuntimeException last = null;
         for (int attempt = 0; attempt < 20 && !stopping.get(); attempt++) {
             try {
-                handover.ensure(true);
-                ReplayHandover state = handover.readReplay(settings.replayId());
+                handover.ensure(true, reads);
+                ReplayHandover state = readReplay(reads, settings.replayId());
                 if (state.bootstrapped()) {
                     return state;
                 }
-                return once(settings, clients, handover);
+                return once(settings, clients, reads, consumer);
             } catch (StartDecision.OlderThanRetention | StartDecision.SpecException notRetried) {
                 throw notRetried;
             } catch (RuntimeException failed) {
@@ -94,19 +96,32 @@ final class ReplayBootstrap {
         throw new BootstrapException("could not bootstrap replay " + settings.replayId() + ": " + last, last);
     }
 
-    private static ReplayHandover once(ReplaySettings settings, KafkaClientConfig clients, HandoverTopic handover) {
+    /**
+     * The replay's state as the handover topic says now: the follower reads on from where it stopped, which gives
+     * what a read from the beginning gives (one read of the topic for the whole start, not one per look).
+     */
+    private static ReplayHandover readReplay(HandoverFollower<?> reads, String replayId) {
+        return reads.catchUp(TIMEOUT, view -> view.replay(replayId));
+    }
+
+    /**
+     * One bootstrap transaction. {@code consumer} is the replay group's consumer, not subscribed yet: it answers the
+     * questions (partitions, offsets, the group's committed offsets) and names the group in
+     * {@code sendOffsetsToTransaction}, as a member that has not joined (generation -1), the same as a consumer
+     * made for the purpose would.
+     */
+    private static ReplayHandover once(ReplaySettings settings, KafkaClientConfig clients, HandoverFollower<?> reads,
+                                       KafkaConsumer<byte[], byte[]> consumer) {
         Map<String, Object> producerConfig = clients.producer("reprise-bootstrap-" + settings.memberName());
         producerConfig.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(settings.replayId()));
         // A bootstrapper that dies mid-transaction holds back read_committed readers of the handover topic until
         // the transaction times out (or the next bootstrapper fences it): keep that short.
         producerConfig.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 15000);
         producerConfig.put(ProducerConfig.LINGER_MS_CONFIG, 0);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig);
-             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
-                     clients.reader(settings.replayGroup(), "reprise-bootstrap-" + settings.memberName()))) {
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig)) {
             producer.initTransactions();
             // Every earlier bootstrapper of this replay is fenced: what the topic says now is final.
-            ReplayHandover state = handover.readReplay(settings.replayId());
+            ReplayHandover state = readReplay(reads, settings.replayId());
             if (state.bootstrapped()) {
                 return state;
             }

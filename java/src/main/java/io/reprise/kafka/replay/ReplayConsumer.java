@@ -100,7 +100,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     private final Map<TopicPartition, PartitionProgress> parts = new ConcurrentHashMap<>();
     private final Supplier<Boolean> stopRequested;
 
-    private KafkaConsumer<byte[], byte[]> consumer;
+    private final KafkaConsumer<byte[], byte[]> consumer;
     private volatile boolean ready;
     private boolean reading;
     private int asyncSent;
@@ -113,7 +113,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     private volatile Map<TopicPartition, Long> live = Map.of();
     private volatile Map<TopicPartition, Long> ends = Map.of();
     /** Tails the handover topic: the guards' seen-until offsets and the H already published. */
-    private HandoverFollower<ReplayFacts> follower;
+    private final HandoverFollower<ReplayFacts> follower;
 
     /** What the loop needs of the handover topic, as a snapshot the follower makes. */
     record ReplayFacts(Map<TopicPartition, Long> guardPositions, Set<TopicPartition> handedOver) {
@@ -134,9 +134,17 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         }
     }
 
+    /**
+     * {@code consumer} (made by {@link #newConsumer}, not subscribed) and {@code follower} (not started) are the
+     * ones the bootstrap used; {@link #run} takes them over and closes them. The plan is copied from {@code state}
+     * here, before the follower's thread goes on applying records to the view {@code state} belongs to.
+     */
     ReplayConsumer(ReplaySettings settings, KafkaClientConfig clients, HandlerDelivery<K, V> delivery,
                    DeadLetters deadLetters, ReplayMetrics metrics, ReplayHandover state, HandoverTopic handover,
+                   KafkaConsumer<byte[], byte[]> consumer, HandoverFollower<ReplayFacts> follower,
                    Supplier<Boolean> stopRequested) {
+        this.consumer = consumer;
+        this.follower = follower;
         this.settings = settings;
         this.clients = clients;
         this.delivery = delivery;
@@ -150,17 +158,25 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         }
     }
 
+    /** The replay group's consumer of a replica: the bootstrap asks it its questions before it subscribes. */
+    static KafkaConsumer<byte[], byte[]> newConsumer(ReplaySettings settings, KafkaClientConfig clients) {
+        return new KafkaConsumer<>(clients.replayConsumer(settings.replayGroup(), "reprise-" + settings.memberName(),
+                settings.batchSize()));
+    }
+
+    /** The tail of the handover topic a replica keeps; the bootstrap reads with it before it is started. */
+    static HandoverFollower<ReplayFacts> newFollower(ReplaySettings settings, KafkaClientConfig clients) {
+        return new HandoverFollower<>(clients.connection(), settings.handoverTopic(), ReplayFacts.of(settings.replayId()),
+                Duration.ofMillis(200), () -> { }, "reprise-" + settings.memberName() + "-follower");
+    }
+
     boolean ready() {
         return ready;
     }
 
     /** Runs until a stop is requested or, with {@code exitWhenDone}, every partition of the replay is finished. */
     void run() {
-        consumer = new KafkaConsumer<>(clients.replayConsumer(settings.replayGroup(), "reprise-" + settings.memberName(),
-                settings.batchSize()));
-        follower = new HandoverFollower<>(clients.connection(), settings.handoverTopic(),
-                ReplayFacts.of(settings.replayId()), Duration.ofMillis(200), () -> { },
-                "reprise-" + settings.memberName() + "-follower").start();
+        follower.start();
         Checks checks = new Checks();
         Thread checker = new Thread(checks, "reprise-replay-checks");
         checker.setDaemon(true);

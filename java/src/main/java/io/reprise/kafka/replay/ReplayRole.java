@@ -4,11 +4,14 @@ import io.reprise.kafka.protocol.FilterSpecException;
 import io.reprise.kafka.protocol.RecordFilter;
 import io.reprise.kafka.protocol.ReplayHandover;
 import io.reprise.kafka.protocol.StartDecision;
+import io.reprise.kafka.topic.HandoverFollower;
 import io.reprise.kafka.topic.HandoverTopic;
 import java.io.IOException;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -152,6 +155,8 @@ public final class ReplayRole<K, V> {
         ReplayConsumer<K, V> running = null;
         HandoverTopic handover = null;
         DeadLetters deadLetters = null;
+        KafkaConsumer<byte[], byte[]> groupConsumer = null;
+        HandoverFollower<ReplayConsumer.ReplayFacts> follower = null;
         try {
             if (settings.metricsPort() > 0) {
                 // Served from the start: alive (not ready) while the bootstrap retries against a Kafka that is away.
@@ -166,7 +171,12 @@ public final class ReplayRole<K, V> {
             RecordFilter filter = RecordFilter.compile(settings.filter());
             LOG.info("replay role starting: {}; Kafka config keys {}", settings.described(), folder.keySet());
             handover = new HandoverTopic(clients.connection(), settings.handoverTopic());
-            ReplayHandover state = ReplayBootstrap.run(settings, clients, handover, () -> stopRequested);
+            // The bootstrap asks its questions with the clients the replica keeps (the group's consumer before it
+            // subscribes, the handover topic's tail before it starts): each made and connected once.
+            groupConsumer = ReplayConsumer.newConsumer(settings, clients);
+            follower = ReplayConsumer.newFollower(settings, clients);
+            ReplayHandover state = ReplayBootstrap.run(settings, clients, handover, follower, groupConsumer,
+                    () -> stopRequested);
             if (stopRequested) {
                 return EXIT_OK;
             }
@@ -175,8 +185,10 @@ public final class ReplayRole<K, V> {
             HandlerDelivery<K, V> delivery = new HandlerDelivery<>(filter, keys, values, handler, deadLetters,
                     settings.handlerRetries(), 200);
             running = new ReplayConsumer<>(settings, clients, delivery, deadLetters, metrics, state, handover,
-                    () -> stopRequested);
+                    groupConsumer, follower, () -> stopRequested);
             consumer = running;
+            groupConsumer = null; // the replay consumer closes them now
+            follower = null;
             running.run();
             return EXIT_OK;
         } catch (KafkaClientConfig.KafkaConfigException | ReplaySettings.SettingsException bad) {
@@ -192,6 +204,12 @@ public final class ReplayRole<K, V> {
             LOG.error("replay role failed", failed);
             return EXIT_FAILED;
         } finally {
+            if (follower != null) {
+                follower.close();
+            }
+            if (groupConsumer != null) {
+                groupConsumer.close(CloseOptions.timeout(ReplayConsumer.CLOSE_WAIT));
+            }
             if (deadLetters != null) {
                 deadLetters.close();
             }

@@ -2,9 +2,9 @@ package io.reprise.kafka.replay;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.reprise.kafka.protocol.CompactJson;
 import io.reprise.kafka.protocol.StartDecision;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -91,7 +91,6 @@ public record ReplaySettings(
 
     public static final List<String> MODES = List.of("Parallel", "Handover", "Drain");
     public static final List<String> POISON_POLICIES = List.of("skip", "dead-letter");
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     /** A setting is missing or wrong; the message names the variable and says what is accepted. */
     public static final class SettingsException extends IllegalArgumentException {
@@ -185,7 +184,7 @@ public record ReplaySettings(
         }
         return new ReplaySettings(bootstrap, replayId, topics, mode, replayGroup, liveGroup,
                 start == null ? StartDecision.Start.EARLIEST : start, Boolean.TRUE.equals(allowClamp), end,
-                filter == null ? JSON.createObjectNode() : filter, handler,
+                filter == null ? CompactJson.NODES.objectNode() : filter, handler,
                 handoverTopic == null ? "reprise.handover" : handoverTopic, dlqTopic, poisonPolicy, retriesValue,
                 batch, maxRecords == null ? 0.0 : maxRecords, maxBytes == null ? 0.0 : maxBytes, port, configDir,
                 member == null ? defaultMember(env) : member, Boolean.TRUE.equals(exitWhenDone), interval,
@@ -211,7 +210,7 @@ public record ReplaySettings(
         if (shown.has("keys")) {
             shown.put("keys", "<" + shown.get("keys").size() + " keys>");
         }
-        body.put("filter", shown.toString());
+        body.put("filter", CompactJson.write(shown)); // JsonNode.toString would build an ObjectMapper
         body.put("handover_topic", handoverTopic);
         body.put("dlq_topic", dlqTopic);
         body.put("poison_policy", poisonPolicy);
@@ -304,12 +303,12 @@ public record ReplaySettings(
     static ObjectNode filter(String raw) {
         JsonNode obj;
         try {
-            obj = JSON.readTree(raw);
+            obj = CompactJson.readTree(raw);
         } catch (JsonProcessingException bad) {
             throw new IllegalArgumentException("filter: not valid JSON (" + bad.getOriginalMessage() + ")");
         }
         if (obj == null || obj.isNull()) {
-            return JSON.createObjectNode();
+            return CompactJson.NODES.objectNode();
         }
         if (!obj.isObject()) {
             throw new IllegalArgumentException("filter: expected a JSON object with headers, keys, keysFile or json");
@@ -323,7 +322,7 @@ public record ReplaySettings(
         if (!unknown.isEmpty()) {
             throw new IllegalArgumentException("filter: unknown field(s) " + unknown + "; known: headers, keys, keysFile, json");
         }
-        ObjectNode result = JSON.createObjectNode();
+        ObjectNode result = CompactJson.NODES.objectNode();
         JsonNode headers = obj.get("headers");
         if (headers != null && !headers.isNull()) {
             if (!headers.isObject()) {
@@ -391,7 +390,7 @@ public record ReplaySettings(
         }
         JsonNode json = obj.get("json");
         if (json != null && !json.isNull()) {
-            ArrayNode conditions = JSON.createArrayNode();
+            ArrayNode conditions = CompactJson.NODES.arrayNode();
             if (json.isObject()) {
                 conditions.add(json);
             } else if (json.isArray()) {

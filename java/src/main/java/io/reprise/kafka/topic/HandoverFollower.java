@@ -3,6 +3,7 @@ package io.reprise.kafka.topic;
 import io.reprise.kafka.protocol.HandoverView;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
@@ -45,6 +46,9 @@ public final class HandoverFollower<T> implements AutoCloseable {
     private volatile String error;
     private Thread thread;
     private volatile KafkaConsumer<byte[], byte[]> reader;
+    /** The reader is assigned the topic's partition (the topic exists); by the thread that reads, one at a time. */
+    private boolean assigned;
+    private volatile boolean started;
 
     /** A sync ticket and the readable end it must reach. */
     private record Target(long ticket, long end) {
@@ -62,6 +66,7 @@ public final class HandoverFollower<T> implements AutoCloseable {
     }
 
     public HandoverFollower<T> start() {
+        started = true;
         thread = new Thread(this::run, "reprise-handover-follower");
         thread.setDaemon(true);
         thread.start();
@@ -72,7 +77,7 @@ public final class HandoverFollower<T> implements AutoCloseable {
     public void close() {
         stopping = true;
         KafkaConsumer<byte[], byte[]> r = reader;
-        if (r != null) {
+        if (r != null && started) {
             r.wakeup();
         }
         if (thread != null) {
@@ -82,6 +87,13 @@ public final class HandoverFollower<T> implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
             thread = null;
+        } else if (!started) {
+            // Never started: the reader of a catch-up is closed here, not by the thread.
+            KafkaConsumer<byte[], byte[]> unused = reader;
+            reader = null;
+            if (unused != null) {
+                unused.close(Duration.ofSeconds(5));
+            }
         }
     }
 
@@ -131,20 +143,93 @@ public final class HandoverFollower<T> implements AutoCloseable {
         return true;
     }
 
+    /**
+     * The handover topic's partitions as the cluster lists them now (none when the topic does not exist). In the
+     * caller's thread, before {@link #start}: so a replica checks the topic with the reader it keeps, not a client
+     * of its own.
+     */
+    public List<PartitionInfo> partitionsNow(Duration timeout) {
+        notStarted("partitionsNow");
+        KafkaConsumer<byte[], byte[]> consumer = reader();
+        List<PartitionInfo> partitions = consumer.listTopics(timeout).get(topic);
+        if (partitions == null || partitions.isEmpty()) {
+            return List.of();
+        }
+        if (!assigned) {
+            // The topic exists: the catch-up that follows need not list the topics again.
+            assign(consumer, new TopicPartition(topic, 0));
+            assigned = true;
+        }
+        return partitions;
+    }
+
+    /**
+     * Reads, in the caller's thread and before {@link #start}, every record readable now ({@code read_committed},
+     * up to the last stable offset), from where the previous catch-up stopped (the beginning at first), then
+     * applies {@code read} to the view. The view is the one a read from the beginning gives (records are applied
+     * in log order, and compaction only drops records a later one of the same key replaces). The thread started
+     * later goes on from there, so the replay role reads the topic once for its bootstrap and its tail.
+     */
+    public <R> R catchUp(Duration timeout, Function<HandoverView, R> read) {
+        notStarted("catchUp");
+        KafkaConsumer<byte[], byte[]> consumer = reader();
+        TopicPartition tp = new TopicPartition(topic, 0);
+        if (!assigned) {
+            if (!HandoverTopic.exists(consumer, topic, timeout)) {
+                synchronized (lock) {
+                    return read.apply(view); // no handover topic: no replay exists
+                }
+            }
+            assign(consumer, tp);
+            assigned = true;
+        }
+        long end = consumer.endOffsets(List.of(tp), timeout).get(tp);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        boolean changed = false;
+        while (consumer.position(tp, timeout) < end) {
+            if (System.nanoTime() > deadline) {
+                throw new HandoverTopicException("reading handover topic " + topic + " to offset " + end + " took over "
+                        + timeout.toSeconds() + "s (reached " + consumer.position(tp) + ")");
+            }
+            for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                synchronized (lock) {
+                    view.apply(record.key(), record.value());
+                }
+                changed = true;
+            }
+        }
+        synchronized (lock) {
+            if (changed) {
+                snapshot = derive.apply(view);
+                version++;
+            }
+            return read.apply(view);
+        }
+    }
+
+    private void notStarted(String what) {
+        if (started) {
+            throw new IllegalStateException(what + " reads in the caller's thread: only before start()");
+        }
+    }
+
+    private KafkaConsumer<byte[], byte[]> reader() {
+        if (reader == null) {
+            reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId));
+            assigned = false;
+        }
+        return reader;
+    }
+
     private void run() {
         TopicPartition tp = new TopicPartition(topic, 0);
         Deque<Target> targets = new ArrayDeque<>();
-        boolean assigned = false;
         long lastTick = 0;
         long lastLook = 0;
         Duration metadataTimeout = Duration.ofSeconds(15);
         while (!stopping) {
             try {
-                if (reader == null) {
-                    reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId));
-                    assigned = false;
-                }
-                KafkaConsumer<byte[], byte[]> consumer = reader;
+                KafkaConsumer<byte[], byte[]> consumer = reader();
                 long wanted;
                 synchronized (lock) {
                     wanted = requested;

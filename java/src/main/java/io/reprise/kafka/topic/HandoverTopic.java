@@ -108,16 +108,21 @@ public final class HandoverTopic implements AutoCloseable {
 
     /** Checks the topic exists with one partition; creates it (compacted) when missing and {@code create}. */
     public void ensure(boolean create) {
+        ensure(create, this::describedPartitions);
+    }
+
+    /**
+     * As {@link #ensure(boolean)}, looking with the reader a not yet started {@code follower} keeps (the replay
+     * role's): an admin client is made only to create a missing topic.
+     */
+    public void ensure(boolean create, HandoverFollower<?> follower) {
+        ensure(create, () -> follower.partitionsNow(timeout).size());
+    }
+
+    private void ensure(boolean create, PartitionCount count) {
         try {
-            TopicDescription found = null;
-            try {
-                found = admin().describeTopics(List.of(topic)).allTopicNames().get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topic);
-            } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
-                    throw e;
-                }
-            }
-            if (found == null) {
+            int partitions = count.get();
+            if (partitions == 0) {
                 if (!create) {
                     throw new HandoverTopicException("handover topic " + topic + " does not exist: create it (1 partition, "
                             + "cleanup.policy=compact) or let the operator create it");
@@ -134,8 +139,8 @@ public final class HandoverTopic implements AutoCloseable {
                 }
                 return;
             }
-            if (found.partitions().size() != 1) {
-                throw new HandoverTopicException("handover topic " + topic + " has " + found.partitions().size()
+            if (partitions != 1) {
+                throw new HandoverTopicException("handover topic " + topic + " has " + partitions
                         + " partitions; the protocol needs exactly 1 (one total order of every replay's records): "
                         + "recreate it with 1 partition");
             }
@@ -145,6 +150,26 @@ public final class HandoverTopic implements AutoCloseable {
         } catch (ExecutionException | TimeoutException e) {
             throw new HandoverTopicException("handover topic " + topic + ": " + e, e);
         }
+    }
+
+    /** The topic's partition count as the admin client describes it; 0 when it does not exist. */
+    private int describedPartitions() throws ExecutionException, InterruptedException, TimeoutException {
+        try {
+            TopicDescription found = admin().describeTopics(List.of(topic)).allTopicNames()
+                    .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topic);
+            return found == null ? 0 : found.partitions().size();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+                return 0;
+            }
+            throw e;
+        }
+    }
+
+    /** How many partitions the topic has now (0: it does not exist). */
+    @FunctionalInterface
+    private interface PartitionCount {
+        int get() throws ExecutionException, InterruptedException, TimeoutException;
     }
 
     /**

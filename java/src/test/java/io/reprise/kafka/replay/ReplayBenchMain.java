@@ -19,8 +19,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * fetch tuning. Prints one JSON line: records; cpu_s and broker_cpu_s, the JVM's CPU (every thread) and the broker's
  * (/proc) from the start of {@code main} to the last record (start-up work counted, waiting costs none); seconds, from
  * the first batch handed to the handler to the last (the throughput); startup_s, from {@code main} to the first
- * batch (the role's bootstrap, the group join); steady_*, the same from the batch that reaches a tenth of the topic
- * to the last (the steady state); and the wall time to the end.
+ * batch (the role's bootstrap, the group join), and startup_cpu_s, the JVM's CPU meanwhile; steady_*, the same
+ * from the batch that reaches a tenth of the topic to the last (the steady state); and the wall time to the end.
  *
  * <pre>java -cp ... io.reprise.kafka.replay.ReplayBenchMain bare|replay BOOTSTRAP TOPIC RECORDS GROUP [HANDOVER_TOPIC [BROKER_PID]]</pre>
  */
@@ -37,6 +37,7 @@ public final class ReplayBenchMain {
         final AtomicLong seen = new AtomicLong();
         final long brokerPid;
         volatile long first;
+        volatile double firstCpu;
         volatile long last;
         volatile double lastCpu;
         volatile double lastBrokerCpu;
@@ -56,6 +57,7 @@ public final class ReplayBenchMain {
             }
             if (first == 0) {
                 first = System.nanoTime();
+                firstCpu = CpuClock.jvmSeconds();
             }
             long now = seen.addAndGet(records.size());
             if (steadyFrom < 0 && now >= total / 10) {
@@ -101,10 +103,10 @@ public final class ReplayBenchMain {
         }
         double seconds = (handler.last - handler.first) / 1e9;
         System.out.printf(java.util.Locale.ROOT, "{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,"
-                        + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f,"
+                        + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f,\"startup_cpu_s\":%.4f,"
                         + "\"steady_records\":%d,\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}%n",
                 mode, handler.seen.get(), seconds, handler.seen.get() / seconds, wall / 1e9, handler.lastCpu - cpuBefore,
-                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9,
+                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9, handler.firstCpu - cpuBefore,
                 handler.seen.get() - handler.steadyFrom, handler.lastCpu - handler.steadyCpu,
                 handler.lastBrokerCpu - handler.steadyBrokerCpu);
     }

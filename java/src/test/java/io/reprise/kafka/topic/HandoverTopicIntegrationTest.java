@@ -102,4 +102,33 @@ class HandoverTopicIntegrationTest {
             assertNull(follower.error());
         }
     }
+
+    @Test
+    void followerCatchesUpInTheCallersThreadThenTailsOnFromThere() {
+        String name = TestKafka.unique("handover-catchup");
+        try (HandoverTopic topic = new HandoverTopic(TestKafka.connection(), name);
+             HandoverFollower<Integer> follower = new HandoverFollower<>(TestKafka.connection(), name,
+                     view -> view.replays().size(), Duration.ofMillis(50), null, "test-catchup")) {
+            assertTrue(follower.partitionsNow(Duration.ofSeconds(30)).isEmpty(), "no topic yet");
+            topic.ensure(true, follower);
+            assertEquals(1, follower.partitionsNow(Duration.ofSeconds(30)).size(), "created with one partition");
+            assertEquals(0, (int) follower.<Integer>catchUp(Duration.ofSeconds(30), view -> view.replays().size()));
+            topic.publish(replay(RID));
+            assertTrue(follower.<Boolean>catchUp(Duration.ofSeconds(30), view -> view.replay(RID).replay != null));
+            topic.publish(replay("shop/other/2"));
+            // Read on from where the previous catch-up stopped: the view holds both replays.
+            assertEquals(2, (int) follower.<Integer>catchUp(Duration.ofSeconds(30), view -> view.replays().size()));
+            assertEquals(2, (int) follower.snapshot(), "the snapshot follows the catch-up");
+            assertEquals(topic.read().replays().keySet(), follower.withView(view -> view.replays().keySet()),
+                    "the same view as a read from the beginning");
+            follower.start();
+            assertThrows(IllegalStateException.class, () -> follower.<Integer>catchUp(Duration.ofSeconds(1), view -> 0),
+                    "a catch-up is for before start()");
+            topic.publish(replay("shop/third/3"));
+            long ticket = follower.requestSync();
+            assertTrue(follower.waitSynced(ticket, Duration.ofSeconds(30)), "the thread tails on from there");
+            assertEquals(3, (int) follower.snapshot());
+            assertNull(follower.error());
+        }
+    }
 }
