@@ -96,7 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<10} {verdict}")
     cache = Path(os.environ.get("REPRISE_CACHE") or Path.home() / ".cache" / "reprise") / "bench"
     cache.mkdir(parents=True, exist_ok=True)
-    (cache / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    # Benchmarks run one at a time (`python -m benchmarks spark`) add to the figures of the others.
+    stored = cache / "results.json"
+    try:
+        kept = json.loads(stored.read_text()) if stored.exists() else {}
+    except ValueError:
+        kept = {}
+    stored.write_text(json.dumps({**kept, **results}, indent=2, default=str))
     print(f"  figures: {cache / 'results.json'}")
     return 1 if failed else 0
 
