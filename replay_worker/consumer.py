@@ -37,6 +37,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import kafka_clients
+from .kafka_clients import FETCH_TUNING
 from .delivery import Delivery, DeliveryError, Outcome
 from .filters import RecordFilter, Undecodable
 from .commit_marks import CommitMark
@@ -61,18 +62,6 @@ FINISHING_WAIT = 0.05
 CLOSE_WAIT = 15.0
 #: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
 MAX_UNCOMMITTED_BATCHES = 2
-#: Fetch defaults: prefetch generously (the Python side is the bottleneck; librdkafka fills its queue meanwhile)
-#: within the worker's memory budget. fetch.wait.max.ms: a partition's end-of-partition event comes with the
-#: first fetch that finds nothing new, which the broker holds this long (500 ms by default: most of the time
-#: from a Drain's last record to its finish); at the end, a fetch every 100 ms. Settings of the same name in
-#: the Kafka config folder win.
-FETCH_TUNING = {
-    "fetch.max.bytes": 52428800,
-    "queued.max.messages.kbytes": 32768,
-    "fetch.queue.backoff.ms": 10,
-    "fetch.wait.max.ms": 100,
-}
-
 #: A replica's session: librdkafka may lose a stopping member's LeaveGroup when the replicas stop together (the
 #: Deployment's deletion) in the middle of the rebalance their leaving starts ("Timed out 1 in-flight" on the
 #: GroupCoordinator); the member then stays in the group until its session times out, and the operator's
