@@ -21,7 +21,8 @@ this class decides the offsets:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from operator import not_
+from typing import Callable, Mapping, Sequence
 
 from .commit_marks import CommitMark
 from .filters import Headers
@@ -147,14 +148,16 @@ class GuardBook:
             return True
         return False
 
-    def judge_run(self, key: TopicPartitionKey, offsets: list[int], values: list[bytes | None]) -> list[bool] | None:
+    def judge_run(
+        self, key: TopicPartitionKey, offsets: Sequence[int], values: list[bytes | None]
+    ) -> list[bool] | None:
         """`judge` for a run of one partition's records at once (True: to the service), when the rules allow
         (`GuardPartition.skips_by_value`); None: judge each record."""
         part = self.parts[key]
         skips = part.rules.skips_by_value(offsets, values)
         if skips is None:
             return None
-        handed = [not skip for skip in skips]
+        handed = list(map(not_, skips))  # in C: a comprehension was a Python step per record
         if True in handed:
             part.handed_until = offsets[len(handed) - 1 - handed[::-1].index(True)] + 1
         return handed

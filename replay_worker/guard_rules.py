@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import Callable, Sequence
 
 from .commit_marks import CommitMark
 from .filters import Headers, RecordFilter, Undecodable
@@ -215,7 +215,7 @@ class GuardPartition:
             return self._skip()
         return Verdict.PROCESS
 
-    def skips_by_value(self, offsets: list[int], values: list[bytes | None]) -> list[bool] | None:
+    def skips_by_value(self, offsets: Sequence[int], values: list[bytes | None]) -> list[bool] | None:
         """`verdict` for a run of this partition's records at once (offsets ascending): per record True when
         it is skipped, with the same state afterwards as `verdict` record by record. Only where the rules
         hold alike for the whole run and need the values alone: no re-read window, and the run wholly

@@ -24,6 +24,18 @@ from .setting_scopes import settings_for
 
 _client_log = logging.getLogger("replay_worker.librdkafka")
 
+#: Fetch defaults of the replay consumer (`consumer`): prefetch generously (the Python side is the bottleneck;
+#: librdkafka fills its queue meanwhile) within the worker's memory budget. fetch.wait.max.ms: a partition's
+#: end-of-partition event comes with the first fetch that finds nothing new, which the broker holds this long
+#: (500 ms by default: most of the time from a Drain's last record to its finish); at the end, a fetch every
+#: 100 ms. Settings of the same name in the Kafka config folder win.
+FETCH_TUNING = {
+    "fetch.max.bytes": 52428800,
+    "queued.max.messages.kbytes": 32768,
+    "fetch.queue.backoff.ms": 10,
+    "fetch.wait.max.ms": 100,
+}
+
 
 class KafkaConfigError(ValueError):
     """The Kafka config folder cannot be read; the message names the folder or file, never a value."""

@@ -84,3 +84,30 @@ def test_the_book_hands_a_run_and_notes_what_was_handed() -> None:
     paid, open_ = b'{"kind":"paid"}', b'{"kind":"open"}'
     assert book.judge_run(("orders", 0), [0, 1, 2, 3], [open_, open_, paid, paid]) == [True, True, False, False]
     assert book.parts[("orders", 0)].handed_until == 2
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_a_run_judged_through_its_messages_offsets_is_judged_as_through_a_list(seed: int) -> None:
+    from confluent_kafka import Message
+
+    from replay_worker.guard import _RunOffsets
+
+    rng = random.Random(seed)
+    first = rng.randrange(0, 120)
+    offsets = sorted(rng.sample(range(first, first + 80), rng.randrange(1, 30)))  # gaps: compaction, markers
+    values = [value(rng) for _ in offsets]
+    run = [Message(topic="orders", partition=0, offset=o, value=v) for o, v in zip(offsets, values)]
+    lazy = _RunOffsets(run)
+    assert len(lazy) == len(offsets) and list(lazy) == offsets and lazy[-1] == offsets[-1]
+    assert lazy[1:3] == offsets[1:3]
+    start = rng.randrange(0, 120)
+    books = []
+    for given in (offsets, lazy):
+        book = GuardBook()
+        book.assign(("orders", 0), None, None, ticket=0)
+        book.release(("orders", 0), ActiveHandover(RID, start, None, BY_KIND))
+        books.append((book, book.judge_run(("orders", 0), given, values)))
+    (by_list, handed_list), (by_lazy, handed_lazy) = books
+    assert handed_lazy == handed_list
+    assert state(by_lazy.parts[("orders", 0)].rules) == state(by_list.parts[("orders", 0)].rules)
+    assert by_lazy.parts[("orders", 0)].handed_until == by_list.parts[("orders", 0)].handed_until
