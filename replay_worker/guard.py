@@ -133,6 +133,10 @@ class GuardedConsumer:
         self._pending_handovers: dict[TopicPartitionKey, tuple[str, int]] = {}
         self._lock = threading.Lock()
         self._seen_version = -1
+        #: The view changed since the last progress step / the pending acknowledgements changed since the last
+        #: check: each is then done at once instead of at the next `progress_interval`.
+        self._news = False
+        self._ack_news = False
         self.progress_interval = progress_interval
         self._last_progress = 0.0
         self.stats = GuardStats()
@@ -223,6 +227,7 @@ class GuardedConsumer:
         if version != self._seen_version:
             self._seen_version = version
             seeks.update(self._book.apply(snapshot))
+            self._news = True
         released = []
         for key, part in self._book.parts.items():
             if part.ticket is not None and follower.synced(part.ticket):
@@ -396,9 +401,12 @@ class GuardedConsumer:
                 self._consumer.commit(offsets=[_offset(*s_) for s_ in _fields(commits)], asynchronous=True)
             except KafkaException as exc:
                 log.debug("the guard's own commit failed", extra={"error": str(exc)})
-        if now - self._last_progress < self.progress_interval:
+        # A changed handover view (a new H, a replay ending) is acted on at once rather than at the next
+        # interval: its floor commit and acknowledgement are what the replay's end waits for.
+        if now - self._last_progress < self.progress_interval and not self._news:
             return
         self._last_progress = now
+        self._news = False
         for report in book.skip_reports():
             self._publish(
                 GuardInfo(
@@ -446,7 +454,10 @@ class GuardedConsumer:
                 continue
             book.floor_done(store)
         with self._lock:
-            self._pending_handovers = book.pending_acks()
+            pending = book.pending_acks()
+            if pending != self._pending_handovers:
+                self._ack_news = True
+            self._pending_handovers = pending
         self.stats.active_partitions = sum(1 for p in book.parts.values() if p.rules.start is not None)
 
     def _position(self, key: TopicPartitionKey) -> int | None:
@@ -463,10 +474,11 @@ class GuardedConsumer:
     # -- acknowledgements (in the follower's thread)
 
     def _tick(self) -> None:
-        if time.monotonic() - self._last_ack_check < self.progress_interval:
+        if time.monotonic() - self._last_ack_check < self.progress_interval and not self._ack_news:
             return
         self._last_ack_check = time.monotonic()
         with self._lock:
+            self._ack_news = False
             pending = dict(self._pending_handovers)
         if not pending:
             return
