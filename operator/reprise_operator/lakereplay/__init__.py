@@ -541,14 +541,14 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
     """status.spark (its time only moves when something else did), and an Event when the state changed."""
     old = dict(resource.status.get("spark") or {})
-    fields = {
-        "application_name": name,
-        "state": outcome.state if outcome else old.get("state", ""),
-        "attempts": outcome.attempts if outcome else old.get("attempts"),
-        "records_written": records if records is not None else old.get("recordsWritten"),
-    }
-    if {k: v for k, v in old.items() if k != "updatedAt"} != SparkStatus(**fields).as_status():
-        resource.record(spark=SparkStatus(**fields, updated_at=resource.now()))
+    spark = SparkStatus(
+        application_name=name,
+        state=outcome.state if outcome else old.get("state", ""),
+        attempts=outcome.attempts if outcome else old.get("attempts"),
+        records_written=records if records is not None else old.get("recordsWritten"),
+    )
+    if {k: v for k, v in old.items() if k != "updatedAt"} != spark.as_status():
+        resource.record(spark=spark.model_copy(update={"updated_at": resource.now()}))
         if outcome is not None and old.get("state") != outcome.state and outcome.state:
             warning = outcome.failed or outcome.state in ("FAILING", "SUBMISSION_FAILED", "UNKNOWN")
             resource.event(outcome.reason, outcome.message, warning=warning)
@@ -694,7 +694,9 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
     if continuation.get("phase") != phase:
         resource.record(continuation=resource.updated("continuation", ContinuationStatus, phase=Phase(phase)))
     if phase == Phase.FAILED:
-        failed = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
+        failed: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {}
+        )
         raise Failure(
             "ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}"
         )
