@@ -238,7 +238,9 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
         app = lake_spark_application(owner=owner, namespace=namespace, spec=spec)
         app["metadata"].pop("ownerReferences")  # no LakeReplay here: the garbage collector would delete it
         quick = tmp_path / "quick.py"
-        quick.write_text("print('admitted')\n")
+        # Flushed as printed: spark-submit copies the Python driver's output through a thread the JVM does not
+        # wait for at exit, so a line flushed only at the interpreter's exit can miss the log.
+        quick.write_text("print('admitted', flush=True)\n")
         app["spec"].update(
             mainApplicationFile=f"local://{quick}",
             arguments=[],
@@ -271,6 +273,7 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
             v.get("configMap", {}).get("name") == spec.source.schema_.config_map_ref.name
             for v in pod["spec"]["volumes"]
         ), "the webhook mounts driver.configMaps"
-        assert "admitted" in spark_operator.log_path(namespace, name).read_text()
+        log = spark_operator.log_path(namespace, name)
+        assert wait_for(lambda: "admitted" in log.read_text(), 30, "the driver's output in its log", interval=0.5)
     finally:
         kube.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
