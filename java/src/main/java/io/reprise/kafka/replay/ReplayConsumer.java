@@ -384,8 +384,31 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                     part.endTimestampMs, part.atEnd, liveAt);
             reason.ifPresent(r -> finishing.add(Map.entry(part, r)));
         }
+        finishing.removeIf(f -> FinishRule.END_OF_PARTITION.equals(f.getValue()) && !endIsCurrent(f.getKey()));
         if (!finishing.isEmpty()) {
             finish(finishing);
+        }
+    }
+
+    /**
+     * Whether {@code part}'s position is the end of the partition now. The consumer's lag comes from its last fetch
+     * response for the partition, and it fetches a partition again only once the records it holds are handed out:
+     * a throttled or slow replay drains a fetch taken seconds ago and would see a lag of 0 at an end long passed
+     * (and hand over short of it). So the end is asked for before a partition finishes on it (HANDOVER.md: the end
+     * reported since the last decision); the answer also refreshes the consumer's cached lag.
+     */
+    private boolean endIsCurrent(PartitionProgress part) {
+        try {
+            Long end = consumer.endOffsets(List.of(part.tp), Duration.ofSeconds(10)).get(part.tp);
+            boolean current = end != null && part.position >= end;
+            if (!current) {
+                part.atEnd = false;
+            }
+            return current;
+        } catch (KafkaException unanswered) {
+            LOG.debug("the end of {} could not be confirmed now; asked again next turn: {}", part.tp,
+                    unanswered.toString());
+            return false;
         }
     }
 

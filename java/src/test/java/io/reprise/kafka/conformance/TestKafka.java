@@ -2,15 +2,21 @@ package io.reprise.kafka.conformance;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -44,9 +50,31 @@ public final class TestKafka {
         return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
     }
 
+    /**
+     * Creates the topic and returns once every partition answers at its leader. CreateTopics returns when the
+     * controller has recorded the topic, before the broker serves it: a producer that writes at once gets
+     * NOT_LEADER_OR_FOLLOWER, and an idempotent producer can then be refused with OUT_OF_ORDER_SEQUENCE_NUMBER
+     * until its delivery timeout, leaving the partition short of what the test wrote.
+     */
     public static void createTopic(String name, int partitions) {
         try (Admin admin = Admin.create(connection())) {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
+            for (int p = 0; p < partitions; p++) {
+                ends.put(new TopicPartition(name, p), OffsetSpec.latest());
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (true) {
+                try {
+                    admin.listOffsets(ends).all().get(10, TimeUnit.SECONDS);
+                    return;
+                } catch (ExecutionException notServedYet) {
+                    if (System.nanoTime() > deadline) {
+                        throw notServedYet;
+                    }
+                    Thread.sleep(50);
+                }
+            }
         } catch (Exception e) {
             throw new AssertionError("cannot create topic " + name + ": " + e, e);
         }
@@ -64,12 +92,28 @@ public final class TestKafka {
     /** Records {@code {"n":i,"paid":...}} at the given offsets' values; waits until they are written. */
     public static void produce(String topic, int partition, List<String> values) {
         try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
             int i = 0;
             for (String value : values) {
-                producer.send(new ProducerRecord<>(topic, partition, ("k" + i++).getBytes(StandardCharsets.UTF_8),
-                        value == null ? null : value.getBytes(StandardCharsets.UTF_8)));
+                sent.add(producer.send(new ProducerRecord<>(topic, partition,
+                        ("k" + i++).getBytes(StandardCharsets.UTF_8),
+                        value == null ? null : value.getBytes(StandardCharsets.UTF_8))));
             }
-            producer.flush();
+            written(topic, sent);
+        }
+    }
+
+    /**
+     * Waits for every send: a test's records that were not written fail the test here, naming the topic, instead of
+     * showing later as records the code under test seems to have lost.
+     */
+    public static void written(String topic, List<? extends Future<RecordMetadata>> sent) {
+        for (Future<RecordMetadata> one : sent) {
+            try {
+                one.get(60, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new AssertionError("a test record was not written to " + topic + ": " + e, e);
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 package io.reprise.kafka.replay;
 
+import io.reprise.kafka.conformance.TestKafka;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.HandoverWire;
 import java.nio.charset.StandardCharsets;
@@ -9,14 +10,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -47,10 +49,9 @@ final class RealKafka {
         return Map.of("bootstrap.servers", bootstrap());
     }
 
-    static void createTopic(String topic, int partitions) throws Exception {
-        try (Admin admin = Admin.create(admin())) {
-            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
-        }
+    /** Returns once every partition is served (see {@link TestKafka#createTopic}). */
+    static void createTopic(String topic, int partitions) {
+        TestKafka.createTopic(topic, partitions);
     }
 
     /** {@code perPartition} records in every partition, values {@code v-<partition>-<i>}, keys {@code k<i>}. */
@@ -68,12 +69,13 @@ final class RealKafka {
         config.put("value.serializer", StringSerializer.class.getName());
         config.put("linger.ms", 5);
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < perPartition; i++) {
                 for (int p = 0; p < partitions; p++) {
-                    producer.send(new ProducerRecord<>(topic, p, "k" + i, values.of(p, i)));
+                    sent.add(producer.send(new ProducerRecord<>(topic, p, "k" + i, values.of(p, i))));
                 }
             }
-            producer.flush();
+            TestKafka.written(topic, sent);
         }
     }
 

@@ -141,6 +141,38 @@ class ReplayRoleBrokerTest {
     }
 
     @Test
+    void theEndOfAPartitionIsTheEndWhenItFinishesNotTheEndOfItsLastFetch() throws Exception {
+        String topic = RealKafka.unique("growing");
+        String handover = RealKafka.unique("handover");
+        RealKafka.createTopic(topic, 1);
+        RealKafka.produce(topic, 1, 100);
+        String replayId = "ns/" + topic + "/uid";
+        Ledger ledger = new Ledger();
+        AtomicInteger batches = new AtomicInteger();
+        // The first fetch holds all 100 records; 50 more are written while the replay hands those out in batches of
+        // 5. When the 100 are processed, the consumer's lag still comes from that first fetch (0): only a fresh
+        // look at the end shows the 50, and a Drain replay finishes at the end there is when it finishes.
+        RecordsHandler<String, String> handler = records -> {
+            if (batches.getAndIncrement() == 0) {
+                try {
+                    RealKafka.produce(topic, 1, 50, (p, i) -> "late-" + i);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            ledger.handle(records);
+        };
+        ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover,
+                "REPRISE_BATCH_SIZE", "5"), handler);
+        assertEquals(ReplayRole.EXIT_OK, replay.run());
+        HandoverRecord.Handover h = RealKafka.handoverRecords(handover, replayId).stream()
+                .filter(r -> r instanceof HandoverRecord.Handover).map(r -> (HandoverRecord.Handover) r)
+                .findFirst().orElseThrow();
+        assertEquals(150, h.offset(), "the replay handed over at the end of a fetch taken before the last 50");
+        assertEquals(150, ledger.total());
+    }
+
+    @Test
     void aRestartedReplicaSeesTheFinishedMarkAndPublishesHAgainWithoutReading() throws Exception {
         String topic = RealKafka.unique("again");
         String handover = RealKafka.unique("handover");
