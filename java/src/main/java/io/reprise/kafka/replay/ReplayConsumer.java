@@ -394,8 +394,9 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
      * Whether {@code part}'s position is the end of the partition now. The consumer's lag comes from its last fetch
      * response for the partition, and it fetches a partition again only once the records it holds are handed out:
      * a throttled or slow replay drains a fetch taken seconds ago and would see a lag of 0 at an end long passed
-     * (and hand over short of it). So the end is asked for before a partition finishes on it (HANDOVER.md: the end
-     * reported since the last decision); the answer also refreshes the consumer's cached lag.
+     * (and hand over short of it). So the end is asked for before a partition finishes on it (HANDOVER.md section
+     * 1: it reaches the end of p, nothing new arriving; the reference's {@code at_end} is an end reported since the
+     * last decision); the answer also refreshes the consumer's cached lag.
      */
     private boolean endIsCurrent(PartitionProgress part) {
         try {
