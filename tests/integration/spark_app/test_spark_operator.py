@@ -238,8 +238,9 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
         app = lake_spark_application(owner=owner, namespace=namespace, spec=spec)
         app["metadata"].pop("ownerReferences")  # no LakeReplay here: the garbage collector would delete it
         quick = tmp_path / "quick.py"
-        # Flushed as printed: spark-submit copies the Python driver's output through a thread the JVM does not
-        # wait for at exit, so a line flushed only at the interpreter's exit can miss the log.
+        # Flushed as printed: once the line was missing from a completed driver's log. The likely cause (not
+        # proven): spark-submit copies the Python driver's output through a thread the JVM does not wait for at
+        # exit, so a line flushed only at the interpreter's exit can miss the log.
         quick.write_text("print('admitted', flush=True)\n")
         app["spec"].update(
             mainApplicationFile=f"local://{quick}",
