@@ -26,7 +26,7 @@ from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover
 from .. import cutover, guard_report, metrics
 from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
 from ..api import Plan as PlanStatus
-from ..api.common import ConditionType, Filter, Phase
+from ..api.common import ConditionType, Entrypoint, Filter, Phase
 from ..constants import (
     replay_deployment_name,
     replay_group_name,
@@ -250,6 +250,14 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         follow=spec.completion.hold is not None,
     )
     await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
+        # Recorded once here, the start is only read by the replicas: racing for it, each new one fenced the one
+        # before (a fatal error of its transactional producer, a retry after a back-off) and the replicas joined
+        # their group further apart (benchmarks/end_to_end). With entrypoint Service, a replica's bootstrap is
+        # how the operator learns that the image runs the replay role (`require_replay_role`): left to them.
+        failed = await rt.handovers.aio.bootstrap(settings, config)
+        if failed is not None:
+            log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
     name = replay_deployment_name(resource.name)
     manifest = standby_deployment(
         resource,
