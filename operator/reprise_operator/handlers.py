@@ -37,6 +37,10 @@ CLEANUP_WAIT = 2.0
 
 #: Seconds between two looks at a resource that expects to move on before its next poll (`memory.soon`).
 SOON_LOOK_S = 0.5
+#: Poll intervals one timer call keeps looking soon at most. The rules of `progress.looks_soon` span up to three
+#: (the first interval of a replay, then an ETA within two): a timer call that stopped after one left a replay
+#: whose end was due to the next poll, a whole interval after the call (the timer is not sharp).
+SOON_LOOKS_FOR = 3
 
 
 def _controls(body: Any) -> tuple:
@@ -67,10 +71,10 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
         memory.extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
         # A resource about to move on (its last records due, acknowledgements awaited) is looked at again every
-        # SOON_LOOK_S for up to one poll interval: waiting out the interval was most of the time from a
-        # replay's last record to Complete (benchmarks/end_to_end). The lock is released in between, so a
+        # SOON_LOOK_S for up to SOON_LOOKS_FOR poll intervals: waiting out the interval was most of the time from
+        # a replay's last record to Complete (benchmarks/end_to_end). The lock is released in between, so a
         # person's change is not held up.
-        looks = int(rt.settings.poll_interval / SOON_LOOK_S)
+        looks = int(SOON_LOOKS_FOR * rt.settings.poll_interval / SOON_LOOK_S)
         while memory.soon and looks > 0 and not stopped:
             looks -= 1
             await asyncio.sleep(SOON_LOOK_S)

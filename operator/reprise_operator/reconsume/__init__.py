@@ -376,14 +376,17 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
 
 #: memory.extra key: when every partition of the replay was first seen finished (a handover offset recorded).
 FINISHED_SINCE = "finished_since"
+#: memory.extra key: when this operator first followed the replay (Running).
+FOLLOWING_SINCE = "following_since"
 
 
 def _looks_soon(
     resource: Resource, memory: ObjectMemory, views: list[PartitionView], eta_seconds: int | None, hold: timedelta
 ) -> bool:
-    """`progress.looks_soon` for this follow (after `memory.drain` observed it): remembers when every partition
-    was first seen finished."""
+    """`progress.looks_soon` for this follow (after `memory.drain` observed it): remembers when the replay was
+    first followed and when every partition was first seen finished."""
     now = resource.now()
+    following_for = (now - memory.extra.setdefault(FOLLOWING_SINCE, now)).total_seconds()
     if not (views and all(view.finished for view in views)):
         memory.extra.pop(FINISHED_SINCE, None)
         finished_for = None
@@ -391,7 +394,7 @@ def _looks_soon(
         finished_for = (now - memory.extra.setdefault(FINISHED_SINCE, now)).total_seconds()
     since = memory.drain.since
     hold_left = (hold - (now - since)).total_seconds() if since is not None else None
-    return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left)
+    return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left, following_for)
 
 
 def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
