@@ -10,8 +10,9 @@ Reprise's cost), and times it to phase Complete, next to one bare read loop (`ba
 topic, in the order turned each round. Target: the bare loop's wall time over the replay's at least 0.7x
 (Reprise's machinery costs at most 30% on top of reading). The breakdown of each replay:
 
-- plan: apply -> phase Running (the plan made, the replay's Deployment created);
-- pod start: -> the first record read by any replica (pods scheduled and started, bootstrap, group join);
+- plan: apply -> phase Running (the plan made, the replay's Deployment created, and the replay bootstrapped by
+  the operator meanwhile);
+- pod start: -> the first record read by any replica (pods scheduled and started, the bootstrap read, group join);
 - replay: -> the last partition finished (its handover offset committed and published);
 - handover: -> the last acknowledgement of the live service's guard;
 - drain: -> phase Draining (the operator saw every partition handed over; drainedFor is 0);
@@ -24,9 +25,12 @@ the operator's and the broker's (/proc), per record.
 
 Growth (`--parts growth`): time to Complete at 0.1x, 1x and 3x the records (3 replicas): a least-squares
 line, its fixed part (target under 10 s) and how far the points lie from it; and replicas 1, 2 and 4 at 1x,
-with the CPU seconds per record of each (must not grow with the replicas; on 2 cores the speed-up is bounded).
+with the CPU seconds per record of each (must not grow with the replicas; on 2 cores the speed-up is bounded);
+`--parts replicas` runs that second half alone. Each replica logs its own CPU when ready to read and at its
+end (`replay role ready`, `replay role done`): the round lines show them, so a replica's fixed cost is seen apart
+from its reading.
 
-    python -m benchmarks.end_to_end [--records N] [--rounds R] [--parts ratio,growth]
+    python -m benchmarks.end_to_end [--records N] [--rounds R] [--parts ratio,growth|replicas]
     (REPRISE_BENCH_KEEP=1 keeps the work folder: the operator's, the pods' and the broker's logs)
 """
 
