@@ -401,6 +401,7 @@ def _looks_soon(
         finished_for = (now - memory.extra.setdefault(FINISHED_SINCE, now)).total_seconds()
     since = memory.drain.since
     hold_left = (hold - (now - since)).total_seconds() if since is not None else None
+    memory.settling = finished_for is not None and hold_left is None
     return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left, following_for)
 
 
