@@ -260,22 +260,18 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         settings=settings,
         kafka=spec.kafka,
     )
-    bootstrap = None
+    await rt.kube.aio.create_owned(manifest, resource.uid)
     if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
         # Recorded once here, the start is only read by the replicas: racing for it, each new one fenced the one
         # before (a fatal error of its transactional producer, a retry after a back-off) and the replicas joined
-        # their group further apart (benchmarks/end_to_end). It runs while the pods are made and start, which
-        # takes longer; a replica that comes first bootstraps as before (every caller is safe, HANDOVER.md 5.1).
+        # their group further apart (benchmarks/end_to_end). Done while the pods are made and start, which takes
+        # longer; a replica that comes first bootstraps as before (every caller is safe, HANDOVER.md 5.1). Not
+        # before the Deployment exists: a replay that never gets one must leave no records and no group behind.
         # With entrypoint Service, a replica's bootstrap is how the operator learns that the image runs the
         # replay role (`require_replay_role`): left to them.
-        bootstrap = asyncio.ensure_future(rt.handovers.aio.bootstrap(settings, config))
-    try:
-        await rt.kube.aio.create_owned(manifest, resource.uid)
-    finally:
-        if bootstrap is not None:
-            failed = await bootstrap
-            if failed is not None:
-                log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
+        failed = await rt.handovers.aio.bootstrap(settings, config)
+        if failed is not None:
+            log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
     resource.record(
         children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic)
     )
