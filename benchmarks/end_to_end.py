@@ -10,8 +10,9 @@ Reprise's cost), and times it to phase Complete, next to one bare read loop (`ba
 topic, in the order turned each round. Target: the bare loop's wall time over the replay's at least 0.7x
 (Reprise's machinery costs at most 30% on top of reading). The breakdown of each replay:
 
-- plan: apply -> phase Running (the plan made, the replay's Deployment created);
-- pod start: -> the first record read by any replica (pods scheduled and started, bootstrap, group join);
+- plan: apply -> phase Running (the plan made, the replay's Deployment created, and the replay bootstrapped by
+  the operator meanwhile);
+- pod start: -> the first record read by any replica (pods scheduled and started, the bootstrap read, group join);
 - replay: -> the last partition finished (its handover offset committed and published);
 - handover: -> the last acknowledgement of the live service's guard;
 - drain: -> phase Draining (the operator saw every partition handed over; drainedFor is 0);
@@ -24,9 +25,12 @@ the operator's and the broker's (/proc), per record.
 
 Growth (`--parts growth`): time to Complete at 0.1x, 1x and 3x the records (3 replicas): a least-squares
 line, its fixed part (target under 10 s) and how far the points lie from it; and replicas 1, 2 and 4 at 1x,
-with the CPU seconds per record of each (must not grow with the replicas; on 2 cores the speed-up is bounded).
+with the CPU seconds per record of each (must not grow with the replicas; on 2 cores the speed-up is bounded);
+`--parts replicas` runs that second half alone. Each replica logs its own CPU when ready to read and at its
+end (`replay role ready`, `replay role done`): the round lines show them, so a replica's fixed cost is seen apart
+from its reading.
 
-    python -m benchmarks.end_to_end [--records N] [--rounds R] [--parts ratio,growth]
+    python -m benchmarks.end_to_end [--records N] [--rounds R] [--parts ratio,growth|replicas]
     (REPRISE_BENCH_KEEP=1 keeps the work folder: the operator's, the pods' and the broker's logs)
 """
 
@@ -66,7 +70,8 @@ GROWTH_SIZES = (0.1, 1.0, 3.0)
 REPLICA_COUNTS = (1, 2, 4)
 #: The chart's `operator.pollInterval`: what a user runs.
 POLL_INTERVAL = "5"
-PARTS = ("ratio", "growth")
+#: `replicas` is the second half of `growth` alone (replicas 1, 2 and 4 at 1x), for a quick look at it.
+PARTS = ("ratio", "growth", "replicas")
 TARGETS = {"end_to_end_vs_read_loop": (0.7, True), "growth_fixed_s": (10.0, False)}
 
 
@@ -146,6 +151,23 @@ def _log_times(path: Path | None, message: str) -> list[float]:
             continue
         if str(entry.get("msg", "")).startswith(message):
             found.append(_ts(entry["ts"]))
+    return found
+
+
+def _log_values(path: Path | None, message: str, field: str) -> list[float]:
+    """`field` of every JSON log line whose message starts with `message`."""
+    if path is None or not path.exists():
+        return []
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        if message not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if str(entry.get("msg", "")).startswith(message) and field in entry:
+            found.append(float(entry[field]))
     return found
 
 
@@ -314,6 +336,9 @@ class EndToEnd:
         first_read = min((t for log in logs for t in _log_times(log, "first records read")), default=None)
         finished = max((t for log in logs for t in _log_times(log, "partition finished")), default=None)
         acked = max(_log_times(self._live_log(topic), "handover acknowledged"), default=None)
+        # Each replica's CPU up to its first read (start, imports, bootstrap, clients) and in all.
+        ready_cpu = [v for log in logs for v in _log_values(log, "replay role ready", "cpu_s")]
+        done_cpu = [v for log in logs for v in _log_values(log, "replay role done", "cpu_s")]
         running, draining, complete = phases.get("Running"), phases.get("Draining"), phases["Complete"]
         marks = [
             ("plan", running),
@@ -335,6 +360,8 @@ class EndToEnd:
             "replicas": replicas,
             "pods": len(pods),
             "operator_cpu_s": round(operator_cpu, 2),
+            "replica_ready_cpu_s": sorted(ready_cpu),
+            "replica_cpu_s": sorted(done_cpu),
             "cpu_s_per_million_records": round((cpu + broker_cpu + operator_cpu) / records * 1e6, 2),
         }
         return measure.Sample(records, total, cpu + operator_cpu, broker_cpu, reported)
@@ -350,6 +377,10 @@ def _line(index: int, samples: dict[str, measure.Sample]) -> None:
     parts = []
     for name, s in samples.items():
         detail = f" {s.reported.get('breakdown_s')}" if "breakdown_s" in s.reported else ""
+        if s.reported.get("replica_cpu_s"):
+            detail += (
+                f" replica cpu s at ready {s.reported['replica_ready_cpu_s']}, at end {s.reported['replica_cpu_s']}"
+            )
         parts.append(f"{name} {s.wall:.1f} s, {s.total_cpu_per_record_us:.1f} us/rec cpu{detail}")
     print(f"  round {index + 1}: " + "; ".join(parts), flush=True)
 
@@ -391,18 +422,27 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
     return fixed, slope, worst
 
 
-def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int) -> dict[str, Any]:
-    sizes = sorted(topics)
-    by_size = measure.interleaved(
-        rounds,
-        {
-            f"records_{size}": (lambda i, size=size: e2e.replay(f"grow-{size}-{i}", topics[size], size, REPLICAS))
-            for size in sizes
-        },
-        _line,
-    )
-    medians = [(size, statistics.median([s.wall for s in by_size[f"records_{size}"]])) for size in sizes]
-    fixed, slope, worst = _line_fit(medians)
+def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int, sizes_too: bool = True) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    by_size: dict[str, list[measure.Sample]] = {}
+    if sizes_too:
+        sizes = sorted(topics)
+        by_size = measure.interleaved(
+            rounds,
+            {
+                f"records_{size}": (lambda i, size=size: e2e.replay(f"grow-{size}-{i}", topics[size], size, REPLICAS))
+                for size in sizes
+            },
+            _line,
+        )
+        medians = [(size, statistics.median([s.wall for s in by_size[f"records_{size}"]])) for size in sizes]
+        fixed, slope, worst = _line_fit(medians)
+        figures = {
+            "time_to_complete_s": {str(size): round(t, 2) for size, t in medians},
+            "growth_fixed_s": round(fixed, 2),
+            "growth_us_per_record": round(slope * 1e6, 3),
+            "growth_worst_point_off_line": round(worst, 3),
+        }
     base = e2e.records
     by_replicas = measure.interleaved(
         rounds,
@@ -415,10 +455,7 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int) -> dict[str
     cpu = {name: measure.spread([s.total_cpu_per_record_us for s in runs]) for name, runs in by_replicas.items()}
     first = cpu[f"replicas_{REPLICA_COUNTS[0]}"]["median"]
     return {
-        "time_to_complete_s": {str(size): round(t, 2) for size, t in medians},
-        "growth_fixed_s": round(fixed, 2),
-        "growth_us_per_record": round(slope * 1e6, 3),
-        "growth_worst_point_off_line": round(worst, 3),
+        **figures,
         "replicas_cpu_us_per_record": cpu,
         "replicas_cpu_growth": {name: round(v["median"] / first, 3) for name, v in cpu.items()},
         "replicas_time_to_complete_s": {
@@ -456,6 +493,9 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
             if "growth" in parts:
                 print(f"- growth: {rounds} rounds of sizes {sizes} and replicas {REPLICA_COUNTS}", flush=True)
                 figures["growth"] = bench_growth(e2e, topics, rounds)
+            elif "replicas" in parts:
+                print(f"- growth: {rounds} rounds of replicas {REPLICA_COUNTS}", flush=True)
+                figures["growth"] = bench_growth(e2e, topics, rounds, sizes_too=False)
         figures["seconds"] = round(time.monotonic() - began, 1)
         figures["meets_target"] = report(figures)
         return figures
@@ -481,7 +521,7 @@ def report(figures: dict[str, Any]) -> bool:
         )
         print(f"  breakdown (median s): {ratio['breakdown_median_s']}")
     growth = figures.get("growth")
-    if growth:
+    if growth and "growth_fixed_s" in growth:
         line = measure.verdict(growth["growth_fixed_s"], *TARGETS["growth_fixed_s"])
         met &= line.startswith("ok")
         print(
@@ -489,6 +529,7 @@ def report(figures: dict[str, Any]) -> bool:
             f"time to Complete {growth['time_to_complete_s']}; worst point {growth['growth_worst_point_off_line']:.1%} "
             "off the line"
         )
+    if growth:
         growths = growth["replicas_cpu_growth"]
         grows = any(v > 1.1 for v in growths.values())
         met &= not grows

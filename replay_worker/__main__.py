@@ -8,6 +8,7 @@ pod, and the worker resumes from committed offsets).
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 import time
@@ -114,11 +115,20 @@ def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: Wor
         if holder.get("stop"):
             delivery.close()
             return 0
+        # A replica's fixed cost (start, imports, bootstrap, clients) against what its reading costs: each
+        # replica pays the first, so it is what CPU per record grows by with the replicas (benchmarks/end_to_end).
+        log.info("replay role ready", extra={"cpu_s": _cpu_seconds()})
         worker.run()
+        log.info("replay role done", extra={"cpu_s": _cpu_seconds()})
     finally:
         if server is not None:
             server.stop()
     return 0
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 3)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -141,10 +141,15 @@ def bootstrap_replay(
     *,
     timeout: float = 30.0,
     attempts: int = 20,
+    look_first: bool = True,
 ) -> ReplayHandover:
     """Make sure the replay is bootstrapped; return its handover state. Safe to call from every replica at
     once, and again after any crash. Raises `StartOlderThanRetention`/`SpecError` for a start that cannot
-    be honoured (a configuration problem, not retried) and `BootstrapError` when Kafka keeps failing."""
+    be honoured (a configuration problem, not retried) and `BootstrapError` when Kafka keeps failing.
+
+    `look_first=False` is for a caller that made sure the handover topic exists and knows no replica has
+    started yet (the operator, before it creates the Deployment): the look before taking the transactional id
+    then only costs a reader, since the look after it decides anyway."""
     assert settings.replay_group, "bootstrap needs the replay group"
     handover = HandoverTopic(
         settings.bootstrap_servers,
@@ -162,15 +167,18 @@ def bootstrap_replay(
             try:
                 # Look before taking the transactional id: a replica that finds the work done fences nobody,
                 # so concurrent replicas stop contending as soon as one has succeeded.
-                handover.ensure(create=True)
-                state = handover.read_replay(settings.replay_id)
-                if state.bootstrapped:
-                    return state
+                if look_first or attempt:
+                    handover.ensure(create=True)
+                    state = handover.read_replay(settings.replay_id)
+                    if state.bootstrapped:
+                        return state
                 return _bootstrap_once(settings, base, handover, timeout)
             except (StartOlderThanRetention, SpecError):
                 raise
             except (KafkaException, BootstrapError, HandoverTopicError) as exc:
                 last_error = exc
+                if attempt + 1 == attempts:
+                    break
                 # Fenced by a concurrent bootstrapper, a coordinator moving, a broker restarting: back off
                 # with jitter (so two replicas do not keep fencing each other) and look again.
                 pause = min(5.0, 0.2 * 2**attempt) * (0.5 + random.random())

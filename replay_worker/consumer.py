@@ -68,9 +68,12 @@ MAX_UNCOMMITTED_BATCHES = 2
 #: teardown waits for the group to be empty before deleting it. At the default 45 s that was most of an
 #: end-to-end replay's time (benchmarks/end_to_end). Heartbeats come from librdkafka's own thread, so a slow
 #: handler does not count against it. A member learns of a rebalance (a replica joining or leaving) from its next
-#: heartbeat: at the default 3 s, the replicas' start took a rebalance round of about 3 s each; one heartbeat a
-#: second costs a small request. Settings of the same name in the Kafka config folder win.
-GROUP_TUNING = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
+#: heartbeat, and the replicas' start takes two or three rounds (the first replica joins alone and takes every
+#: partition; cooperative rebalancing revokes in one round and assigns in the next): at a heartbeat a second that
+#: was about 2 s of an end-to-end replay, the first replica's reading of it mostly redone by the partitions' new
+#: owners (benchmarks/end_to_end). Ten small requests a second per replica cost the broker and the replica little.
+#: Settings of the same name in the Kafka config folder win.
+GROUP_TUNING = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 100}
 
 #: Message's own methods, unbound: mapped over a batch they cost a tenth of `methodcaller("value")`'s
 #: generic attribute lookup and binding per record (measured: value 26 ns against 105, topic 48 against 498).

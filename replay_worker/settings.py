@@ -11,9 +11,11 @@ Kafka credentials are never settings: they are files in `REPRISE_KAFKA_CONFIG_DI
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
+import sys
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -213,8 +215,11 @@ class WorkerSettings:
     @classmethod
     def from_args(cls, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> "WorkerSettings":
         """Settings from flags over variables (the CLI)."""
-        parser = build_parser()
-        namespace = parser.parse_args(argv)
+        args = list(sys.argv[1:] if argv is None else argv)
+        # The flags' help is read from this module's source (`_field_docs`): a tenth of the worker's start-up
+        # CPU, so it is read only when it is shown.
+        parser = build_parser(described=any(a in ("-h", "--help") for a in args))
+        namespace = parser.parse_args(args)
         flags = {name: value for name, value in vars(namespace).items() if value is not None}
         return cls.from_sources(env if env is not None else os.environ, flags)
 
@@ -381,14 +386,16 @@ def _defaults() -> dict[str, Any]:
 
 
 def _help_of(name: str) -> str:
-    doc = _FIELD_DOCS.get(name, "")
+    doc = _field_docs().get(name, "")
     # The docstring starts with "`REPRISE_X`: "; the flag's help shows the rest and the variable.
     text = doc.split(":", 1)[1].strip() if doc.startswith("`REPRISE_") else doc
     return " ".join(text.split()) + f" [env {_FIELDS[name].env}]"
 
 
+@functools.cache
 def _field_docs() -> dict[str, str]:
-    """Each field's docstring, read from the source (dataclass fields keep none at runtime)."""
+    """Each field's docstring, read from the source (dataclass fields keep none at runtime); on first use only:
+    `inspect` and `tokenize` take longer to import and run than the rest of the module."""
     import ast
     import inspect
 
@@ -407,8 +414,6 @@ def _field_docs() -> dict[str, str]:
             docs[node.target.id] = following.value.value
     return docs
 
-
-_FIELD_DOCS = _field_docs()
 
 _GROUPS = {
     "Kafka": ("bootstrap_servers", "kafka_config_dir"),
@@ -448,7 +453,8 @@ _GROUPS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(described: bool = True) -> argparse.ArgumentParser:
+    """The CLI; without `described`, flags carry no help text (what parsing needs, without reading the source)."""
     parser = argparse.ArgumentParser(
         prog="python -m replay_worker",
         description=(
@@ -476,8 +482,15 @@ def build_parser() -> argparse.ArgumentParser:
             spec = _FIELDS[name]
             if spec.is_flag:
                 group.add_argument(
-                    f"--{spec.flag}", dest=name, nargs="?", const="true", metavar="BOOL", help=_help_of(name)
+                    f"--{spec.flag}",
+                    dest=name,
+                    nargs="?",
+                    const="true",
+                    metavar="BOOL",
+                    help=_help_of(name) if described else None,
                 )
             else:
-                group.add_argument(f"--{spec.flag}", dest=name, metavar=spec.metavar, help=_help_of(name))
+                group.add_argument(
+                    f"--{spec.flag}", dest=name, metavar=spec.metavar, help=_help_of(name) if described else None
+                )
     return parser

@@ -37,6 +37,13 @@ CLEANUP_WAIT = 2.0
 
 #: Seconds between two looks at a resource that expects to move on before its next poll (`memory.soon`).
 SOON_LOOK_S = 0.5
+#: Seconds between two looks while only the live side's acknowledgements are awaited (`memory.settling`): they
+#: come within a second of the last handover offset, and the look after the last one moves the replay on.
+SETTLE_LOOK_S = 0.1
+#: Poll intervals one timer call keeps looking soon at most. The rules of `progress.looks_soon` span up to three
+#: (the first interval of a replay, then an ETA within two): a timer call that stopped after one left a replay
+#: whose end was due to the next poll, a whole interval after the call (the timer is not sharp).
+SOON_LOOKS_FOR = 3
 
 
 def _controls(body: Any) -> tuple:
@@ -67,13 +74,13 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
         memory.extra["controls"] = _controls(body)
         await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
         # A resource about to move on (its last records due, acknowledgements awaited) is looked at again every
-        # SOON_LOOK_S for up to one poll interval: waiting out the interval was most of the time from a
-        # replay's last record to Complete (benchmarks/end_to_end). The lock is released in between, so a
+        # SOON_LOOK_S for up to SOON_LOOKS_FOR poll intervals: waiting out the interval was most of the time from
+        # a replay's last record to Complete (benchmarks/end_to_end). The lock is released in between, so a
         # person's change is not held up.
-        looks = int(rt.settings.poll_interval / SOON_LOOK_S)
-        while memory.soon and looks > 0 and not stopped:
-            looks -= 1
-            await asyncio.sleep(SOON_LOOK_S)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + SOON_LOOKS_FOR * rt.settings.poll_interval
+        while memory.soon and loop.time() < until and not stopped:
+            await asyncio.sleep(SETTLE_LOOK_S if memory.settling else SOON_LOOK_S)
             await run_reconcile(kind, plural, rt, body, memo, step, backoff=True)
 
     async def on_event(body: Any, memo: Any, type: str | None = None, **_: Any) -> None:

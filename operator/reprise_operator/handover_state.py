@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import threading
 from typing import Mapping
 
+from confluent_kafka import KafkaException
+
+from replay_worker.bootstrap import BootstrapError, bootstrap_replay
+from replay_worker.contract import SpecError, StartOlderThanRetention, WorkerSettings
 from replay_worker.handover import ReplayHandover
-from replay_worker.handover_topic import HandoverFollower, HandoverTopic
+from replay_worker.handover_topic import HandoverFollower, HandoverTopic, HandoverTopicError
 
 from .kafka_admin import TopicPartitionKey, connection_key
 
@@ -70,6 +75,20 @@ class HandoverReaders:
             return
         self._topic(bootstrap, config, topic).ensure()
         self._ensured.add(key)
+
+    def bootstrap(self, settings: WorkerSettings, config: Mapping[str, str], timeout: float = 15.0) -> str | None:
+        """Bootstrap the replay as its replicas would (the same settings, the same transaction), once, before
+        they start; None when done, else why not. A failure is not the operator's to report: every replica
+        bootstraps on start anyway (protocol step 5.1), so it then resolves the start as before and says what
+        is wrong in its own way. Done here, the replicas only read the result: no `init_transactions` race in
+        which each new replica fences the one before it and retries after a back-off, and no replica joins the
+        replay group long before the others (each join is a rebalance of the whole group)."""
+        settings = dataclasses.replace(settings, member_name="reprise-operator")
+        try:
+            bootstrap_replay(settings, dict(config), timeout=timeout, attempts=1, look_first=False)
+        except (KafkaException, BootstrapError, HandoverTopicError, SpecError, StartOlderThanRetention) as exc:
+            return str(exc)
+        return None
 
     def force_handover(
         self,
@@ -157,6 +176,9 @@ class AsyncHandoverReaders:
 
     async def sync(self, bootstrap: str, config: Mapping[str, str], topic: str, timeout: float = 10.0) -> bool:
         return await asyncio.to_thread(self._readers.sync, bootstrap, config, topic, timeout)
+
+    async def bootstrap(self, settings: WorkerSettings, config: Mapping[str, str]) -> str | None:
+        return await asyncio.to_thread(self._readers.bootstrap, settings, config)
 
     async def force_handover(
         self,

@@ -98,6 +98,9 @@ class ObjectMemory:
     #: Set by a step that expects the resource to move on before the next poll (`progress.looks_soon`): the
     #: timer then looks again every `SOON_LOOK_S` instead of waiting a whole poll interval.
     soon: bool = False
+    #: With `soon`: only the live side's acknowledgements are awaited, so the timer looks every `SETTLE_LOOK_S`
+    #: (such a look reads what the handover topic's follower already holds, and writes nothing new).
+    settling: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -320,7 +323,7 @@ async def _reconcile_once(
     old.pop("kopf", None)
     resource = Resource(kind, plural, body, copy.deepcopy(old), rt)
     before = resource.phase
-    memory.soon = False
+    memory.soon = memory.settling = False
     failed: tuple[str, str] | None = None
     try:
         await step(resource, memory)

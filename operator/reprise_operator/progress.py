@@ -197,7 +197,11 @@ SETTLE_WINDOW_S = 10.0
 
 
 def looks_soon(
-    eta_seconds: int | None, poll_interval: float, finished_for: float | None, hold_left: float | None
+    eta_seconds: int | None,
+    poll_interval: float,
+    finished_for: float | None,
+    hold_left: float | None,
+    following_for: float | None = None,
 ) -> bool:
     """Whether a replay is expected to move on before its next poll, so it is looked at again soon.
 
@@ -207,9 +211,15 @@ def looks_soon(
       only the live side's acknowledgements are awaited: soon for `SETTLE_WINDOW_S`;
     - else soon when the recent rate ends the remaining records within two poll intervals: the first rate of a
       replay counts its pods' start, when nothing was read yet, so an early ETA runs high (at 1M records the
-      rule at one interval missed the end by a poll half of the time)."""
+      rule at one interval missed the end by a poll half of the time);
+    - and soon, whatever the ETA, while the replay has been followed for less than one poll interval
+      (`following_for`, seconds): there is no rate before the pods read and the first ones count their start,
+      so a replay short enough to end within its first interval waited for the next poll in Running, most of
+      the time from its last acknowledgement to Draining (benchmarks/end_to_end)."""
     if hold_left is not None:
         return hold_left <= poll_interval
     if finished_for is not None:
         return finished_for <= SETTLE_WINDOW_S
+    if following_for is not None and following_for < poll_interval:
+        return True
     return eta_seconds is not None and eta_seconds <= 2 * poll_interval

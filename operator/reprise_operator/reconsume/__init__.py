@@ -26,7 +26,7 @@ from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover
 from .. import cutover, guard_report, metrics
 from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
 from ..api import Plan as PlanStatus
-from ..api.common import ConditionType, Filter, Phase
+from ..api.common import ConditionType, Entrypoint, Filter, Phase
 from ..constants import (
     replay_deployment_name,
     replay_group_name,
@@ -261,6 +261,17 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         kafka=spec.kafka,
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
+    if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
+        # Recorded once here, the start is only read by the replicas: racing for it, each new one fenced the one
+        # before (a fatal error of its transactional producer, a retry after a back-off) and the replicas joined
+        # their group further apart (benchmarks/end_to_end). Done while the pods are made and start, which takes
+        # longer; a replica that comes first bootstraps as before (every caller is safe, HANDOVER.md 5.1). Not
+        # before the Deployment exists: a replay that never gets one must leave no records and no group behind.
+        # With entrypoint Service, a replica's bootstrap is how the operator learns that the image runs the
+        # replay role (`require_replay_role`): left to them.
+        failed = await rt.handovers.aio.bootstrap(settings, config)
+        if failed is not None:
+            log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
     resource.record(
         children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic)
     )
@@ -368,14 +379,17 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
 
 #: memory.extra key: when every partition of the replay was first seen finished (a handover offset recorded).
 FINISHED_SINCE = "finished_since"
+#: memory.extra key: when this operator first followed the replay (Running).
+FOLLOWING_SINCE = "following_since"
 
 
 def _looks_soon(
     resource: Resource, memory: ObjectMemory, views: list[PartitionView], eta_seconds: int | None, hold: timedelta
 ) -> bool:
-    """`progress.looks_soon` for this follow (after `memory.drain` observed it): remembers when every partition
-    was first seen finished."""
+    """`progress.looks_soon` for this follow (after `memory.drain` observed it): remembers when the replay was
+    first followed and when every partition was first seen finished."""
     now = resource.now()
+    following_for = (now - memory.extra.setdefault(FOLLOWING_SINCE, now)).total_seconds()
     if not (views and all(view.finished for view in views)):
         memory.extra.pop(FINISHED_SINCE, None)
         finished_for = None
@@ -383,7 +397,8 @@ def _looks_soon(
         finished_for = (now - memory.extra.setdefault(FINISHED_SINCE, now)).total_seconds()
     since = memory.drain.since
     hold_left = (hold - (now - since)).total_seconds() if since is not None else None
-    return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left)
+    memory.settling = finished_for is not None and hold_left is None
+    return looks_soon(eta_seconds, resource.rt.settings.poll_interval, finished_for, hold_left, following_for)
 
 
 def report_guard_problems(resource: Resource, partitions: list[PartitionHandover]) -> None:
@@ -474,6 +489,9 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
 #: leave the group), while a Retry costs a whole poll interval: that interval was most of an end-to-end
 #: replay's teardown (benchmarks/end_to_end).
 TEARDOWN_WAIT_S = 4.0
+#: Seconds between two looks while it waits: a list of a few pods by label, or one group description, for about
+#: a second at the end of a replay; at 0.25 s the last look cost an eighth of a second on average.
+TEARDOWN_LOOK_S = 0.1
 
 
 async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
@@ -482,7 +500,7 @@ async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
     deadline = loop.time() + wait
     result = await look()
     while not done(result) and loop.time() < deadline:
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(TEARDOWN_LOOK_S)
         result = await look()
     return result
 

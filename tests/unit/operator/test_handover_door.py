@@ -31,6 +31,10 @@ class RecordingReaders(HandoverReaders):
         self._record("sync", *args)
         return True
 
+    def bootstrap(self, *args: Any) -> str | None:  # type: ignore[override]
+        self._record("bootstrap", *args)
+        return "left to the replicas"
+
     def force_handover(self, *args: Any, by: str, reason: str) -> int:  # type: ignore[override]
         self._record("force_handover", *args, by, reason)
         return 2
@@ -49,14 +53,23 @@ def test_every_call_of_the_async_face_runs_off_the_event_loop_and_returns_its_an
             await readers.aio.ensure(*where),
             await readers.aio.replay(*where, "ns/r/1234"),
             await readers.aio.sync(*where),
+            await readers.aio.bootstrap("the worker's settings", where[1]),
             await readers.aio.force_handover(*where, "ns/r/1234", {("t", 0): 5}, by="operator", reason="cancelled"),
             await readers.aio.tombstone(*where, "ns/r/1234"),
         ]
         return threading.get_ident(), answers
 
     loop_thread, answers = asyncio.run(reconcile())
-    assert answers == [None, "the replay's state", True, 2, 7]
-    assert [name for name, _, _ in readers.calls] == ["ensure", "replay", "sync", "force_handover", "tombstone"]
+    assert answers == [None, "the replay's state", True, "left to the replicas", 2, 7]
+    assert [name for name, _, _ in readers.calls] == [
+        "ensure",
+        "replay",
+        "sync",
+        "bootstrap",
+        "force_handover",
+        "tombstone",
+    ]
     assert all(thread != loop_thread for _, thread, _ in readers.calls), "a blocking call ran on the event loop"
     assert readers.calls[1][2] == (*where, "ns/r/1234", 5.0)  # the catch-up wait defaults as the blocking call's
-    assert readers.calls[3][2] == (*where, "ns/r/1234", {("t", 0): 5}, "operator", "cancelled")
+    assert readers.calls[3][2] == ("the worker's settings", where[1])
+    assert readers.calls[4][2] == (*where, "ns/r/1234", {("t", 0): 5}, "operator", "cancelled")

@@ -75,6 +75,17 @@ def test_a_replay_whose_last_records_are_due_within_two_polls_is_looked_at_soon(
     assert not looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=None, hold_left=None)
 
 
+def test_a_replay_is_looked_at_soon_during_its_first_poll_interval_whatever_its_eta():
+    # No rate before the pods read, and the first ones count their start: a replay that ends within its first
+    # interval must not wait for the next poll.
+    assert looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=None, hold_left=None, following_for=0.0)
+    assert looks_soon(eta_seconds=60, poll_interval=5.0, finished_for=None, hold_left=None, following_for=4.9)
+    # After it, the ETA decides.
+    assert not looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=None, hold_left=None, following_for=5.0)
+    assert not looks_soon(eta_seconds=60, poll_interval=5.0, finished_for=None, hold_left=None, following_for=5.0)
+    assert looks_soon(eta_seconds=10, poll_interval=5.0, finished_for=None, hold_left=None, following_for=5.0)
+
+
 def test_once_every_partition_is_finished_the_acknowledgements_are_awaited_soon_for_a_while_only():
     assert looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=0.0, hold_left=None)
     assert looks_soon(eta_seconds=None, poll_interval=5.0, finished_for=SETTLE_WINDOW_S, hold_left=None)
