@@ -156,8 +156,7 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
                 records.unpersist()
             if unit.resume:
                 written.unpersist()
-        for day in unit.days:
-            progress.mark_done(day, counts[day])
+        progress.mark_done({day: counts[day] for day in unit.days})
         outcome.units_written += 1
         log.info(
             "unit %d/%d written: %s, %d records, %d slice(s)",
