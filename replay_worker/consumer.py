@@ -28,7 +28,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Mapping
 
 from confluent_kafka import (
@@ -78,9 +80,12 @@ MAX_UNCOMMITTED_BATCHES = 2
 #: second costs a small request. Settings of the same name in the Kafka config folder win.
 GROUP_TUNING = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
 
-#: Message's own method, unbound: mapped over a batch it costs a tenth of `methodcaller("error")`'s generic
-#: attribute lookup and binding per record.
+#: Message's own methods, unbound: mapped over a batch they cost a tenth of `methodcaller("value")`'s
+#: generic attribute lookup and binding per record (measured: value 26 ns against 105, topic 48 against 498).
 _error = Message.error
+_topic = Message.topic
+_partition = Message.partition
+_offset = Message.offset
 
 _MEMBERSHIP_ERRORS = {
     KafkaError.UNKNOWN_MEMBER_ID,
@@ -159,6 +164,11 @@ class ReplayConsumer:
         self.filter = record_filter
         self._predicate = record_filter.predicate()
         self._value_predicate = record_filter.value_predicate()
+        #: The one topic every record comes from, when the subscription names one topic (not a `^` pattern):
+        #: then a batch's runs are found by partition alone, without reading each record's topic.
+        self._only_topic = (
+            settings.topics[0] if len(settings.topics) == 1 and not settings.topics[0].startswith("^") else None
+        )
         self.metrics = metrics
         self.plan = {k: p.start for k, p in state.partitions.items() if p.start is not None}
         self.throttle = Throttle(settings.max_records_per_second, settings.max_bytes_per_second)
@@ -326,32 +336,46 @@ class ReplayConsumer:
 
     def _take_whole(self, consumer: Consumer, messages: list[Message]) -> bool:
         """Whether the batch is processed as it is, and if so note each partition's new position: no event in
-        it (an end of partition), and every partition it touches is this replica's, still reading, with no
-        end bound. Per batch, not per record, from the consumer's positions (one call): librdkafka's position
-        of a partition is the offset after the last record it returned, and is reset when the partition is
-        assigned. A partition whose position did not change since the last batch returned nothing; one that
-        moved returned its records from our position up to its new one, at most one per offset. So when the
-        spans of the partitions that moved add up to the batch's size, every offset of every span is in the
-        batch: the new positions are exactly those the records give, and the batch touches no other
-        partition. When they do not (a transaction marker or a compacted record leaves an offset without a
-        record; an event; a partition of a rebalance under way), `_take_each` looks at each record."""
+        it (an end of partition), and every partition it touches is this replica's, still reading, with no end
+        bound. Per batch, not per record.
+
+        First from the consumer's positions (one call): librdkafka's position of a partition is the offset
+        after the last record (or transaction marker) it returned, and is reset when the partition is assigned.
+        A partition whose position did not change since the last batch returned nothing; one that moved
+        returned its records from our position up to its new one, at most one per offset. So when the spans of
+        the partitions that moved add up to the batch's size, every offset of every span holds a record of the
+        batch: the new positions are exactly those the records give, and no other partition is in the batch.
+        When they add up to more (a transaction marker or a compacted record leaves an offset without one),
+        the batch's runs of one partition give the positions (`_take_runs`)."""
         if not messages:
             return False
+        moved = self._moved(consumer)
+        if moved is None or next(filter(_error, messages), None) is not None:  # filter(): 15% under any(map())
+            return False
+        if sum(at - part.position for part, at in moved) != len(messages):
+            return self._take_runs(messages)
+        for part, at in moved:
+            part.at_end = False
+            part.position = at
+        return True
+
+    def _moved(self, consumer: Consumer) -> list[tuple[PartitionProgress, int]] | None:
+        """The partitions taken as they come whose consumer position passed ours since the last batch, with
+        that position; None when one that is not taken as it comes (finished, bounded, not ours) moved."""
         try:
             positions = consumer.position(list(self._assigned.values()))
         except KafkaException:
-            return False
+            return None
         parts = self.parts
         delivered = self._delivered
         moved = []
-        span = 0
-        exact = True
+        taken_as_they_come = True
         for tp in positions:
             key = (tp.topic, tp.partition)
             at = tp.offset
             if at == delivered.get(key, OFFSET_INVALID):
                 continue  # nothing returned since the last batch
-            delivered[key] = at  # every partition's, whatever the batch turns out to be
+            delivered[key] = at  # every partition's, whatever is made of the batch
             part = parts.get(key)
             if (
                 part is None
@@ -361,15 +385,44 @@ class ReplayConsumer:
                 or part.end_offset is not None
                 or part.end_timestamp_ms is not None
             ):
-                exact = False  # records of a partition not taken as they come: each is looked at
+                taken_as_they_come = False
             elif at > part.position:
                 moved.append((part, at))
-                span += at - part.position
-        if not exact or span != len(messages) or next(filter(_error, messages), None) is not None:
-            return False
-        for part, at in moved:
+        return moved if taken_as_they_come else None
+
+    def _take_runs(self, messages: list[Message]) -> bool:
+        """`_take_whole` from the batch's runs of one partition's records and the last record of each (records
+        of a partition come in order, so the last of its runs holds its position): every per-record step in C.
+        With one subscribed topic, by partition alone: reading each record's topic (a new string) and comparing
+        it was a fifth of the worker's own cost per record."""
+        only_topic = self._only_topic
+        if only_topic is not None:
+            last = [
+                ((only_topic, partition), _offset(deque(run, maxlen=1)[0]))
+                for partition, run in groupby(messages, _partition)
+            ]
+        else:
+            last = [
+                ((topic, partition), _offset(deque(run, maxlen=1)[0]))
+                for partition, same_partition in groupby(messages, _partition)
+                for topic, run in groupby(same_partition, _topic)
+            ]
+        parts = self.parts
+        taken = []
+        for key, offset in last:
+            part = parts.get(key)
+            if (
+                part is None
+                or part.finished
+                or part.end_met is not None
+                or part.end_offset is not None
+                or part.end_timestamp_ms is not None
+            ):
+                return False
+            taken.append((part, offset))
+        for part, offset in taken:  # in order: a later run of the same partition is further on
             part.at_end = False
-            part.position = at
+            part.position = offset + 1
         return True
 
     def _take_each(self, messages: list[Message]) -> tuple[list[Message], int]:
