@@ -325,8 +325,10 @@ class ReplayConsumer:
             self._wait(self.throttle.delay(len(batch), size, time.monotonic()))
         outcome = self._deliver(batch)
         self.metrics.delivered.inc(outcome.delivered)
-        self.metrics.dead_lettered.inc(outcome.dead_lettered)
-        self.metrics.poison_skipped.inc(outcome.poison_skipped)
+        if outcome.dead_lettered:
+            self.metrics.dead_lettered.inc(outcome.dead_lettered)
+        if outcome.poison_skipped:
+            self.metrics.poison_skipped.inc(outcome.poison_skipped)
         for state in parts.values():
             if state.end_met is not None and not state.finished:
                 state.position = max(state.position or state.end_met, state.end_met)
@@ -362,16 +364,20 @@ class ReplayConsumer:
     def _moved(self, consumer: Consumer) -> list[tuple[PartitionProgress, int]] | None:
         """The partitions taken as they come whose consumer position passed ours since the last batch, with
         that position; None when one that is not taken as it comes (finished, bounded, not ours) moved."""
+        assigned = self._assigned
         try:
-            positions = consumer.position(list(self._assigned.values()))
+            positions = consumer.position(list(assigned.values()))
         except KafkaException:
             return None
         parts = self.parts
         delivered = self._delivered
         moved = []
         taken_as_they_come = True
-        for tp in positions:
-            key = (tp.topic, tp.partition)
+        # In the order asked (reading each one's topic would make a new string and hash it); the partition
+        # numbers say so.
+        for key, tp in zip(assigned, positions):
+            if tp.partition != key[1]:
+                return None
             at = tp.offset
             if at == delivered.get(key, OFFSET_INVALID):
                 continue  # nothing returned since the last batch
@@ -510,11 +516,12 @@ class ReplayConsumer:
         producer (`MAX_UNCOMMITTED_BATCHES`): the producer keeps sending while the next batch is read, which is
         most of the forward's speed. So the uncommitted window is at most that many batches."""
         # Forced (a stop): every position, synchronously, even those an asynchronous commit may still carry.
-        offsets = [
-            TopicPartition(p.topic, p.partition, p.position)
+        moving = [
+            p
             for p in self.parts.values()
             if not p.finished and p.position is not None and (force or p.position != p.committed)
         ]
+        offsets = [TopicPartition(p.topic, p.partition, p.position) for p in moving]
         if (
             not force
             and offsets
@@ -536,14 +543,22 @@ class ReplayConsumer:
         self._commit_failed = False
         if asynchronous:
             self._async_sent += 1
-        self._commit(consumer, offsets, asynchronous=asynchronous)
+        self._commit(consumer, offsets, asynchronous=asynchronous, parts=moving)
 
     def _commits_in_flight(self) -> int:
         return self._async_sent - self._async_answered
 
-    def _commit(self, consumer: Consumer, offsets: list[TopicPartition], asynchronous: bool = False) -> bool:
+    def _commit(
+        self,
+        consumer: Consumer,
+        offsets: list[TopicPartition],
+        asynchronous: bool = False,
+        parts: list[PartitionProgress] | None = None,
+    ) -> bool:
         """Commit (after making the batch durable); retry while Kafka is briefly unavailable. False when this
-        replica is no longer a member (the rebalance that follows takes the partitions away).
+        replica is no longer a member (the rebalance that follows takes the partitions away). `parts` are the
+        offsets' partitions, in their order, when the caller has them (each batch's commit): found again from
+        the offsets, every one costs a new string of its topic.
 
         A batch's commit is asynchronous (a round trip per batch would cost a fifth of a forward's speed);
         a failed one is noticed in `_on_commit` and the positions are committed again with the next batch.
@@ -569,11 +584,13 @@ class ReplayConsumer:
                 time.sleep(0.5)
         self.metrics.commits.inc()
         self._uncommitted_batches = 0
-        for tp in offsets:
-            part = self.parts.get((tp.topic, tp.partition))
+        if parts is None:
+            parts = [self.parts.get((tp.topic, tp.partition)) for tp in offsets]  # type: ignore[misc]
+        position = self.metrics.position
+        for part, tp in zip(parts, offsets):
             if part is not None:
-                part.committed = tp.offset
-                self.metrics.partition(tp.topic, tp.partition, position=tp.offset)
+                part.committed = offset = tp.offset
+                position(part.topic, part.partition, offset)
         return True
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
@@ -625,6 +642,7 @@ class ReplayConsumer:
         if self.settings.follow:
             return  # a shadow hold: the operator stops the workers at the cutover; no partition finishes here
         guards = self._follower.snapshot.guard_positions if self._follower else {}
+        live_offsets = self._live
         finishing: list[tuple[PartitionProgress, str]] = []
         for part in list(self.parts.values()):
             if part.finished or part.position is None:
@@ -632,8 +650,11 @@ class ReplayConsumer:
             if part.end_met is not None:
                 finishing.append((part, "end-bound"))
                 continue
-            live = self._live.get(part.key)
-            guard = guards.get(part.key)
+            live = guard = None
+            if live_offsets or guards:
+                key = part.key
+                live = live_offsets.get(key)
+                guard = guards.get(key)
             if guard is not None:
                 live = max(live or 0, guard)
             reason = replay_finish(

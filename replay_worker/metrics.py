@@ -84,6 +84,10 @@ class WorkerMetrics:
             child = children[gauge] = gauge.labels(**self._labels, topic=topic, partition=str(partition))
         return child
 
+    def position(self, topic: str, partition: int, position: int) -> None:
+        """`partition(topic, partition, position=position)`, for the commit of every batch."""
+        self._child(self._position, topic, partition).set(position)
+
     def partition(
         self,
         topic: str,
