@@ -595,10 +595,9 @@ class ReplayConsumer:
                 time.sleep(0.5)
         self.metrics.commits.inc()
         self._uncommitted_batches = 0
-        if parts is None:
-            parts = [self.parts.get((tp.topic, tp.partition)) for tp in offsets]  # type: ignore[misc]
+        found = parts if parts is not None else [self.parts.get((tp.topic, tp.partition)) for tp in offsets]
         position = self.metrics.position
-        for part, tp in zip(parts, offsets):
+        for part, tp in zip(found, offsets):
             if part is not None:
                 part.committed = offset = tp.offset
                 position(part.topic, part.partition, offset)
