@@ -29,8 +29,9 @@ from typing import Any
 import benchmarks
 
 
-#: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers.
-SUPPORT = {"measure", "baselines", "handlers"}
+#: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers, and the
+#: instruction count of the worker's loop against the bare one (`python -m benchmarks.instructions`, needs valgrind).
+SUPPORT = {"measure", "baselines", "handlers", "instructions"}
 
 
 def available() -> list[str]:
