@@ -147,9 +147,9 @@ def bootstrap_replay(
     once, and again after any crash. Raises `StartOlderThanRetention`/`SpecError` for a start that cannot
     be honoured (a configuration problem, not retried) and `BootstrapError` when Kafka keeps failing.
 
-    `look_first=False` is for a caller that made sure the handover topic exists and knows no replica has
-    started yet (the operator, before it creates the Deployment): the look before taking the transactional id
-    then only costs a reader, since the look after it decides anyway."""
+    `look_first=False` is for a caller that made sure the handover topic exists and comes before the replicas
+    as a rule (the operator, while the Deployment's pods start): the look before taking the transactional id
+    then only costs a reader, since the look after it decides anyway (a replica it fences retries and reads)."""
     assert settings.replay_group, "bootstrap needs the replay group"
     handover = HandoverTopic(
         settings.bootstrap_servers,
