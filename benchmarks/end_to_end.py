@@ -139,7 +139,8 @@ def _ts(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 
 
-def _log_times(path: Path | None, message: str) -> list[float]:
+def _log_entries(path: Path | None, message: str) -> list[dict[str, Any]]:
+    """The JSON log lines of `path` whose message starts with `message`."""
     if path is None or not path.exists():
         return []
     found = []
@@ -151,25 +152,17 @@ def _log_times(path: Path | None, message: str) -> list[float]:
         except ValueError:
             continue
         if str(entry.get("msg", "")).startswith(message):
-            found.append(_ts(entry["ts"]))
+            found.append(entry)
     return found
+
+
+def _log_times(path: Path | None, message: str) -> list[float]:
+    return [_ts(entry["ts"]) for entry in _log_entries(path, message)]
 
 
 def _log_values(path: Path | None, message: str, field: str) -> list[float]:
     """`field` of every JSON log line whose message starts with `message`."""
-    if path is None or not path.exists():
-        return []
-    found = []
-    for line in path.read_text(errors="replace").splitlines():
-        if message not in line:
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if str(entry.get("msg", "")).startswith(message) and field in entry:
-            found.append(float(entry[field]))
-    return found
+    return [float(entry[field]) for entry in _log_entries(path, message) if field in entry]
 
 
 class EndToEnd:

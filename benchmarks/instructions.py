@@ -23,7 +23,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from functools import reduce
 from pathlib import Path
 from typing import Any, Callable
@@ -155,14 +154,7 @@ def worker_loop(handler_spec: str) -> Callable[[Any, tuple[list[Any], dict[int, 
 
     def step(_: Any, item: tuple[list[Any], dict[int, int]]) -> None:
         messages, consumer.positions = item
-        worker.metrics.beat()
-        worker._process(consumer, messages)
-        if time.monotonic() - worker._last_metrics >= settings.check_interval:
-            worker._last_metrics = time.monotonic()
-            worker._update_metrics()
-        worker._decide(consumer)
-        worker._reseal_finished(consumer)
-        if settings.exit_when_done and worker._all_done():
+        if worker._turn(consumer, messages):  # the worker loop's own turn
             raise RuntimeError("the replay finished inside the counted batches")
 
     return step

@@ -277,15 +277,7 @@ class ReplayConsumer:
                 },
             )
             while not self._stop.is_set():
-                messages = consumer.consume(s.batch_size, self._consume_timeout())
-                self.metrics.beat()
-                self._process(consumer, messages)
-                if time.monotonic() - self._last_metrics >= s.check_interval:
-                    self._last_metrics = time.monotonic()
-                    self._update_metrics()
-                self._decide(consumer)
-                self._reseal_finished(consumer)
-                if s.exit_when_done and self._all_done():
+                if self._turn(consumer, consumer.consume(s.batch_size, self._consume_timeout())):
                     log.info("every partition of the replay is finished; exiting")
                     self.done = True
                     break
@@ -318,6 +310,18 @@ class ReplayConsumer:
             if not (p.at_end or p.finished) and (drain or p.end_offset is not None or p.end_timestamp_ms is not None):
                 return FINISHING_WAIT
         return IDLE_WAIT
+
+    def _turn(self, consumer: Consumer, messages: list[Message]) -> bool:
+        """One turn of the loop on a consumed batch: process it, metrics when due, finish what the mode says, seal
+        finished marks again. True when the replay is done and the worker is to exit."""
+        self.metrics.beat()
+        self._process(consumer, messages)
+        if time.monotonic() - self._last_metrics >= self.settings.check_interval:
+            self._last_metrics = time.monotonic()
+            self._update_metrics()
+        self._decide(consumer)
+        self._reseal_finished(consumer)
+        return self.settings.exit_when_done and self._all_done()
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
         parts = self.parts
