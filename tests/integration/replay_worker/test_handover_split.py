@@ -57,6 +57,14 @@ def run_handover(
     rng = random.Random(seed)
     bootstrap = kafka.bootstrap
     kafka.create_topic(topic, PARTITIONS)
+    # Made before the live service starts, as the operator makes it when it plans a replay. A guard that starts
+    # without one looks for it every 5 s, and a replay this short can finish before that look: the guard would
+    # never skip, and the faults below are injected while it skips (CI once timed out waiting for it).
+    made = HandoverTopic(bootstrap, handover_topic, timeout=30)
+    try:
+        made.ensure(create=True)
+    finally:
+        made.close()
     produce(bootstrap, topic, PARTITIONS, history)
     live_group = f"{topic}-live"
     lives = [
