@@ -224,6 +224,10 @@ class ReplayConsumer:
     def request_stop(self) -> None:
         """Finish the current batch, commit, leave the group (the SIGTERM path)."""
         self._stop.set()
+        if self._follower is not None:
+            # Its read (up to its interval) ends while the loop finishes its batch, not after: the loop's close
+            # waits for it, and a stopping replica's pod is what a replay's teardown waits for.
+            self._follower.request_stop()
 
     @property
     def stopping(self) -> bool:

@@ -325,6 +325,10 @@ class HandoverFollower(Generic[T]):
         self._thread.start()
         return self
 
+    def request_stop(self) -> None:
+        """Ask the thread to end after its current read, without waiting for it (`stop` then waits less)."""
+        self._stop.set()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         if self._thread is not None:

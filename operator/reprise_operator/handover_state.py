@@ -69,11 +69,15 @@ class HandoverReaders:
             return handle
 
     def ensure(self, bootstrap: str, config: Mapping[str, str], topic: str) -> None:
-        """Create the handover topic if missing, once per process and cluster (not once per replay)."""
+        """Create the handover topic if missing, once per process and cluster (not once per replay); make its
+        producer meanwhile: made at the first teardown's tombstones instead, it held that Complete up by its
+        connection and producer id, up to a second on a busy broker (benchmarks/end_to_end)."""
         key = self._key(bootstrap, config, topic)
         if key in self._ensured:
             return
-        self._topic(bootstrap, config, topic).ensure()
+        handle = self._topic(bootstrap, config, topic)
+        handle.ensure()
+        handle.producer  # noqa: B018 - the property makes the producer
         self._ensured.add(key)
 
     def bootstrap(self, settings: WorkerSettings, config: Mapping[str, str], timeout: float = 15.0) -> str | None:
