@@ -166,6 +166,56 @@ def _machine_busy() -> float:
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
+#: The broker's threads by what they do, from the start of their name (/proc/<pid>/task/*/comm: the JVM names
+#: the OS thread after the Java thread, cut to 15 characters): the JIT compilers and the garbage collector are the
+#: JVM's, the request threads (network and handlers) serve the clients, the group coordinator the groups, and
+#: KRaft keeps the cluster's metadata whatever the clients do.
+BROKER_THREADS = (
+    ("C1 Compiler", "JIT compilers"),
+    ("C2 Compiler", "JIT compilers"),
+    ("GC Thread", "garbage collector"),
+    ("G1 ", "garbage collector"),
+    ("VM Thread", "garbage collector"),
+    ("data-plane-kaf", "requests (network, handlers)"),
+    ("group-coordina", "group coordinator"),
+    ("transaction-lo", "transaction coordinator"),
+    ("kafka-1-raft", "KRaft (metadata, controller)"),
+    ("kafka-1-metada", "KRaft (metadata, controller)"),
+    ("quorum-control", "KRaft (metadata, controller)"),
+    ("controller-1", "KRaft (metadata, controller)"),
+    ("broker-1-to-co", "KRaft (metadata, controller)"),
+)
+
+
+def broker_threads(pid: int | None) -> dict[str, float]:
+    """CPU seconds so far of the broker's threads, summed by what they do (`BROKER_THREADS`; "other" for the
+    rest). A thread that ended since is missing from the sums: the difference of two is a lower bound."""
+    found: dict[str, float] = {}
+    if pid is None:
+        return found
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        kind = next((k for prefix, k in BROKER_THREADS if name.startswith(prefix)), "other")
+        found[kind] = found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
+def _spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {
+        k: round(after.get(k, 0.0) - before.get(k, 0.0), 2)
+        for k in sorted(after, key=lambda k: before.get(k, 0.0) - after.get(k, 0.0))
+    }
+
+
 #: Who owns which process of a replay's run: Reprise's (what this project can make cheaper), the platform's (the
 #: stand-ins for a cluster's control plane and kubelet, and the Kafka broker every Kafka client pays), and the
 #: benchmark's own watching. The live service is the user's, its guard Reprise's: reported as one.
@@ -343,7 +393,8 @@ class EndToEnd:
             "--group",
             name,
         ]
-        return measure.run_processes(
+        threads_before = broker_threads(self.platform.broker.pid)
+        sample = measure.run_processes(
             [argv],
             records,
             env=self.env,
@@ -351,6 +402,8 @@ class EndToEnd:
             log=self.platform.workdir / f"{name}.log",
             cwd=REPO,
         )
+        sample.reported["broker_threads_s"] = _spent(threads_before, broker_threads(self.platform.broker.pid))
+        return sample
 
     def manifest(self, name: str, topic: str, replicas: int) -> dict[str, Any]:
         return {
@@ -383,6 +436,7 @@ class EndToEnd:
         path.write_text(yaml.safe_dump(self.manifest(name, topic, replicas)))
         live_pids = set(platform.agent.pids())
         ledger_before = self.cpu_ledger(topic)
+        threads_before = broker_threads(platform.broker.pid)
         broker_before = measure.process_cpu(platform.broker.pid)
         operator_before = measure.process_cpu(platform.operator.pid)
         children_before = _children_cpu()
@@ -414,6 +468,7 @@ class EndToEnd:
         broker_cpu = measure.process_cpu(platform.broker.pid) - broker_before
         operator_cpu = measure.process_cpu(platform.operator.pid) - operator_before
         ledger_after = self.cpu_ledger(topic)
+        broker_threads_spent = _spent(threads_before, broker_threads(platform.broker.pid))
         spent = {who: ledger_after[who] - ledger_before.get(who, 0.0) for who in ledger_after}
         kubectl_cpu = apply_usage.ru_utime + apply_usage.ru_stime
         spent["replay pods"] -= kubectl_cpu
@@ -463,6 +518,7 @@ class EndToEnd:
             "cpu_breakdown_s": cpu_breakdown,
             "cpu_by_owner_s": {owner: round(value, 2) for owner, value in by_owner.items()},
             "machine_busy_s": round(machine, 2),
+            "broker_threads_s": broker_threads_spent,
         }
         return measure.Sample(records, total, cpu + operator_cpu, broker_cpu, reported)
 
@@ -490,7 +546,7 @@ def _line(index: int, samples: dict[str, measure.Sample]) -> None:
 def cpu_medians(samples: list[measure.Sample]) -> dict[str, dict[str, float]]:
     """The median over the rounds of each line of the CPU breakdown (`cpu_breakdown_s`, `cpu_by_owner_s`)."""
     medians: dict[str, dict[str, float]] = {}
-    for key in ("cpu_breakdown_s", "cpu_by_owner_s"):
+    for key in ("cpu_breakdown_s", "cpu_by_owner_s", "broker_threads_s"):
         names = {name for s in samples for name in s.reported.get(key, {})}
         medians[key] = {
             name: round(statistics.median([s.reported.get(key, {}).get(name, 0.0) for s in samples]), 2)
@@ -525,6 +581,7 @@ def bench_ratio(e2e: EndToEnd, topic: str, rounds: int) -> dict[str, Any]:
         "read_loop_cpu_median_s": {
             "read loop": round(statistics.median([s.cpu for s in samples["read_loop"]]), 2),
             "broker": round(statistics.median([s.broker_cpu for s in samples["read_loop"]]), 2),
+            "broker_threads_s": cpu_medians(samples["read_loop"])["broker_threads_s"],
         },
         "runs": {name: [s.figures() for s in runs] for name, runs in samples.items()},
     }
@@ -669,6 +726,7 @@ def _print_cpu(name: str, medians: dict[str, dict[str, float]]) -> None:
     """A replay's CPU seconds (median of the rounds) by owner and by process."""
     print(f"  {name} CPU by owner (median s): {medians['cpu_by_owner_s']}")
     print(f"  {name} CPU by process (median s): {medians['cpu_breakdown_s']}")
+    print(f"  {name} broker CPU by thread (median s): {medians['broker_threads_s']}")
 
 
 def main() -> None:
