@@ -587,6 +587,12 @@ def bench_ratio(e2e: EndToEnd, topic: str, rounds: int) -> dict[str, Any]:
     }
 
 
+def _growth(values: dict[str, float]) -> dict[str, float]:
+    """Each value over the first (the same records each time, so the ratio is that of CPU per record)."""
+    first = next(iter(values.values()))
+    return {name: round(value / first, 3) for name, value in values.items()}
+
+
 def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
     """Least squares t = fixed + per_record * n; and the largest distance of a point from the line, as a
     share of its time."""
@@ -639,6 +645,17 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int, sizes_too: 
             name: measure.spread([s.wall for s in runs]) for name, runs in by_replicas.items()
         },
         "replicas_cpu_median_s": {name: cpu_medians(runs) for name, runs in by_replicas.items()},
+        # The same growth for Reprise's CPU alone and for the platform's alone (`CPU_OWNERS`): a replica's fixed
+        # cost (its start) against the pods the platform schedules, starts and watches.
+        **{
+            f"replicas_{owner}_cpu_growth": _growth(
+                {
+                    name: statistics.median([s.reported["cpu_by_owner_s"][owner] for s in runs])
+                    for name, runs in by_replicas.items()
+                }
+            )
+            for owner in ("reprise", "platform")
+        },
         "runs": {name: [s.figures() for s in runs] for name, runs in {**by_size, **by_replicas}.items()},
     }
 
@@ -717,6 +734,8 @@ def report(figures: dict[str, Any]) -> bool:
             f"  {'replicas_cpu_growth':<34} {'MISS' if grows else 'ok  '} {growths} (<= 1.1 of one replica's CPU "
             "per record)"
         )
+        for owner in ("reprise", "platform"):
+            print(f"  {f'replicas_{owner}_cpu_growth':<34}      {growth[f'replicas_{owner}_cpu_growth']} (figure)")
         for name, medians in growth["replicas_cpu_median_s"].items():
             _print_cpu(name, medians)
     return met
