@@ -84,7 +84,10 @@ def connection(
 #: or leaves, is what a replay can afford: its replicas start together and leave together, and a rebalance never
 #: loses or repeats a record here (commit on revoke; the next owner resumes from the committed offset).
 #: Round robin, not range: with several topics, range balances each topic on its own and gives the first members
-#: more. Every member of a group must use the same kind (eager or cooperative): this is the replay group's alone.
+#: more. Every member of a group must use the same kind (eager or cooperative): this is the replay group's alone. A
+#: replica of an older worker (cooperative-sticky) in the same replay, as in a rolling update of the replay's
+#: Deployment, has the newer ones' joins refused (INCONSISTENT_GROUP_PROTOCOL, logged as a consumer error and
+#: retried by librdkafka) until it has left; nothing is read twice or lost meanwhile.
 REPLAY_ASSIGNMENT = "roundrobin"
 
 
