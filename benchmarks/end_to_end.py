@@ -22,7 +22,13 @@ When one operator step goes from Running through Draining to Complete, the 0.1 s
 Draining: drain shows as None and teardown counts from the last acknowledgement.
 
 CPU: the replay pods' (getrusage of this process's reaped children: the node agent runs in this process),
-the operator's and the broker's (/proc), per record.
+the operator's and the broker's (/proc), per record. And where the CPU of a whole replay (apply to Complete and
+the pods reaped) went, process by process (`EndToEnd.cpu_ledger`), each given to its owner (`CPU_OWNERS`):
+Reprise's (replay pods, operator, the guarded live service), the platform's (broker, kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler, the node agent's threads), the benchmark's own (its status poll,
+kubectl apply); and the neighbours' (the machine's busy time, /proc/stat, that none of these spent). The round
+lines show it per replay, the report the median of the rounds by owner and by process, next to the read loop's
+own CPU and the broker's during it.
 
 Growth (`--parts growth`): time to Complete at 0.1x, 1x and 3x the records (3 replicas): a least-squares
 line, its fixed part (target under 10 s) and how far the points lie from it; and replicas 1, 2 and 4 at 1x,
@@ -46,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -135,6 +142,98 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _task_cpu(tid: int) -> float:
+    """User + system CPU seconds of one thread of this process, from /proc/self/task."""
+    try:
+        stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _machine_busy() -> float:
+    """CPU seconds the whole machine (every core) spent busy, from /proc/stat: user, nice, system, irq,
+    softirq, steal."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+#: The broker's threads by what they do, from the start of their name (/proc/<pid>/task/*/comm: the JVM names
+#: the OS thread after the Java thread, cut to 15 characters): the JIT compilers and the garbage collector are the
+#: JVM's, the request threads (network and handlers) serve the clients, the group coordinator the groups, and
+#: KRaft keeps the cluster's metadata whatever the clients do.
+BROKER_THREADS = (
+    ("C1 Compiler", "JIT compilers"),
+    ("C2 Compiler", "JIT compilers"),
+    ("GC Thread", "garbage collector"),
+    ("G1 ", "garbage collector"),
+    ("VM Thread", "garbage collector"),
+    ("data-plane-kaf", "requests (network, handlers)"),
+    ("group-coordina", "group coordinator"),
+    ("transaction-lo", "transaction coordinator"),
+    ("kafka-1-raft", "KRaft (metadata, controller)"),
+    ("kafka-1-metada", "KRaft (metadata, controller)"),
+    ("quorum-control", "KRaft (metadata, controller)"),
+    ("controller-1", "KRaft (metadata, controller)"),
+    ("broker-1-to-co", "KRaft (metadata, controller)"),
+)
+
+
+def broker_threads(pid: int | None) -> dict[str, float]:
+    """CPU seconds so far of the broker's threads, summed by what they do (`BROKER_THREADS`; "other" for the
+    rest). A thread that ended since is missing from the sums: the difference of two is a lower bound."""
+    found: dict[str, float] = {}
+    if pid is None:
+        return found
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        kind = next((k for prefix, k in BROKER_THREADS if name.startswith(prefix)), "other")
+        found[kind] = found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
+def _spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {
+        k: round(after.get(k, 0.0) - before.get(k, 0.0), 2)
+        for k in sorted(after, key=lambda k: before.get(k, 0.0) - after.get(k, 0.0))
+    }
+
+
+#: Who owns which process of a replay's run: Reprise's (what this project can make cheaper), the platform's (the
+#: stand-ins for a cluster's control plane and kubelet, and the Kafka broker every Kafka client pays), and the
+#: benchmark's own watching. The live service is the user's, its guard Reprise's: reported as one.
+CPU_OWNERS = {
+    "replay pods": "reprise",
+    "operator": "reprise",
+    "live service (guarded)": "reprise",
+    "broker": "platform",
+    "kube-apiserver": "platform",
+    "etcd": "platform",
+    "kube-controller-manager": "platform",
+    "kube-scheduler": "platform",
+    "node agent": "platform",
+    "kubectl apply": "benchmark",
+    "benchmark poll": "benchmark",
+}
+
+
 def _ts(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 
@@ -171,6 +270,7 @@ class EndToEnd:
         self.records = records
         self.env = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'operator'}"}
         self.live_pod: str | None = None
+        self._live_pid_cache: dict[str, list[int]] = {}
 
     @property
     def bootstrap(self) -> str:
@@ -242,6 +342,42 @@ class EndToEnd:
         finally:
             probe.close()
 
+    def cpu_ledger(self, topic: str) -> dict[str, float]:
+        """CPU seconds so far of every process (or thread) that works during a replay, by owner (`CPU_OWNERS`):
+        the difference of two ledgers is a run's breakdown. The replay pods' come from getrusage of the reaped
+        children (the node agent runs in this process), the node agent's from its threads in /proc/self/task,
+        the rest from /proc/<pid>/stat; `machine` is every core's busy time, so what nobody here spent (the
+        neighbours') shows too."""
+        platform = self.platform
+        assert platform.agent is not None and platform.operator is not None
+        agent_threads = sum(
+            _task_cpu(t.native_id)
+            for t in threading.enumerate()
+            if t.name.startswith("node-agent-") and t.native_id is not None
+        )
+        ledger = {
+            "replay pods": _children_cpu(),
+            "operator": measure.process_cpu(platform.operator.pid),
+            "live service (guarded)": sum(measure.process_cpu(pid) for pid in self._live_pids(topic)),
+            "broker": measure.process_cpu(platform.broker.pid),
+            **{name: measure.process_cpu(pid) for name, pid in platform.control_plane.pids().items()},
+            "node agent": agent_threads,
+            "benchmark poll": _self_cpu() - agent_threads,
+            "machine": _machine_busy(),
+        }
+        return ledger
+
+    def _live_pids(self, topic: str) -> list[int]:
+        assert self.platform.agent is not None
+        if topic not in self._live_pid_cache:
+            pods = self.platform.core.list_namespaced_pod(NAMESPACE, label_selector=f"app=live-{topic}").items
+            self._live_pid_cache[topic] = [
+                pid
+                for pod in pods
+                if (pid := self.platform.agent.container_pid(NAMESPACE, pod.metadata.name, "app")) is not None
+            ]
+        return self._live_pid_cache[topic]
+
     def read_loop(self, topic: str, records: int, name: str) -> measure.Sample:
         argv = [
             sys.executable,
@@ -257,7 +393,8 @@ class EndToEnd:
             "--group",
             name,
         ]
-        return measure.run_processes(
+        threads_before = broker_threads(self.platform.broker.pid)
+        sample = measure.run_processes(
             [argv],
             records,
             env=self.env,
@@ -265,6 +402,8 @@ class EndToEnd:
             log=self.platform.workdir / f"{name}.log",
             cwd=REPO,
         )
+        sample.reported["broker_threads_s"] = _spent(threads_before, broker_threads(self.platform.broker.pid))
+        return sample
 
     def manifest(self, name: str, topic: str, replicas: int) -> dict[str, Any]:
         return {
@@ -296,6 +435,8 @@ class EndToEnd:
         path = platform.workdir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(self.manifest(name, topic, replicas)))
         live_pids = set(platform.agent.pids())
+        ledger_before = self.cpu_ledger(topic)
+        threads_before = broker_threads(platform.broker.pid)
         broker_before = measure.process_cpu(platform.broker.pid)
         operator_before = measure.process_cpu(platform.operator.pid)
         children_before = _children_cpu()
@@ -326,6 +467,19 @@ class EndToEnd:
         cpu = _children_cpu() - children_before - (apply_usage.ru_utime + apply_usage.ru_stime)
         broker_cpu = measure.process_cpu(platform.broker.pid) - broker_before
         operator_cpu = measure.process_cpu(platform.operator.pid) - operator_before
+        ledger_after = self.cpu_ledger(topic)
+        broker_threads_spent = _spent(threads_before, broker_threads(platform.broker.pid))
+        spent = {who: ledger_after[who] - ledger_before.get(who, 0.0) for who in ledger_after}
+        kubectl_cpu = apply_usage.ru_utime + apply_usage.ru_stime
+        spent["replay pods"] -= kubectl_cpu
+        spent["kubectl apply"] = kubectl_cpu
+        machine = spent.pop("machine")
+        cpu_breakdown = {who: round(value, 2) for who, value in sorted(spent.items(), key=lambda kv: -kv[1])}
+        by_owner: dict[str, float] = {}
+        for who, value in spent.items():
+            owner = CPU_OWNERS.get(who, "platform")
+            by_owner[owner] = by_owner.get(owner, 0.0) + value
+        by_owner["neighbours (the machine's busy time nobody here spent)"] = machine - sum(spent.values())
         logs = [platform.agent.container_log(NAMESPACE, pod, "worker") for pod in pods]
         first_read = min((t for log in logs for t in _log_times(log, "first records read")), default=None)
         finished = max((t for log in logs for t in _log_times(log, "partition finished")), default=None)
@@ -361,6 +515,10 @@ class EndToEnd:
             "replica_ready_cpu_s": sorted(ready_cpu),
             "replica_cpu_s": sorted(done_cpu),
             "cpu_s_per_million_records": round((cpu + broker_cpu + operator_cpu) / records * 1e6, 2),
+            "cpu_breakdown_s": cpu_breakdown,
+            "cpu_by_owner_s": {owner: round(value, 2) for owner, value in by_owner.items()},
+            "machine_busy_s": round(machine, 2),
+            "broker_threads_s": broker_threads_spent,
         }
         return measure.Sample(records, total, cpu + operator_cpu, broker_cpu, reported)
 
@@ -379,8 +537,23 @@ def _line(index: int, samples: dict[str, measure.Sample]) -> None:
             detail += (
                 f" replica cpu s at ready {s.reported['replica_ready_cpu_s']}, at end {s.reported['replica_cpu_s']}"
             )
+        if s.reported.get("cpu_breakdown_s"):
+            detail += f" cpu s {s.reported['cpu_breakdown_s']}"
         parts.append(f"{name} {s.wall:.1f} s, {s.total_cpu_per_record_us:.1f} us/rec cpu{detail}")
     print(f"  round {index + 1}: " + "; ".join(parts), flush=True)
+
+
+def cpu_medians(samples: list[measure.Sample]) -> dict[str, dict[str, float]]:
+    """The median over the rounds of each line of the CPU breakdown (`cpu_breakdown_s`, `cpu_by_owner_s`)."""
+    medians: dict[str, dict[str, float]] = {}
+    for key in ("cpu_breakdown_s", "cpu_by_owner_s", "broker_threads_s"):
+        names = {name for s in samples for name in s.reported.get(key, {})}
+        medians[key] = {
+            name: round(statistics.median([s.reported.get(key, {}).get(name, 0.0) for s in samples]), 2)
+            for name in names
+        }
+        medians[key] = dict(sorted(medians[key].items(), key=lambda kv: -kv[1]))
+    return medians
 
 
 def bench_ratio(e2e: EndToEnd, topic: str, rounds: int) -> dict[str, Any]:
@@ -404,8 +577,20 @@ def bench_ratio(e2e: EndToEnd, topic: str, rounds: int) -> dict[str, Any]:
         "breakdown_median_s": {
             k: statistics.median([b[k] for b in breakdowns if b.get(k) is not None] or [0]) for k in breakdowns[0]
         },
+        "cpu_median_s": cpu_medians(samples["reconsume"]),
+        "read_loop_cpu_median_s": {
+            "read loop": round(statistics.median([s.cpu for s in samples["read_loop"]]), 2),
+            "broker": round(statistics.median([s.broker_cpu for s in samples["read_loop"]]), 2),
+            "broker_threads_s": cpu_medians(samples["read_loop"])["broker_threads_s"],
+        },
         "runs": {name: [s.figures() for s in runs] for name, runs in samples.items()},
     }
+
+
+def _growth(values: dict[str, float]) -> dict[str, float]:
+    """Each value over the first (the same records each time, so the ratio is that of CPU per record)."""
+    first = next(iter(values.values()))
+    return {name: round(value / first, 3) for name, value in values.items()}
 
 
 def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float, float]:
@@ -458,6 +643,18 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int, sizes_too: 
         "replicas_cpu_growth": {name: round(v["median"] / first, 3) for name, v in cpu.items()},
         "replicas_time_to_complete_s": {
             name: measure.spread([s.wall for s in runs]) for name, runs in by_replicas.items()
+        },
+        "replicas_cpu_median_s": {name: cpu_medians(runs) for name, runs in by_replicas.items()},
+        # The same growth for Reprise's CPU alone and for the platform's alone (`CPU_OWNERS`): a replica's fixed
+        # cost (its start) against the pods the platform schedules, starts and watches.
+        **{
+            f"replicas_{owner}_cpu_growth": _growth(
+                {
+                    name: statistics.median([s.reported["cpu_by_owner_s"][owner] for s in runs])
+                    for name, runs in by_replicas.items()
+                }
+            )
+            for owner in ("reprise", "platform")
         },
         "runs": {name: [s.figures() for s in runs] for name, runs in {**by_size, **by_replicas}.items()},
     }
@@ -518,6 +715,8 @@ def report(figures: dict[str, Any]) -> bool:
             f"  {'end_to_end_cpu_vs_read_loop':<34}      {cpu['median']:.3f} (figure) [{cpu['min']:.3f}..{cpu['max']:.3f}]"
         )
         print(f"  breakdown (median s): {ratio['breakdown_median_s']}")
+        print(f"  read loop CPU (median s): {ratio['read_loop_cpu_median_s']}")
+        _print_cpu("reconsume", ratio["cpu_median_s"])
     growth = figures.get("growth")
     if growth and "growth_fixed_s" in growth:
         line = measure.verdict(growth["growth_fixed_s"], *TARGETS["growth_fixed_s"])
@@ -535,7 +734,18 @@ def report(figures: dict[str, Any]) -> bool:
             f"  {'replicas_cpu_growth':<34} {'MISS' if grows else 'ok  '} {growths} (<= 1.1 of one replica's CPU "
             "per record)"
         )
+        for owner in ("reprise", "platform"):
+            print(f"  {f'replicas_{owner}_cpu_growth':<34}      {growth[f'replicas_{owner}_cpu_growth']} (figure)")
+        for name, medians in growth["replicas_cpu_median_s"].items():
+            _print_cpu(name, medians)
     return met
+
+
+def _print_cpu(name: str, medians: dict[str, dict[str, float]]) -> None:
+    """A replay's CPU seconds (median of the rounds) by owner and by process."""
+    print(f"  {name} CPU by owner (median s): {medians['cpu_by_owner_s']}")
+    print(f"  {name} CPU by process (median s): {medians['cpu_breakdown_s']}")
+    print(f"  {name} broker CPU by thread (median s): {medians['broker_threads_s']}")
 
 
 def main() -> None:

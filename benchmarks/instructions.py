@@ -143,6 +143,9 @@ def worker_loop(handler_spec: str) -> Callable[[Any, tuple[list[Any], dict[int, 
         def incremental_assign(self, partitions: list[Any]) -> None:
             pass
 
+        def assign(self, partitions: list[Any]) -> None:
+            pass
+
         def committed(self, partitions: list[Any], timeout: float) -> list[Any]:
             return [TopicPartition(tp.topic, tp.partition, 0) for tp in partitions]
 

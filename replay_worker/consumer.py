@@ -77,10 +77,9 @@ MAX_UNCOMMITTED_BATCHES = 2
 #: teardown waits for the group to be empty before deleting it. At the default 45 s that was most of an
 #: end-to-end replay's time (benchmarks/end_to_end). Heartbeats come from librdkafka's own thread, so a slow
 #: handler does not count against it. A member learns of a rebalance (a replica joining or leaving) from its next
-#: heartbeat, and the replicas' start takes two or three rounds (the first replica joins alone and takes every
-#: partition; cooperative rebalancing revokes in one round and assigns in the next): at a heartbeat a second that
-#: was about 2 s of an end-to-end replay, the first replica's reading of it mostly redone by the partitions' new
-#: owners (benchmarks/end_to_end). Ten small requests a second per replica cost the broker and the replica little.
+#: heartbeat, and the replicas' start takes one or two rounds (the first replica joins alone and takes every
+#: partition; see `kafka_clients.REPLAY_ASSIGNMENT`): at a heartbeat a second, each round waited most of a second
+#: for it (benchmarks/end_to_end). Ten small requests a second per replica cost the broker and the replica little.
 #: Settings of the same name in the Kafka config folder win.
 GROUP_TUNING = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 100}
 
@@ -218,6 +217,10 @@ class ReplayConsumer:
         self._async_sent = self._async_answered = 0
         self._reseal: dict[tuple[str, int], TopicPartition] = {}
         self._reseal_after = 0
+        #: The group rebalances cooperatively (an assignment adds to the partitions held) rather than eagerly (an
+        #: assignment is the whole of them, every partition having been revoked before): from the consumer's
+        #: settings, `kafka_clients.REPLAY_ASSIGNMENT`.
+        self._cooperative = False
 
     # -- control
 
@@ -245,11 +248,11 @@ class ReplayConsumer:
         self._handover.producer  # noqa: B018 - the property makes the producer
         if s.mode in ("Parallel", "Handover") and s.live_group:
             self._live_reader = kafka_clients.GroupOffsetReader(self._base, s.live_group)
-        consumer = self._consumer = Consumer(
-            kafka_clients.consumer_config(
-                {**FETCH_TUNING, **GROUP_TUNING, **self._base}, s.replay_group or "", on_commit=self._on_commit
-            )
+        config = kafka_clients.consumer_config(
+            {**FETCH_TUNING, **GROUP_TUNING, **self._base}, s.replay_group or "", on_commit=self._on_commit
         )
+        self._cooperative = "cooperative" in str(config["partition.assignment.strategy"])
+        consumer = self._consumer = Consumer(config)
         # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
         # thread: each is a request to Kafka, and the consume loop must not wait for them.
         self._progress_topic = HandoverTopic(
@@ -869,7 +872,10 @@ class ReplayConsumer:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
-        consumer.incremental_assign(partitions)
+        if self._cooperative:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self._assigned[key] = TopicPartition(tp.topic, tp.partition)

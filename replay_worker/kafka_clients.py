@@ -8,8 +8,8 @@ names of the keys may be logged.
 Each client type gets only the settings that apply to it (`setting_scopes`: `consumer.`/`producer.`/`admin.`
 prefixes, and librdkafka's consumer-only and producer-only settings), so one Secret serves them all without
 librdkafka warning from every client. The worker's own settings go on top, because its correctness depends on
-them (manual offset storing and commits, cooperative rebalancing, idempotent producers): a Secret cannot
-switch them off.
+them (manual offset storing and commits, the replay group's assignment strategy, idempotent producers): a Secret
+cannot switch them off.
 """
 
 from __future__ import annotations
@@ -73,15 +73,34 @@ def connection(
     return config
 
 
+#: The replay group's assignment strategy: eager (every rebalance revokes every partition and assigns anew), not
+#: cooperative-sticky. The replicas of a replay start together, and the first to join takes every partition; with
+#: cooperative rebalancing each later join then takes two rounds (revoke, then assign), and librdkafka (2.16) lets
+#: a member that learns of a round from a heartbeat join again only a second after its previous join (the
+#: join interval of `rd_kafka_cgrp_join_state_serve`), so three replicas settled a second per round, two to three
+#: seconds after the first read (benchmarks/end_to_end). An eager member that learns of a rebalance revokes
+#: everything and joins again at once (librdkafka skips the interval after an unassign), so the same start settles
+#: in one or two rounds of a few hundred milliseconds. What eager costs, a pause of every replica while one joins
+#: or leaves, is what a replay can afford: its replicas start together and leave together, and a rebalance never
+#: loses or repeats a record here (commit on revoke; the next owner resumes from the committed offset).
+#: Round robin, not range: with several topics, range balances each topic on its own and gives the first members
+#: more. Every member of a group must use the same kind (eager or cooperative): this is the replay group's alone. A
+#: replica of an older worker (cooperative-sticky) in the same replay, as in a rolling update of the replay's
+#: Deployment, has the newer ones' joins refused (INCONSISTENT_GROUP_PROTOCOL, logged as a consumer error and
+#: retried by librdkafka) until it has left; nothing is read twice or lost meanwhile.
+REPLAY_ASSIGNMENT = "roundrobin"
+
+
 def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) -> dict[str, Any]:
-    """A group member that stores and commits only what it processed, and rebalances cooperatively."""
+    """A member of the replay group: stores and commits only what it processed; eager assignment
+    (`REPLAY_ASSIGNMENT`)."""
     config = settings_for("consumer", base)
     config.update(
         {
             "group.id": group_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "partition.assignment.strategy": "cooperative-sticky",
+            "partition.assignment.strategy": REPLAY_ASSIGNMENT,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
             # Partitions without a committed offset are outside the replay's plan (see consumer.py); they are

@@ -57,6 +57,9 @@ class FakeConsumer:
         for tp in partitions:
             self.at.pop((tp.topic, tp.partition), None)
 
+    def assign(self, partitions: list[TopicPartition]) -> None:  # eager: the whole assignment, positions anew
+        self.at.clear()
+
     def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition, 0) for tp in partitions]
 

@@ -33,6 +33,9 @@ class ClosingConsumer:
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         self.assigned.extend(partitions)
 
+    def assign(self, partitions: list[TopicPartition]) -> None:  # eager: the whole assignment
+        self.assigned = list(partitions)
+
     def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         self.committed_calls += 1
         raise KafkaException(KafkaError(KafkaError._DESTROY, "Broker handle destroyed for termination"))
@@ -68,3 +71,26 @@ def test_a_consumer_being_destroyed_is_not_asked_again() -> None:
     else:
         raise AssertionError("a destroyed consumer's error must be raised")
     assert consumer.committed_calls == 1  # not retried for a minute
+
+
+class RecordingConsumer:
+    """How an assignment is taken: whole (eager) or added to (cooperative)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[TopicPartition]]] = []
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.calls.append(("assign", list(partitions)))
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        self.calls.append(("incremental_assign", list(partitions)))
+
+
+def test_an_eager_group_takes_each_assignment_whole_and_a_cooperative_one_adds_to_it() -> None:
+    partitions = [TopicPartition("orders", 0), TopicPartition("orders", 1)]
+    for cooperative, call in ((False, "assign"), (True, "incremental_assign")):
+        worker, consumer = replay_consumer(), RecordingConsumer()
+        worker._cooperative = cooperative
+        worker.request_stop()  # no offsets to read: only how the partitions are taken
+        worker._on_assign(consumer, partitions)
+        assert consumer.calls == [(call, partitions)]

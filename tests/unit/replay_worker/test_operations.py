@@ -11,6 +11,7 @@ import pytest
 from replay_worker.backfill import LatestByKey
 from replay_worker.filters import FilterSpec, RecordFilter
 from replay_worker.kafka_clients import (
+    REPLAY_ASSIGNMENT,
     KafkaConfigError,
     close_within,
     consumer_config,
@@ -33,10 +34,16 @@ def test_config_dir_one_setting_per_file(tmp_path) -> None:
 
 
 def test_the_worker_settings_win_over_the_config_folder() -> None:
-    base = {"bootstrap.servers": "k:1", "enable.auto.commit": "true", "enable.idempotence": "false"}
+    base = {
+        "bootstrap.servers": "k:1",
+        "enable.auto.commit": "true",
+        "enable.idempotence": "false",
+        "partition.assignment.strategy": "cooperative-sticky",
+    }
     consumer = consumer_config(base, "g")
     assert consumer["enable.auto.commit"] is False and consumer["enable.auto.offset.store"] is False
-    assert consumer["partition.assignment.strategy"] == "cooperative-sticky" and consumer["group.id"] == "g"
+    # The replay group's strategy is the worker's: every member of a group must use the same kind.
+    assert consumer["partition.assignment.strategy"] == REPLAY_ASSIGNMENT and consumer["group.id"] == "g"
     assert producer_config(base)["enable.idempotence"] is True
 
 
