@@ -98,19 +98,16 @@ def test_deleting_mid_replay_hands_back_to_the_live_group_and_leaves_nothing(
         wait_for(lambda: Ledger.read(live_service, topic_name).replay, 60, "the replay to process records")
         log_from = len(operator.log())
         kube.kubectl("delete", "reconsume", "cancelled", "-n", namespace, "--timeout=120s")
-    # The cleanup waits for the replay pods to stop (and the live side to acknowledge): routine waiting, so the
-    # operator logs it at INFO. An ERROR is for something a person must act on.
+    # The cleanup may wait for the replay pods to stop and for the live side to acknowledge: routine waiting, so
+    # the operator logs it at INFO. An ERROR or a WARNING is for something a person must act on. Whether it
+    # waits at all is the machine's timing (pods that stop within the teardown's own wait, a guard that
+    # acknowledges while the operator's reader catches up): not asserted.
     cleanup_log = [
         found.groupdict() for line in operator.log()[log_from:].splitlines() if (found := LOG_LINE.search(line))
     ]
     waits = ("still terminating", "acknowledge", "cleanup")
-    assert not [r for r in cleanup_log if r["level"] == "ERROR" and any(w in r["message"] for w in waits)], [
-        r["message"] for r in cleanup_log if r["level"] == "ERROR"
-    ]
-    assert any(
-        r["level"] == "INFO" and "cancelled" in r["message"] and any(w in r["message"] for w in waits)
-        for r in cleanup_log
-    ), [r["message"] for r in cleanup_log]
+    waited = [r for r in cleanup_log if any(w in r["message"] for w in waits)]
+    assert all(r["level"] in ("DEBUG", "INFO") for r in waited), waited
     ends = wait_caught_up(kafka.bootstrap, "accounts-group", topic_name, PARTITIONS)
     # The replay's uncommitted batches (batch size 100, 2 replicas) may be processed again by the live side.
     assert_handover_exact(live_service, topic_name, ends, duplicates_allowed=2 * 100 * PARTITIONS)
