@@ -24,16 +24,23 @@ import java.util.UUID;
  * <pre>java ... io.reprise.kafka.bench.GuardOverhead BOOTSTRAP TOPIC RECORDS ROUNDS [BROKER_PID]</pre>
  *
  * Both loops read the whole topic from the beginning in a fresh group, call the same no-op handler on every record
- * (it reads the value's length) and commit after every poll. After an uncounted warm-up of each (the JIT compiles
- * the client's and the guard's code paths first), the runs are interleaved (bare, guarded, guarded, bare, ...). Each
- * run reports the JVM's CPU time (every thread: the clients', GC, JIT) and the broker's (/proc) from just before the
- * consumer is built to its last record, the same from the record at a tenth of the topic to the last (the steady
- * state), the wall time from its first record to its last (the throughput), and its start-up (build to first record). The Python side takes the medians: CPU per record is steady on a shared machine,
- * throughput is not.
+ * (it reads the value's length) and commit after every poll. After uncounted warm-up pairs (see {@link #warm}), the
+ * runs are interleaved (bare, guarded, guarded, bare, ...). Each run reports the JVM's CPU time (every thread: the
+ * clients', GC, JIT) and the broker's (/proc) from just before the consumer is built to its last record, the same
+ * from the record at a tenth of the topic to the last (the steady state) with the JVM's CPU split by kind of thread
+ * ({@link CpuClock.Kind}) and the loop thread's own, the wall time from its first record to its last (the
+ * throughput), and its start-up (build to first record). The Python side takes the medians: CPU per record is
+ * steady on a shared machine, throughput is not.
  */
 public final class GuardOverhead {
     private GuardOverhead() {
     }
+
+    /** Warm-up pairs (bare, guarded) at least and at most: until the JIT is quiet (see {@link #warm}). */
+    static final int WARM_MIN = 2;
+    static final int WARM_MAX = 8;
+    /** The JIT is quiet when its threads took at most this share of a warm-up pair's steady CPU. */
+    static final double JIT_QUIET = 0.01;
 
     public static void main(String[] args) {
         String bootstrap = args[0];
@@ -41,10 +48,7 @@ public final class GuardOverhead {
         long records = Long.parseLong(args[2]);
         int rounds = Integer.parseInt(args[3]);
         long brokerPid = args.length > 4 ? Long.parseLong(args[4]) : 0;
-        // Warm-ups of the full size, not counted: C2 keeps compiling the client's and the guard's paths for longer
-        // than a quarter of the topic takes.
-        run(bootstrap, topic, records, false, brokerPid);
-        run(bootstrap, topic, records, true, brokerPid);
+        int warmPairs = warm(bootstrap, topic, records, brokerPid);
         List<String> runs = new ArrayList<>();
         for (int round = 0; round < rounds; round++) {
             boolean guardFirst = round % 2 == 1;
@@ -52,27 +56,71 @@ public final class GuardOverhead {
                 boolean guard = (k == 0) == guardFirst;
                 Run run = run(bootstrap, topic, records, guard, brokerPid);
                 runs.add(run.json(round));
-                System.err.printf("round %d %s: %.2f us/record CPU (steady %.2f), %.0f records/s%n", round,
-                        guard ? "guarded" : "bare", run.cpuSeconds / records * 1e6,
-                        run.steadyCpuSeconds / run.steadyRecords * 1e6, records / run.windowSeconds);
+                System.err.printf("round %d %s: %s%n", round, guard ? "guarded" : "bare", run.describe());
             }
         }
-        System.out.println("{\"runs\":" + runs + "}");
+        System.out.println("{\"warm_pairs\":" + warmPairs + ",\"runs\":" + runs + "}");
     }
 
-    /** One run's figures. */
+    /**
+     * Warm-up runs of the full size, not counted, in pairs (bare, guarded), until the JIT compilers' CPU in a pair's
+     * steady windows is at most {@link #JIT_QUIET} of the pair's steady CPU (at least {@link #WARM_MIN} pairs, at
+     * most {@link #WARM_MAX}). C2 keeps compiling the client's paths for several runs (session 8 saw the bare
+     * loop's CPU per record fall 40% over its five counted rounds, one warm-up each was not enough); a fixed
+     * count either wastes minutes or leaves the first counted rounds compiling. Returns the pairs run.
+     */
+    static int warm(String bootstrap, String topic, long records, long brokerPid) {
+        for (int pair = 1; ; pair++) {
+            double cpu = 0;
+            double jit = 0;
+            for (boolean guard : new boolean[] {false, true}) {
+                Run run = run(bootstrap, topic, records, guard, brokerPid);
+                System.err.printf("warm-up %d %s: %s%n", pair, guard ? "guarded" : "bare", run.describe());
+                cpu += run.steadyCpuSeconds;
+                jit += run.steadyJitSeconds;
+            }
+            if (pair >= WARM_MAX || (pair >= WARM_MIN && jit <= JIT_QUIET * cpu)) {
+                return pair;
+            }
+        }
+    }
+
+    /**
+     * One run's figures: from the consumer's build to the last record (with start-up), and the steady window (from
+     * the record at a tenth of the topic to the last) with its CPU by kind of thread: the loop's thread, the JIT
+     * compilers, the garbage collector, the guard's own threads.
+     */
     record Run(boolean guarded, long records, double cpuSeconds, double brokerCpuSeconds, double windowSeconds,
-               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds) {
+               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds,
+               double steadySeconds, double steadyLoopSeconds, double steadyJitSeconds, double steadyGcSeconds,
+               double steadyGuardSeconds) {
         String json(int round) {
             return String.format(java.util.Locale.ROOT, "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_s\":%.4f,"
                             + "\"broker_cpu_s\":%.4f,\"window_s\":%.4f,\"startup_s\":%.4f,\"steady_records\":%d,"
-                            + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}", guarded ? "guarded" : "bare",
+                            + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f,\"steady_s\":%.4f,"
+                            + "\"steady_loop_cpu_s\":%.4f,\"steady_jit_cpu_s\":%.4f,\"steady_gc_cpu_s\":%.4f,"
+                            + "\"steady_guard_threads_cpu_s\":%.4f}", guarded ? "guarded" : "bare",
                     round, records, cpuSeconds, brokerCpuSeconds, windowSeconds, startupSeconds, steadyRecords,
-                    steadyCpuSeconds, steadyBrokerCpuSeconds);
+                    steadyCpuSeconds, steadyBrokerCpuSeconds, steadySeconds, steadyLoopSeconds, steadyJitSeconds,
+                    steadyGcSeconds, steadyGuardSeconds);
+        }
+
+        String describe() {
+            double per = 1e6 / steadyRecords;
+            return String.format(java.util.Locale.ROOT, "steady us/record: CPU %.3f, without JIT %.3f (loop thread "
+                            + "%.3f, GC %.3f, JIT %.3f, guard threads %.3f); %.0f records/s", steadyCpuSeconds * per,
+                    (steadyCpuSeconds - steadyJitSeconds) * per, steadyLoopSeconds * per, steadyGcSeconds * per,
+                    steadyJitSeconds * per, steadyGuardSeconds * per, records / windowSeconds);
         }
     }
 
     static long handled;
+
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    private static double since(Map<CpuClock.Kind, Double> now, Map<CpuClock.Kind, Double> then, CpuClock.Kind kind) {
+        return Math.max(0, now.get(kind) - then.getOrDefault(kind, 0.0));
+    }
 
     /** The no-op handler both loops call. */
     static void handle(ConsumerRecord<byte[], byte[]> record) {
@@ -105,6 +153,9 @@ public final class GuardOverhead {
             long steadyFrom = -1; // the steady state: from a tenth of the topic on, start-up and its prefetch behind
             double steadyCpu = 0;
             double steadyBroker = 0;
+            long steadyAt = 0;
+            long steadyLoop = 0;
+            Map<CpuClock.Kind, Double> steadyKinds = Map.of();
             while (seen < records) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
                 if (batch.isEmpty()) {
@@ -121,14 +172,21 @@ public final class GuardOverhead {
                     steadyFrom = seen;
                     steadyCpu = CpuClock.jvmSeconds();
                     steadyBroker = CpuClock.processSeconds(brokerPid);
+                    steadyAt = System.nanoTime();
+                    steadyLoop = THREADS.getCurrentThreadCpuTime();
+                    steadyKinds = CpuClock.byKind();
                 }
                 consumer.commitAsync();
             }
             long ended = System.nanoTime();
             double cpuNow = CpuClock.jvmSeconds();
             double brokerNow = CpuClock.processSeconds(brokerPid);
+            long loopNow = THREADS.getCurrentThreadCpuTime();
+            Map<CpuClock.Kind, Double> kinds = CpuClock.byKind();
             Run run = new Run(guard, seen, cpuNow - cpuBefore, brokerNow - brokerBefore, (ended - began) / 1e9,
-                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker);
+                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker,
+                    (ended - steadyAt) / 1e9, (loopNow - steadyLoop) / 1e9, since(kinds, steadyKinds, CpuClock.Kind.JIT),
+                    since(kinds, steadyKinds, CpuClock.Kind.GC), since(kinds, steadyKinds, CpuClock.Kind.GUARD));
             consumer.commitSync();
             return run;
         } finally {
