@@ -3,11 +3,13 @@ against the same loop on a bare `KafkaConsumer`, on one broker of the local plat
 
 The topic is the worker benchmark's (default 1,000,000 records of 1 KiB in 12 partitions); the handover topic exists,
 as the operator creates it. Both loops call the same no-op handler on every record and commit after every poll. The
-Java side (`io.reprise.kafka.bench.GuardOverhead`, in the library's test sources) runs in one JVM with a fixed,
-pre-touched heap; it warms both loops up uncounted, in pairs of full runs, until the JIT compilers are quiet (at most
-1% of a pair's CPU, 2 to 8 pairs), then runs them interleaved (ABBA) for `ROUNDS` rounds. Each run reports the JVM's
-CPU time by kind of thread (the loop's, the JIT compilers', the collector's, the guard's own) and the broker's (/proc)
-from just before the consumer is built to its last record, and its throughput from first record to last.
+Java side (`io.reprise.kafka.bench.GuardOverhead`, in the library's test sources) runs each loop in a JVM of its own,
+as a service runs one (in one JVM the two loops shared the JIT's profiles and compiled code of the client), with a
+fixed, pre-touched heap. Each JVM warms its loop up uncounted with full runs until the JIT compilers are quiet (at most
+1% of a run's CPU, 3 to 12 runs), one JVM after the other; then the two JVMs' runs are interleaved (ABBA) for `ROUNDS`
+rounds. Each run reports the JVM's CPU time by kind of thread (the loop's, the JIT compilers', the collector's, the
+guard's own) and the broker's (/proc) from just before the consumer is built to its last record, and its throughput
+from first record to last.
 
 Target (issue 16's method): the guard's overhead in **CPU per record in the steady state** (from the record at a
 tenth of the topic to the last: a live service pays its start-up once per process), every thread of the JVM but the
@@ -76,6 +78,47 @@ def classpath() -> str:
     return os.pathsep.join([str(build / "test-classes"), str(build / "classes"), listing.read_text().strip()])
 
 
+class JavaLoop:
+    """One JVM running one loop (`GuardOverhead ... bare|guarded`): warmed up once, then one run per `run(n)`."""
+
+    def __init__(self, cp: str, args: list[str], log: Path) -> None:
+        self.log = log.open("w")
+        self.process = subprocess.Popen(
+            ["java", *JVM, "-cp", cp, "io.reprise.kafka.bench.GuardOverhead", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env={**os.environ, "JAVA_TOOL_OPTIONS": "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"},
+        )
+
+    def _line(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"GuardOverhead exited with {self.process.wait()}; see its log above")
+        return json.loads(line)
+
+    def warm(self) -> int:
+        return int(self._line()["warm_runs"])
+
+    def run(self, n: int) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"run {n}\n")
+        self.process.stdin.flush()
+        return self._line()
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
 def run(records: int | None = None) -> dict:
     records = records_setting(records)
     cp = classpath()
@@ -87,30 +130,24 @@ def run(records: int | None = None) -> dict:
         broker.create_topic("reprise.handover", 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(broker.bootstrap, source, records)
-        done = subprocess.run(
-            [
-                "java",
-                *JVM,
-                "-cp",
-                cp,
-                "io.reprise.kafka.bench.GuardOverhead",
-                broker.bootstrap,
-                source,
-                str(records),
-                str(ROUNDS),
-                str(broker.pid or 0),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=3600,
-            env={**os.environ, "JAVA_TOOL_OPTIONS": "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"},
-        )
-        print(done.stderr[-4000:], flush=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"GuardOverhead exited with {done.returncode}")
-        reported = json.loads(done.stdout.strip().splitlines()[-1])
-        measured = reported["runs"]
+        jvms: dict[str, JavaLoop] = {}
+        warm_runs: dict[str, int] = {}
+        try:
+            for loop in ("bare", "guarded"):  # warmed up one after the other, not side by side
+                jvms[loop] = JavaLoop(
+                    cp, [broker.bootstrap, source, str(records), loop, str(broker.pid or 0)], workdir / loop
+                )
+                warm_runs[loop] = jvms[loop].warm()
+            measured = []
+            for n in range(ROUNDS):
+                for loop in ("bare", "guarded") if n % 2 == 0 else ("guarded", "bare"):
+                    measured.append(jvms[loop].run(n))
+        finally:
+            for jvm in jvms.values():
+                jvm.stop()
+            for loop in jvms:
+                print((workdir / loop).read_text()[-3000:], flush=True)
+        reported = {"warm_runs": warm_runs}
         per_loop: dict[str, list[dict[str, float]]] = {"bare": [], "guarded": []}
         for r in measured:
             per_loop[r["loop"]].append(
@@ -157,7 +194,7 @@ def run(records: int | None = None) -> dict:
             "record_bytes": RECORD_BYTES,
             "partitions": PARTITIONS,
             "rounds": ROUNDS,
-            "warm_up_pairs": reported.get("warm_pairs"),
+            "warm_up_runs": reported["warm_runs"],
             "fill_records_per_second": round(fill_rate),
             "per_loop": {
                 name: {key: measure.summary([f[key] for f in found], 3) for key in found[0]}
@@ -189,7 +226,7 @@ def run(records: int | None = None) -> dict:
             f"guarded {loops['guarded']['steady_jit_cpu_us']['median']:.3f}, GC bare "
             f"{loops['bare']['steady_gc_cpu_us']['median']:.3f} guarded {loops['guarded']['steady_gc_cpu_us']['median']:.3f}; "
             f"the guard's threads {loops['guarded']['guard_threads_cpu_ms_per_s']['median']:.1f} ms CPU/s; "
-            f"{reported.get('warm_pairs')} warm-up pairs",
+            f"warm-up runs {reported['warm_runs']}",
             flush=True,
         )
         print(
