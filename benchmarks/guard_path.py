@@ -6,8 +6,8 @@ run it; `python -m benchmarks.guard_path`).
   memory (after as many uncounted), bare and through the guard (`go/cmd/reprise-instructions`, built with the
   `instructions` tag: the guard's Poll takes its events from memory instead of librdkafka, nothing else changes).
   Only `main.counted` is collected, so librdkafka, the guard's handover-topic tail and the garbage collector's
-  background workers are not in it: the difference is what the guard adds to every record. Beside it, the CPU per
-  record of the real bare loop (`python -m benchmarks go`) gives the scale.
+  background workers are not in it: the difference is what the guard adds to every record. `go-process` gives the
+  scale: the whole reprise-bench process's instructions per record, bare and guarded, reading from a broker.
 - **Java**: `io.reprise.kafka.bench.GuardPath`: GuardOverhead's loop over fixed batches held in memory (a
   `MockConsumer` that hands them out and takes commits at once), bare and through the guard, one JVM, after a long
   warm-up, in ABBA rounds: the loop thread's CPU per record and the bytes it allocates per record (the second is
@@ -15,7 +15,7 @@ run it; `python -m benchmarks.guard_path`).
   guard's handover-topic tail runs against a broker of its own (an empty handover topic).
 
     python -m benchmarks.guard_path            # both
-    python -m benchmarks.guard_path go         # or java; REPRISE_PATH_RECORDS (Java, default 1,000,000)
+    python -m benchmarks.guard_path go         # or java, go-process; REPRISE_PATH_RECORDS (Java, default 1,000,000)
 """
 
 from __future__ import annotations
@@ -92,6 +92,75 @@ def go() -> dict[str, Any]:
     return {"records": GO_RECORDS, "instructions_per_record": counts, "added_per_record": round(added, 1)}
 
 
+def go_process() -> dict[str, Any]:
+    """Instructions per record of the whole reprise-bench process (every thread: librdkafka's fetching, the
+    garbage collector, the guard's tail), bare and guarded, reading GO_PROCESS_RECORDS records of 1 KiB in 12
+    partitions from a broker of its own: the scale the in-memory count is read against. Work paced by the clock
+    (the guard's tail polls the handover topic every 0.1 s, librdkafka's timers) is counted per wall second of a
+    run that valgrind makes some fifty times longer, so the guarded figure is an upper bound."""
+    from .worker import PARTITIONS, fill
+
+    records = int(os.environ.get("REPRISE_PATH_GO_RECORDS") or 200_000)
+    workdir = Path(tempfile.mkdtemp(prefix="reprise-guard-path-go-"))
+    broker = KafkaBroker(workdir / "kafka", heap="512m")
+    try:
+        binary = workdir / "reprise-bench"
+        subprocess.run(
+            [_go(), "build", "-o", str(binary), "./cmd/reprise-bench"],
+            cwd=REPO / "go",
+            check=True,
+            timeout=1800,
+            env={**os.environ, "GOFLAGS": "-buildvcs=false"},
+        )
+        broker.start()
+        source = broker.create_topic("bench-go-source", PARTITIONS)
+        broker.create_topic("reprise.handover.bench", 1, config={"cleanup.policy": "compact"})
+        fill(broker.bootstrap, source, records)
+        counts = {}
+        for loop in ("bare", "guard"):
+            out = workdir / f"callgrind.{loop}"
+            subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    f"--callgrind-out-file={out}",
+                    str(binary),
+                    "-bootstrap",
+                    broker.bootstrap,
+                    "-topic",
+                    source,
+                    "-records",
+                    str(records),
+                    "-loop",
+                    loop,
+                    "-handover-topic",
+                    "reprise.handover.bench",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "GODEBUG": "asyncpreemptoff=1"},
+                timeout=3600,
+            )
+            total = sum(
+                int(m.group(1))
+                for f in workdir.glob(f"callgrind.{loop}*")
+                for m in [re.search(r"^(?:summary|totals): (\d+)", f.read_text(), re.MULTILINE)]
+                if m
+            )
+            counts[loop] = total / records
+    finally:
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(
+        f"go whole process ({records:,} records from a broker, callgrind, every thread): bare "
+        f"{counts['bare']:,.0f} instructions/record, guarded {counts['guard']:,.0f} "
+        f"({counts['guard'] / counts['bare'] - 1:+.1%})",
+        flush=True,
+    )
+    return {"records": records, "instructions_per_record": counts}
+
+
 def java() -> dict[str, Any]:
     records = int(os.environ.get("REPRISE_PATH_RECORDS") or 1_000_000)
     cp = classpath()
@@ -147,7 +216,8 @@ def java() -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     which = argv or ["go", "java"]
-    results = {name: {"go": go, "java": java}[name]() for name in which}
+    parts = {"go": go, "go-process": go_process, "java": java}
+    results = {name: parts[name]() for name in which}
     print(json.dumps(results, indent=2))
     return 0
 

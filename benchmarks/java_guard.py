@@ -130,24 +130,26 @@ def run(records: int | None = None) -> dict:
         broker.create_topic("reprise.handover", 1, config={"cleanup.policy": "compact"})
         print(f"writing {records:,} records of {RECORD_BYTES} B into {PARTITIONS} partitions", flush=True)
         fill_rate = fill(broker.bootstrap, source, records)
-        jvms: dict[str, JavaLoop] = {}
-        warm_runs: dict[str, int] = {}
-        try:
-            for loop in ("bare", "guarded"):  # warmed up one after the other, not side by side
-                jvms[loop] = JavaLoop(
-                    cp, [broker.bootstrap, source, str(records), loop, str(broker.pid or 0)], workdir / loop
-                )
-                warm_runs[loop] = jvms[loop].warm()
-            measured = []
-            for n in range(ROUNDS):
+        measured: list[dict[str, Any]] = []
+        warm_runs: dict[str, list[int]] = {"bare": [], "guarded": []}
+        for n in range(ROUNDS):
+            # A fresh pair of JVMs each round: how well C2 happens to compile the client differs from one JVM to the
+            # next by up to 10% of the CPU per record (one JVM per loop for five rounds put the guarded loop 10%
+            # under the bare one, every round), so a round samples that too.
+            jvms: dict[str, JavaLoop] = {}
+            try:
+                for loop in ("bare", "guarded"):  # warmed up one after the other, not side by side
+                    args = [broker.bootstrap, source, str(records), loop, str(broker.pid or 0)]
+                    jvms[loop] = JavaLoop(cp, args, workdir / f"{loop}-{n}.log")
+                    warm_runs[loop].append(jvms[loop].warm())
                 for loop in ("bare", "guarded") if n % 2 == 0 else ("guarded", "bare"):
                     measured.append(jvms[loop].run(n))
-        finally:
-            for jvm in jvms.values():
-                jvm.stop()
-            for loop in jvms:
-                print((workdir / loop).read_text()[-3000:], flush=True)
-        reported = {"warm_runs": warm_runs}
+            finally:
+                for jvm in jvms.values():
+                    jvm.stop()
+                for log in sorted(workdir.glob(f"*-{n}.log")):
+                    print("\n".join(line for line in log.read_text().splitlines() if line.startswith("round")))
+        reported: dict[str, Any] = {"warm_runs": warm_runs}
         per_loop: dict[str, list[dict[str, float]]] = {"bare": [], "guarded": []}
         for r in measured:
             per_loop[r["loop"]].append(
