@@ -111,7 +111,9 @@ def go_process() -> dict[str, Any]:
     garbage collector, the guard's tail), bare and guarded, reading GO_PROCESS_RECORDS records of 1 KiB in 12
     partitions from a broker of its own: the scale the in-memory count is read against. Work paced by the clock
     (the guard's tail polls the handover topic every 0.1 s, librdkafka's timers) is counted per wall second of a
-    run that valgrind makes some fifty times longer, so the guarded figure is an upper bound."""
+    run that valgrind makes some fifty times longer, so the guarded figure is an upper bound. Not repeatable: how
+    many records librdkafka fetches and queues at a time follows the timing, and with it the work per record (two
+    runs of the bare loop counted 16,706 and 11,113 instructions per record); a scale, not a figure to compare."""
     from .worker import PARTITIONS, fill
 
     records = int(os.environ.get("REPRISE_PATH_GO_RECORDS") or 200_000)
