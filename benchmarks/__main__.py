@@ -29,9 +29,10 @@ from typing import Any
 import benchmarks
 
 
-#: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers, and the
-#: instruction count of the worker's loop against the bare one (`python -m benchmarks.instructions`, needs valgrind).
-SUPPORT = {"measure", "baselines", "handlers", "instructions"}
+#: Modules of the package that are not benchmarks: how to measure, the hand-written loops, their handlers, the
+#: instruction count of the worker's loop against the bare one (`python -m benchmarks.instructions`, needs valgrind),
+#: and the guards' per-record path apart from Kafka (`python -m benchmarks.guard_path`, Go's needs valgrind).
+SUPPORT = {"measure", "baselines", "handlers", "instructions", "guard_path"}
 
 
 def available() -> list[str]:

@@ -432,7 +432,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 		if timeoutMs >= 0 && timeoutMs < slice {
 			slice = timeoutMs
 		}
-		ev := c.Consumer.Poll(slice)
+		ev := c.next(slice)
 		msg, ok := ev.(*kafka.Message)
 		switch {
 		case ev == nil:
@@ -493,7 +493,7 @@ func (c *Consumer) Poll(timeoutMs int) kafka.Event {
 				c.ready = nil
 			}
 		} else {
-			ev = c.Consumer.Poll(slice)
+			ev = c.next(slice)
 		}
 		if ev == nil {
 			if len(touched) > 0 {

@@ -18,61 +18,114 @@ import java.util.Map;
 import java.util.UUID;
 
 /**
- * The Java guard's overhead with no replay active, against a bare {@link KafkaConsumer} loop (benchmarks/java_guard.py
- * runs it on its own broker and topic, and reads the JSON line it prints).
+ * One loop of the Java guard benchmark: the guard with no replay active, or a bare {@link KafkaConsumer} loop
+ * (benchmarks/java_guard.py runs one JVM of each on its own broker and topic, and reads the JSON lines they print).
  *
- * <pre>java ... io.reprise.kafka.bench.GuardOverhead BOOTSTRAP TOPIC RECORDS ROUNDS [BROKER_PID]</pre>
+ * <pre>java ... io.reprise.kafka.bench.GuardOverhead BOOTSTRAP TOPIC RECORDS bare|guarded [BROKER_PID]</pre>
  *
  * Both loops read the whole topic from the beginning in a fresh group, call the same no-op handler on every record
- * (it reads the value's length) and commit after every poll. After an uncounted warm-up of each (the JIT compiles
- * the client's and the guard's code paths first), the runs are interleaved (bare, guarded, guarded, bare, ...). Each
- * run reports the JVM's CPU time (every thread: the clients', GC, JIT) and the broker's (/proc) from just before the
- * consumer is built to its last record, the same from the record at a tenth of the topic to the last (the steady
- * state), the wall time from its first record to its last (the throughput), and its start-up (build to first record). The Python side takes the medians: CPU per record is steady on a shared machine,
- * throughput is not.
+ * (it reads the value's length) and commit after every poll. The JVM runs one loop only, as a service does: it warms
+ * it up (see {@link #warm}), prints {@code {"warm_runs": N}}, then runs it once for every line {@code run ROUND}
+ * read from stdin (the Python side interleaves the two JVMs' runs, ABBA) until stdin ends. Each run prints the JVM's
+ * CPU time (every thread: the clients', GC, JIT) and the broker's (/proc) from just before the consumer is built to
+ * its last record, the same from the record at a tenth of the topic to the last (the steady state) with the JVM's
+ * CPU split by kind of thread ({@link CpuClock.Kind}) and the loop thread's own, the wall time from its first record
+ * to its last (the throughput), and its start-up (build to first record). The Python side takes the medians: CPU
+ * per record is steady on a shared machine, throughput is not.
+ *
+ * <p>Why a JVM per loop: in one JVM running both, the two loops share the JIT's type profiles and compiled code of
+ * the client (the consumer's poll is called from the benchmark loop and from the guard), so each loop ran code
+ * compiled for a mix of both; a service runs one.
  */
 public final class GuardOverhead {
     private GuardOverhead() {
     }
 
-    public static void main(String[] args) {
+    /** Warm-up runs at least and at most: until the JIT is quiet (see {@link #warm}). */
+    static final int WARM_MIN = 3;
+    static final int WARM_MAX = 12;
+    /** The JIT is quiet when its threads took at most this share of a warm-up run's steady CPU. */
+    static final double JIT_QUIET = 0.01;
+
+    public static void main(String[] args) throws java.io.IOException {
         String bootstrap = args[0];
         String topic = args[1];
         long records = Long.parseLong(args[2]);
-        int rounds = Integer.parseInt(args[3]);
+        boolean guard = switch (args[3]) {
+            case "bare" -> false;
+            case "guarded" -> true;
+            default -> throw new IllegalArgumentException("the loop is bare or guarded, not " + args[3]);
+        };
         long brokerPid = args.length > 4 ? Long.parseLong(args[4]) : 0;
-        // Warm-ups of the full size, not counted: C2 keeps compiling the client's and the guard's paths for longer
-        // than a quarter of the topic takes.
-        run(bootstrap, topic, records, false, brokerPid);
-        run(bootstrap, topic, records, true, brokerPid);
-        List<String> runs = new ArrayList<>();
-        for (int round = 0; round < rounds; round++) {
-            boolean guardFirst = round % 2 == 1;
-            for (int k = 0; k < 2; k++) {
-                boolean guard = (k == 0) == guardFirst;
-                Run run = run(bootstrap, topic, records, guard, brokerPid);
-                runs.add(run.json(round));
-                System.err.printf("round %d %s: %.2f us/record CPU (steady %.2f), %.0f records/s%n", round,
-                        guard ? "guarded" : "bare", run.cpuSeconds / records * 1e6,
-                        run.steadyCpuSeconds / run.steadyRecords * 1e6, records / run.windowSeconds);
-            }
+        int warmRuns = warm(bootstrap, topic, records, guard, brokerPid);
+        System.out.println("{\"warm_runs\":" + warmRuns + "}");
+        System.out.flush();
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in,
+                java.nio.charset.StandardCharsets.UTF_8));
+        for (String line = in.readLine(); line != null; line = in.readLine()) {
+            int round = Integer.parseInt(line.strip().substring("run ".length()));
+            Run run = run(bootstrap, topic, records, guard, brokerPid);
+            System.err.printf("round %d %s: %s%n", round, guard ? "guarded" : "bare", run.describe());
+            System.out.println(run.json(round));
+            System.out.flush();
         }
-        System.out.println("{\"runs\":" + runs + "}");
     }
 
-    /** One run's figures. */
+    /**
+     * Warm-up runs of the full size, not counted, until the JIT compilers' CPU in a run's steady window is at most
+     * {@link #JIT_QUIET} of the run's steady CPU (at least {@link #WARM_MIN} runs, at most {@link #WARM_MAX}). C2
+     * keeps compiling the client's paths for several runs (session 8 saw the bare loop's CPU per record fall 40%
+     * over its five counted rounds: one warm-up was not enough); a fixed count either wastes minutes or leaves the
+     * first counted rounds compiling. Returns the runs made.
+     */
+    static int warm(String bootstrap, String topic, long records, boolean guard, long brokerPid) {
+        for (int n = 1; ; n++) {
+            Run run = run(bootstrap, topic, records, guard, brokerPid);
+            System.err.printf("warm-up %d %s: %s%n", n, guard ? "guarded" : "bare", run.describe());
+            if (n >= WARM_MAX || (n >= WARM_MIN && run.steadyJitSeconds <= JIT_QUIET * run.steadyCpuSeconds)) {
+                return n;
+            }
+        }
+    }
+
+    /**
+     * One run's figures: from the consumer's build to the last record (with start-up), and the steady window (from
+     * the record at a tenth of the topic to the last) with its CPU by kind of thread: the loop's thread, the JIT
+     * compilers, the garbage collector, the guard's own threads.
+     */
     record Run(boolean guarded, long records, double cpuSeconds, double brokerCpuSeconds, double windowSeconds,
-               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds) {
+               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds,
+               double steadySeconds, double steadyLoopSeconds, double steadyJitSeconds, double steadyGcSeconds,
+               double steadyGuardSeconds, long steadyPolls) {
         String json(int round) {
             return String.format(java.util.Locale.ROOT, "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_s\":%.4f,"
                             + "\"broker_cpu_s\":%.4f,\"window_s\":%.4f,\"startup_s\":%.4f,\"steady_records\":%d,"
-                            + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}", guarded ? "guarded" : "bare",
+                            + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f,\"steady_s\":%.4f,"
+                            + "\"steady_loop_cpu_s\":%.4f,\"steady_jit_cpu_s\":%.4f,\"steady_gc_cpu_s\":%.4f,"
+                            + "\"steady_guard_threads_cpu_s\":%.4f,\"steady_polls\":%d}", guarded ? "guarded" : "bare",
                     round, records, cpuSeconds, brokerCpuSeconds, windowSeconds, startupSeconds, steadyRecords,
-                    steadyCpuSeconds, steadyBrokerCpuSeconds);
+                    steadyCpuSeconds, steadyBrokerCpuSeconds, steadySeconds, steadyLoopSeconds, steadyJitSeconds,
+                    steadyGcSeconds, steadyGuardSeconds, steadyPolls);
+        }
+
+        String describe() {
+            double per = 1e6 / steadyRecords;
+            return String.format(java.util.Locale.ROOT, "steady us/record: CPU %.3f, without JIT %.3f (loop thread "
+                            + "%.3f, GC %.3f, JIT %.3f, guard threads %.3f); %.0f records/poll; %.0f records/s",
+                    steadyCpuSeconds * per,
+                    (steadyCpuSeconds - steadyJitSeconds) * per, steadyLoopSeconds * per, steadyGcSeconds * per,
+                    steadyJitSeconds * per, steadyGuardSeconds * per, (double) steadyRecords / Math.max(1, steadyPolls),
+                    records / windowSeconds);
         }
     }
 
     static long handled;
+
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    private static double since(Map<CpuClock.Kind, Double> now, Map<CpuClock.Kind, Double> then, CpuClock.Kind kind) {
+        return Math.max(0, now.get(kind) - then.getOrDefault(kind, 0.0));
+    }
 
     /** The no-op handler both loops call. */
     static void handle(ConsumerRecord<byte[], byte[]> record) {
@@ -105,8 +158,15 @@ public final class GuardOverhead {
             long steadyFrom = -1; // the steady state: from a tenth of the topic on, start-up and its prefetch behind
             double steadyCpu = 0;
             double steadyBroker = 0;
+            long steadyAt = 0;
+            long steadyLoop = 0;
+            Map<CpuClock.Kind, Double> steadyKinds = Map.of();
+            long steadyPolls = 0;
             while (seen < records) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
+                if (steadyFrom >= 0) {
+                    steadyPolls++;
+                }
                 if (batch.isEmpty()) {
                     continue;
                 }
@@ -121,14 +181,22 @@ public final class GuardOverhead {
                     steadyFrom = seen;
                     steadyCpu = CpuClock.jvmSeconds();
                     steadyBroker = CpuClock.processSeconds(brokerPid);
+                    steadyAt = System.nanoTime();
+                    steadyLoop = THREADS.getCurrentThreadCpuTime();
+                    steadyKinds = CpuClock.byKind();
                 }
                 consumer.commitAsync();
             }
             long ended = System.nanoTime();
             double cpuNow = CpuClock.jvmSeconds();
             double brokerNow = CpuClock.processSeconds(brokerPid);
+            long loopNow = THREADS.getCurrentThreadCpuTime();
+            Map<CpuClock.Kind, Double> kinds = CpuClock.byKind();
             Run run = new Run(guard, seen, cpuNow - cpuBefore, brokerNow - brokerBefore, (ended - began) / 1e9,
-                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker);
+                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker,
+                    (ended - steadyAt) / 1e9, (loopNow - steadyLoop) / 1e9, since(kinds, steadyKinds, CpuClock.Kind.JIT),
+                    since(kinds, steadyKinds, CpuClock.Kind.GC), since(kinds, steadyKinds, CpuClock.Kind.GUARD),
+                    steadyPolls);
             consumer.commitSync();
             return run;
         } finally {
