@@ -63,6 +63,13 @@ var ConsumerSettings = kafka.ConfigMap{
 	"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10, "queued.max.messages.kbytes": 32768,
 }
 
+// GroupTuning is the replay group's session and heartbeat, as the Python worker's; settings of the same name in
+// the Kafka config folder win. A member hears of a rebalance (a replica joining or leaving) only at its next
+// heartbeat: at librdkafka's default of 3 s, three replicas starting together settled about 3 s after the first
+// read, at 100 ms in about half a second. The 10 s session bounds how long a member whose LeaveGroup was lost
+// (replicas stopping together) holds the group, and so the operator's teardown.
+var GroupTuning = kafka.ConfigMap{"session.timeout.ms": 10000, "heartbeat.interval.ms": 100}
+
 // ReplayAssignment is the replay group's assignment strategy: eager round robin, as the Python worker's, not
 // cooperative-sticky. A replay's replicas start together; with cooperative rebalancing every later join costs
 // the group two rounds (revoke, then assign), and librdkafka lets a cooperative member that hears of a round
@@ -170,8 +177,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		defer w.dlq.Close()
 	}
-	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(w.base, ConsumerSettings),
-		kafka.ConfigMap{"group.id": s.ReplayGroup}))
+	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(*handovertopic.With(GroupTuning, w.base),
+		ConsumerSettings), kafka.ConfigMap{"group.id": s.ReplayGroup}))
 	if err != nil {
 		return err
 	}
