@@ -53,15 +53,32 @@ const (
 )
 
 // ConsumerSettings are the replay consumer's settings besides the connection and group.id: offsets only
-// committed by the loop, cooperative rebalances, end-of-partition events, committed records only, and a short
-// fetch wait (a Drain partition's end is often reached by an empty fetch). Exported so a benchmark's
-// hand-written loop can read with exactly these.
+// committed by the loop, eager round-robin rebalances (ReplayAssignment), end-of-partition events, committed
+// records only, and a short fetch wait (a Drain partition's end is often reached by an empty fetch). Exported
+// so a benchmark's hand-written loop can read with exactly these.
 var ConsumerSettings = kafka.ConfigMap{
 	"enable.auto.commit": false, "enable.auto.offset.store": false,
-	"partition.assignment.strategy": "cooperative-sticky", "enable.partition.eof": true,
+	"partition.assignment.strategy": ReplayAssignment, "enable.partition.eof": true,
 	"isolation.level": "read_committed", "auto.offset.reset": "latest",
 	"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10, "queued.max.messages.kbytes": 32768,
 }
+
+// GroupTuning is the replay group's session and heartbeat, as the Python worker's; settings of the same name in
+// the Kafka config folder win. A member hears of a rebalance (a replica joining or leaving) only at its next
+// heartbeat: at librdkafka's default of 3 s, three replicas starting together settled about 3 s after the first
+// read, at 100 ms in about half a second. The 10 s session bounds how long a member whose LeaveGroup was lost
+// (replicas stopping together) holds the group, and so the operator's teardown.
+var GroupTuning = kafka.ConfigMap{"session.timeout.ms": 10000, "heartbeat.interval.ms": 100}
+
+// ReplayAssignment is the replay group's assignment strategy: eager round robin, as the Python worker's, not
+// cooperative-sticky. A replay's replicas start together; with cooperative rebalancing every later join costs
+// the group two rounds (revoke, then assign), and librdkafka lets a cooperative member that hears of a round
+// from a heartbeat join again only a second after its previous join, so a few replicas settled a second per
+// round. An eager member revokes everything and joins again at once. The pause of every replica at each join
+// or leave is affordable for a replay (its replicas come and go together), and nothing is lost or repeated:
+// commit on revoke, and the next owner (this replica too) resumes from the committed offset. Round robin, not
+// range: range balances each topic on its own. The guard keeps the user's own strategy: it serves the live group.
+const ReplayAssignment = "roundrobin"
 
 type partitionProgress struct {
 	topic          string
@@ -102,6 +119,8 @@ type Worker struct {
 	dlq      *kafka.Producer
 	parts    map[protocol.TopicPartition]*partitionProgress
 	stopping bool
+	// revoked: partitions revoked during the current readBatch (see dropRevoked).
+	revoked map[protocol.TopicPartition]bool
 
 	live         atomic.Pointer[map[protocol.TopicPartition]int64]
 	liveAsk      atomic.Pointer[[]protocol.TopicPartition]
@@ -132,7 +151,8 @@ func NewWorker(s Settings, base kafka.ConfigMap, handler Handler, metrics *Metri
 	}
 	w := &Worker{s: s, base: base, handler: handler, filter: filter, metrics: metrics, log: log, plan: plan,
 		throttle: protocol.NewThrottle(s.MaxRecordsPerSecond, s.MaxBytesPerSecond),
-		parts:    map[protocol.TopicPartition]*partitionProgress{}, reported: map[protocol.TopicPartition][2]int64{},
+		parts:    map[protocol.TopicPartition]*partitionProgress{}, revoked: map[protocol.TopicPartition]bool{},
+		reported:    map[protocol.TopicPartition][2]int64{},
 		progressOut: make(chan []protocol.Record, 4)}
 	empty := map[protocol.TopicPartition]int64{}
 	w.live.Store(&empty)
@@ -157,8 +177,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		defer w.dlq.Close()
 	}
-	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(w.base, ConsumerSettings),
-		kafka.ConfigMap{"group.id": s.ReplayGroup}))
+	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(*handovertopic.With(GroupTuning, w.base),
+		ConsumerSettings), kafka.ConfigMap{"group.id": s.ReplayGroup}))
 	if err != nil {
 		return err
 	}
@@ -263,6 +283,9 @@ func (w *Worker) readBatch() ([]*kafka.Message, map[protocol.TopicPartition]int6
 			ms = 0 // drain what is fetched, do not wait for more once something is in hand
 		}
 		ev := w.consumer.Poll(ms)
+		if len(w.revoked) > 0 {
+			batch = w.dropRevoked(batch, ends)
+		}
 		if ev == nil {
 			if len(batch) > 0 {
 				break
@@ -766,11 +789,22 @@ func (w *Worker) reportProgress() {
 
 // ---------------------------------------------------------------------------------------------- rebalances
 
+// onRebalance runs inside Poll. Eager (ReplayAssignment): every rebalance revokes the whole assignment and
+// assigns a whole new one, which may give back partitions this replica held; cooperative (a hand-set
+// strategy): only the partitions that move. Either way a revoked partition's state is dropped and an assigned
+// one's is built again from its committed offset.
 func (w *Worker) onRebalance(c *kafka.Consumer, ev kafka.Event) error {
+	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
 		w.metrics.Rebalances.Add(1)
-		if err := c.IncrementalAssign(e.Partitions); err != nil {
+		var err error
+		if cooperative {
+			err = c.IncrementalAssign(e.Partitions)
+		} else {
+			err = c.Assign(e.Partitions)
+		}
+		if err != nil {
 			return err
 		}
 		if w.stopping || len(e.Partitions) == 0 {
@@ -794,13 +828,36 @@ func (w *Worker) onRebalance(c *kafka.Consumer, ev kafka.Event) error {
 			w.log.Warn("partitions lost (not committed; the new owner resumes from the last commit)")
 		}
 		for _, t := range e.Partitions {
-			delete(w.parts, keyOf(t))
+			k := keyOf(t)
+			delete(w.parts, k)
+			delete(w.reported, k)
+			w.revoked[k] = true
 			w.metrics.Forget(*t.Topic, t.Partition)
 		}
 		w.metrics.Assigned.Store(int64(len(w.parts)))
-		return c.IncrementalUnassign(e.Partitions)
+		if cooperative {
+			return c.IncrementalUnassign(e.Partitions)
+		}
+		return c.Unassign()
 	}
 	return nil
+}
+
+// dropRevoked removes from the batch in hand the records and end events of partitions revoked while it was
+// read: their positions were committed without them, and whoever owns them next (this replica too, as an
+// eager rebalance often gives a partition back) reads them again from the committed offset.
+func (w *Worker) dropRevoked(batch []*kafka.Message, ends map[protocol.TopicPartition]int64) []*kafka.Message {
+	kept := batch[:0]
+	for _, m := range batch {
+		if !w.revoked[keyOf(m.TopicPartition)] {
+			kept = append(kept, m)
+		}
+	}
+	for k := range w.revoked {
+		delete(ends, k)
+	}
+	clear(w.revoked)
+	return kept
 }
 
 func (w *Worker) assigned(c *kafka.Consumer, partitions []kafka.TopicPartition) {
