@@ -31,6 +31,7 @@ GO_MODULES = {
         "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges",
         "TestBootstrapResolvesStartOnce",
         "TestDrainWithReplicasJoiningAndLeaving",
+        "TestReplicasStartingTogether",
         "TestHandoverExactlyOnceWithTheGuard",
         "TestPoisonRecordsAreDeadLetteredOrSkipped",
         "TestSettingsErrorsNameTheVariable",
