@@ -24,6 +24,7 @@ stay Hadoop's on every scheme.
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -122,7 +123,11 @@ class HadoopProgress:
         if self._local is not None:
             target = self._local.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            # Renamed into place: a job killed mid-write leaves no half-written replay.json for its retry to read
+            # (a hidden name, so no listing takes it for a marker).
+            unfinished = target.with_name(f".{target.name}.writing")
+            unfinished.write_text(text, encoding="utf-8")
+            os.replace(unfinished, target)
             return
         stream = self._fs.create(self._path(*parts), True)
         try:
