@@ -10,7 +10,10 @@ that precedes it is the same on both. A warm-up pass of each side (the whole ran
 pays for JIT, class loading or making the producer; then the two sides alternate for `rounds` rounds (at
 least 5; the order turned each round), and the ratio of each round's pair is taken: the figure is their
 median, with the spread. Beside the wall-time ratio, the CPU seconds of Spark's JVM and of the broker per pass
-(from /proc; the whole pass, its count included).
+(from /proc; the whole pass, its count included), and where the JVM's went, by thread (`thread_cpu`): the
+executor tasks (reading, sorting, building the rows and, on the Kafka side, Spark's row-to-record conversion,
+the client's append and compression), the producer's network thread, GC, JIT and the rest (driver, Py4J);
+and the seconds of the Kafka write spent writing progress markers.
 
     python -m benchmarks.spark [rows]          # default 2,000,000 rows
     python -m benchmarks spark [--quick]       # through the runner (`make bench`); --quick: 200,000 rows
@@ -31,6 +34,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+#: Spark's JVM threads by what they do, from the start of their names (/proc keeps 15 characters of a name).
+THREAD_GROUPS = (
+    ("Executor task", "tasks"),
+    ("kafka-producer", "producer_io"),
+    ("GC Thread", "gc"),
+    ("G1 ", "gc"),
+    ("C1 CompilerThre", "jit"),
+    ("C2 CompilerThre", "jit"),
+)
 DEFAULT_ROWS = 2_000_000
 QUICK_ROWS = 200_000
 DEFAULT_ROUNDS = 5
@@ -104,23 +116,30 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
         noop_times, kafka_times, records = [], [], 0
         noop_cpu, kafka_cpu = [], []
 
+        noop_threads: list[dict[str, float]] = []
+        kafka_threads: list[dict[str, float]] = []
+        marking: list[float] = []
+
         def cpu() -> tuple[float, float]:
             return measure.process_cpu(jvm_pid), measure.process_cpu(broker.pid)
 
         for index in range(repeats):
             # Interleaved, the order turned each round: the neighbours' load moves between passes.
             for side in ("noop", "kafka") if index % 2 == 0 else ("kafka", "noop"):
-                before = cpu()
+                before, threads_before = cpu(), thread_cpu(jvm_pid)
                 if side == "noop":
                     noop_times.append(run_job(spark, settings("--dry-run")).seconds_writing)
                     after = cpu()
                     noop_cpu.append((after[0] - before[0], after[1] - before[1]))
+                    noop_threads.append(threads_spent(threads_before, thread_cpu(jvm_pid), after[0] - before[0]))
                     continue
                 topic = broker.create_topic(f"bench-lake-{uuid.uuid4().hex[:8]}", 6)
                 kafka = run_job(spark, settings("--no-validate", topic=topic))
                 after = cpu()
                 kafka_cpu.append((after[0] - before[0], after[1] - before[1]))
+                kafka_threads.append(threads_spent(threads_before, thread_cpu(jvm_pid), after[0] - before[0]))
                 kafka_times.append(kafka.seconds_writing)
+                marking.append(kafka.seconds_marking)
                 records = kafka.records_in_range
                 written = _end_offsets(broker, topic)
                 if written != records:
@@ -145,6 +164,9 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
             "noop_cpu_s_jvm_broker": [[round(a, 2), round(b, 2)] for a, b in noop_cpu],
             "kafka_cpu_s_jvm_broker": [[round(a, 2), round(b, 2)] for a, b in kafka_cpu],
             "cpu_ratio": measure.spread([(n[0] + n[1]) / (k[0] + k[1]) for n, k in zip(noop_cpu, kafka_cpu)]),
+            "noop_jvm_cpu_s_by_thread": _medians(noop_threads),
+            "kafka_jvm_cpu_s_by_thread": _medians(kafka_threads),
+            "kafka_marking_seconds": [round(t, 2) for t in marking],
             "target_ratio": TARGET_RATIO,
         }
         figures["meets_target"] = figures["ratio"] >= TARGET_RATIO
@@ -153,7 +175,12 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
             f"Kafka {figures['kafka_records_per_second']:,}/s vs noop {figures['noop_records_per_second']:,}/s "
             f"(medians)\n  lake_into_kafka_vs_noop           "
             f"{measure.verdict(ratio['median'], TARGET_RATIO, True)} [{ratio['min']:.3f}..{ratio['max']:.3f}]\n"
-            f"  lake_cpu_vs_noop (JVM + broker)        {figures['cpu_ratio']['median']:.3f} (figure)",
+            f"  lake_cpu_vs_noop (JVM + broker)        {figures['cpu_ratio']['median']:.3f} (figure)\n"
+            f"  CPU-s per pass (medians): noop JVM {_by_thread(figures['noop_jvm_cpu_s_by_thread'])}, "
+            f"broker {statistics.median(b for _, b in noop_cpu):.2f}\n"
+            f"                            Kafka JVM {_by_thread(figures['kafka_jvm_cpu_s_by_thread'])}, "
+            f"broker {statistics.median(b for _, b in kafka_cpu):.2f}; progress markers "
+            f"{statistics.median(marking):.2f} s of the Kafka write",
             flush=True,
         )
         return figures
@@ -162,6 +189,48 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
             stop_local_session(spark)
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def thread_cpu(pid: int | None) -> dict[int, tuple[str, float]]:
+    """Each live thread of `pid`: its name and its CPU seconds so far (user + system, from /proc)."""
+    found: dict[int, tuple[str, float]] = {}
+    if pid is None:
+        return found
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        found[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return found
+
+
+def threads_spent(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], total: float) -> dict:
+    """The CPU seconds the JVM spent between two `thread_cpu` readings, by THREAD_GROUPS; `other` is the rest of
+    the process's `total` (threads of no group, and those that ended in between)."""
+    spent = {group: 0.0 for _, group in THREAD_GROUPS}
+    for tid, (name, seconds) in after.items():
+        group = next((g for prefix, g in THREAD_GROUPS if name.startswith(prefix)), None)
+        if group is not None:
+            spent[group] += seconds - before.get(tid, (name, 0.0))[1]
+    spent["other"] = max(0.0, total - sum(spent.values()))
+    spent["total"] = total
+    return spent
+
+
+def _medians(readings: list[dict[str, float]]) -> dict[str, float]:
+    return {key: round(statistics.median(r[key] for r in readings), 2) for key in readings[0]} if readings else {}
+
+
+def _by_thread(spent: dict[str, float]) -> str:
+    parts = ", ".join(f"{key} {value:.2f}" for key, value in spent.items() if key != "total" and value >= 0.005)
+    return f"{spent.get('total', 0.0):.2f} ({parts})"
 
 
 def _end_offsets(broker: Any, topic: str) -> int:

@@ -47,6 +47,8 @@ class ReplayOutcome:
     records_in_range: int = 0
     seconds_writing: float = 0.0
     seconds_paced: float = 0.0
+    seconds_marking: float = 0.0
+    """Of `seconds_writing`, the time spent writing progress markers (two per day)."""
     checks: list[DayCheck] = field(default_factory=list)
 
 
@@ -128,7 +130,9 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
     pacer = Pacer(settings.max_records_per_second)
     began = time.monotonic()
     for number, unit in enumerate(plan.units, start=1):
+        marking = time.monotonic()
         progress.mark_started(unit.days)
+        outcome.seconds_marking += time.monotonic() - marking
         records = T.in_key_order(lake.records(unit.days), partitions)
         if unit.resume:
             written = T.replay_headers(topic.read(spark, settings.topic, consumer), origin, label, unit.resume)
@@ -156,7 +160,9 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
                 records.unpersist()
             if unit.resume:
                 written.unpersist()
+        marking = time.monotonic()
         progress.mark_done({day: counts[day] for day in unit.days})
+        outcome.seconds_marking += time.monotonic() - marking
         outcome.units_written += 1
         log.info(
             "unit %d/%d written: %s, %d records, %d slice(s)",
@@ -168,7 +174,11 @@ def run(spark: SparkSession, settings: ReplaySettings, progress: Progress | None
         )
     outcome.seconds_writing = time.monotonic() - began
     log.info(
-        "wrote %d records in %.1fs (%.1fs of it pacing)", plan.records, outcome.seconds_writing, outcome.seconds_paced
+        "wrote %d records in %.1fs (%.1fs of it pacing, %.1fs progress markers)",
+        plan.records,
+        outcome.seconds_writing,
+        outcome.seconds_paced,
+        outcome.seconds_marking,
     )
 
     if settings.validate:

@@ -1,5 +1,6 @@
 """The progress markers of a LakeReplay run in a real Hadoop file system (through the local Spark's JVM): a
-unit's markers, written several at a time, are all there when the call returns, and a retry reads them back."""
+unit's markers, written several at a time, are all there when the call returns, and a retry reads them back,
+whether the driver wrote them to its own disk (`file:`) or Hadoop did (every other scheme)."""
 
 import json
 
@@ -10,9 +11,10 @@ from spark_app.progress import HadoopProgress, ProgressMismatch
 DAYS = tuple(f"2024-02-{d:02d}" for d in range(1, 21))  # more days than markers written at once
 
 
-def test_a_units_markers_are_all_written_when_the_call_returns(spark, tmp_path):
+@pytest.mark.parametrize("local_writes", [True, False], ids=["written-by-the-driver", "written-through-hadoop"])
+def test_a_units_markers_are_all_written_when_the_call_returns(spark, tmp_path, local_writes):
     uri = f"file://{tmp_path}/progress"
-    progress = HadoopProgress(spark, uri)
+    progress = HadoopProgress(spark, uri, local_writes=local_writes)
     progress.claim({"source": "s3a://lake/events", "topic": "backfill"})
     progress.mark_started(DAYS)
     assert progress.started_days() == set(DAYS) and progress.done_days() == set()
@@ -22,6 +24,8 @@ def test_a_units_markers_are_all_written_when_the_call_returns(spark, tmp_path):
     assert retry.done_days() == set(DAYS[:15])
     assert retry.started_days() == set(DAYS)
     assert json.loads((tmp_path / "progress" / "days" / f"{DAYS[14]}.done").read_text())["records"] == 15
+    # Hadoop's local file system writes a checksum file beside each marker; the driver's own writes do not.
+    assert (tmp_path / "progress" / "days" / f".{DAYS[14]}.done.crc").exists() is not local_writes
     with pytest.raises(ProgressMismatch, match="topic was 'backfill', now 'other'"):
         retry.claim({"source": "s3a://lake/events", "topic": "other"})
 

@@ -102,6 +102,7 @@ def test_records_are_ordered_and_numbered_per_key_and_day_in_one_shuffle(spark):
     ordered = T.in_key_order(labelled(spark, rows), partitions=2)
     plan = ordered._jdf.queryExecution().executedPlan().toString()
     assert plan.count("Exchange") == 1, plan
+    assert plan.count("Sort [") == 1, plan  # the window's sort is the only one: the output keeps its order
     per_task = ordered.rdd.glom().collect()
     where = {}
     for task, task_rows in enumerate(per_task):
