@@ -30,8 +30,9 @@ kubectl apply); and the neighbours' (the machine's busy time, /proc/stat, that n
 lines show it per replay, the report the median of the rounds by owner and by process, next to the read loop's
 own CPU and the broker's during it.
 
-Every part runs after one uncounted replay and read loop (`run`): the platform is fresh, and its broker's JIT
-compiles for the first replays what a user's long-running broker compiled long ago.
+Every part runs after a warm-up (`warm_up`): one read loop and replays until the broker's JIT is quiet, none
+counted. The platform is fresh, and its broker compiles over its first replays what a user's long-running broker
+compiled long ago.
 
 Growth (`--parts growth`): time to Complete at 0.1x, 1x and 3x the records (3 replicas): a least-squares
 line, its fixed part (target under 10 s) and how far the points lie from it; and replicas 1, 2 and 4 at 1x,
@@ -152,12 +153,7 @@ def _self_cpu() -> float:
 
 def _task_cpu(tid: int) -> float:
     """User + system CPU seconds of one thread of this process, from /proc/self/task."""
-    try:
-        stat = Path(f"/proc/self/task/{tid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    return measure.stat_cpu(f"/proc/self/task/{tid}/stat") or 0.0
 
 
 def _machine_busy() -> float:
@@ -194,21 +190,9 @@ def broker_threads(pid: int | None) -> dict[str, float]:
     """CPU seconds so far of the broker's threads, summed by what they do (`BROKER_THREADS`; "other" for the
     rest). A thread that ended since is missing from the sums: the difference of two is a lower bound."""
     found: dict[str, float] = {}
-    if pid is None:
-        return found
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            name = (task / "comm").read_text().strip()
-            stat = (task / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
+    for name, cpu in measure.thread_cpu(pid).values():
         kind = next((k for prefix, k in BROKER_THREADS if name.startswith(prefix)), "other")
-        found[kind] = found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / _TICK
+        found[kind] = found.get(kind, 0.0) + cpu
     return found
 
 
@@ -663,6 +647,26 @@ def bench_growth(e2e: EndToEnd, topics: dict[int, str], rounds: int, sizes_too: 
     }
 
 
+#: A warm-up replay after which the broker's JIT compilers spent less than this (CPU seconds) ends the warm-up.
+WARM_JIT_S = 0.15
+#: Warm-up replays at most.
+WARM_REPLAYS = 10
+
+
+def warm_up(e2e: EndToEnd, topic: str) -> None:
+    """One read loop, then replays until the broker's JIT is quiet (`WARM_JIT_S`, at most `WARM_REPLAYS`), none
+    of them counted. A fresh broker compiles its fetch, group and transaction paths over its first replays, 1-2
+    CPU-s of its JIT threads a replay for about ten of them (the CPU ledger's broker threads), on the two cores
+    the replay runs on: what a user's long-running broker did long ago. Counted, it fell on the first rounds."""
+    e2e.read_loop(topic, e2e.records, "bench-e2e-warm-up")
+    for index in range(WARM_REPLAYS):
+        sample = e2e.replay(f"warm-up-{index}", topic, e2e.records, REPLICAS)
+        jit = sample.reported.get("broker_threads_s", {}).get("JIT compilers", 0.0)
+        print(f"- warm-up replay {index + 1}: {sample.wall:.1f} s, the broker's JIT {jit:.2f} CPU-s", flush=True)
+        if jit < WARM_JIT_S:
+            return
+
+
 def run(records: int | None = None, rounds: int | None = None, parts: list[str] | None = None) -> dict[str, Any]:
     records = records_setting(records)
     rounds = rounds_setting(rounds)
@@ -679,12 +683,7 @@ def run(records: int | None = None, rounds: int | None = None, parts: list[str] 
             sizes = sorted({int(records * f) for f in GROWTH_SIZES} if "growth" in parts else {records})
             topics = {size: e2e.topic(size) for size in sizes}
             e2e.start_live_service(list(topics.values()))
-            # One replay and one read loop uncounted first: a fresh broker's JIT compiles its fetch, group and
-            # transaction paths for seconds of CPU over its first replays (the broker's JIT threads, in the CPU
-            # ledger), which a user's long-running broker did long ago; counted, it fell on whichever ran first.
-            print("- warm-up: one replay and one read loop, not counted", flush=True)
-            e2e.read_loop(topics[records], records, "bench-e2e-warm-up")
-            e2e.replay("warm-up", topics[records], records, REPLICAS)
+            warm_up(e2e, topics[records])
             figures: dict[str, Any] = {
                 "records": records,
                 "rounds": rounds,

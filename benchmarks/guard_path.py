@@ -34,7 +34,7 @@ from typing import Any
 from local_platform.kafka_broker import KafkaBroker
 
 from . import measure
-from .go import REPO, _go
+from .go import REPO, _go, build
 from .java_guard import JVM, classpath
 
 GO_RECORDS = 60_000
@@ -120,14 +120,7 @@ def go_process() -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="reprise-guard-path-go-"))
     broker = KafkaBroker(workdir / "kafka", heap="512m")
     try:
-        binary = workdir / "reprise-bench"
-        subprocess.run(
-            [_go(), "build", "-o", str(binary), "./cmd/reprise-bench"],
-            cwd=REPO / "go",
-            check=True,
-            timeout=1800,
-            env={**os.environ, "GOFLAGS": "-buildvcs=false"},
-        )
+        binary = build(workdir)
         broker.start()
         source = broker.create_topic("bench-go-source", PARTITIONS)
         broker.create_topic("reprise.handover.bench", 1, config={"cleanup.policy": "compact"})

@@ -31,16 +31,40 @@ from typing import Any, Callable, Mapping, Sequence
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu(pid: int | None) -> float:
-    """User + system CPU seconds of a running process (all its threads) from /proc; 0 when it is gone."""
-    if pid is None:
-        return 0.0
+def stat_cpu(stat_file: str) -> float | None:
+    """User + system CPU seconds in a /proc stat file (a process's or a thread's); None when it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(stat_file).read_text()
     except OSError:
-        return 0.0
+        return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat(5))
+
+
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds of a running process (all its threads) from /proc; 0 when it is gone."""
+    return (stat_cpu(f"/proc/{pid}/stat") or 0.0) if pid is not None else 0.0
+
+
+def thread_cpu(pid: int | None) -> dict[int, tuple[str, float]]:
+    """Each live thread of `pid`: its name and its CPU seconds so far (user + system, from /proc). A thread that
+    ended since an earlier reading is missing: a difference of two readings is a lower bound."""
+    found: dict[int, tuple[str, float]] = {}
+    if pid is None:
+        return found
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        cpu = stat_cpu(str(task / "stat"))
+        if cpu is not None:
+            found[int(task.name)] = (name, cpu)
+    return found
 
 
 @dataclass

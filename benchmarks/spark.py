@@ -10,7 +10,7 @@ that precedes it is the same on both. A warm-up pass of each side (the whole ran
 pays for JIT, class loading or making the producer; then the two sides alternate for `rounds` rounds (at
 least 5; the order turned each round), and the ratio of each round's pair is taken: the figure is their
 median, with the spread. Beside the wall-time ratio, the CPU seconds of Spark's JVM and of the broker per pass
-(from /proc; the whole pass, its count included), and where the JVM's went, by thread (`thread_cpu`): the
+(from /proc; the whole pass, its count included), and where the JVM's went, by thread (`measure.thread_cpu`): the
 executor tasks (reading, sorting, building the rows and, on the Kafka side, Spark's row-to-record conversion,
 the client's append and compression), the producer's network thread, GC, JIT and the rest (driver, Py4J);
 and the seconds of the Kafka write spent writing progress markers.
@@ -126,18 +126,20 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
         for index in range(repeats):
             # Interleaved, the order turned each round: the neighbours' load moves between passes.
             for side in ("noop", "kafka") if index % 2 == 0 else ("kafka", "noop"):
-                before, threads_before = cpu(), thread_cpu(jvm_pid)
+                before, threads_before = cpu(), measure.thread_cpu(jvm_pid)
                 if side == "noop":
                     noop_times.append(run_job(spark, settings("--dry-run")).seconds_writing)
                     after = cpu()
                     noop_cpu.append((after[0] - before[0], after[1] - before[1]))
-                    noop_threads.append(threads_spent(threads_before, thread_cpu(jvm_pid), after[0] - before[0]))
+                    noop_threads.append(
+                        threads_spent(threads_before, measure.thread_cpu(jvm_pid), after[0] - before[0])
+                    )
                     continue
                 topic = broker.create_topic(f"bench-lake-{uuid.uuid4().hex[:8]}", 6)
                 kafka = run_job(spark, settings("--no-validate", topic=topic))
                 after = cpu()
                 kafka_cpu.append((after[0] - before[0], after[1] - before[1]))
-                kafka_threads.append(threads_spent(threads_before, thread_cpu(jvm_pid), after[0] - before[0]))
+                kafka_threads.append(threads_spent(threads_before, measure.thread_cpu(jvm_pid), after[0] - before[0]))
                 kafka_times.append(kafka.seconds_writing)
                 marking.append(kafka.seconds_marking)
                 records = kafka.records_in_range
@@ -191,29 +193,9 @@ def run(size: int | None = None, repeats: int | None = None) -> dict[str, Any]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def thread_cpu(pid: int | None) -> dict[int, tuple[str, float]]:
-    """Each live thread of `pid`: its name and its CPU seconds so far (user + system, from /proc)."""
-    found: dict[int, tuple[str, float]] = {}
-    if pid is None:
-        return found
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            name = (task / "comm").read_text().strip()
-            stat = (task / "stat").read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        found[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
-    return found
-
-
 def threads_spent(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], total: float) -> dict:
-    """The CPU seconds the JVM spent between two `thread_cpu` readings, by THREAD_GROUPS; `other` is the rest of
-    the process's `total` (threads of no group, and those that ended in between)."""
+    """The CPU seconds the JVM spent between two `measure.thread_cpu` readings, by THREAD_GROUPS; `other` is the
+    rest of the process's `total` (threads of no group, and those that ended in between)."""
     spent = {group: 0.0 for _, group in THREAD_GROUPS}
     for tid, (name, seconds) in after.items():
         group = next((g for prefix, g in THREAD_GROUPS if name.startswith(prefix)), None)

@@ -290,15 +290,8 @@ func TestDrainWithReplicasJoiningAndLeaving(t *testing.T) {
 	})
 	r2.stop(t)
 	r3.stop(t)
+	requireEachOnce(t, l, n, "graceful joins and leaves must not replay")
 	counts := l.snapshot()
-	if len(counts) != n {
-		t.Fatalf("processed %d distinct records, want %d", len(counts), n)
-	}
-	for k, c := range counts {
-		if c != 1 {
-			t.Fatalf("record %v processed %d times (graceful joins and leaves must not replay)", k, c)
-		}
-	}
 	state, _ := topicClient.ReadReplay(context.Background(), s.ReplayID)
 	for tp, h := range state.HandoverOffsets() {
 		if h != n/4 {
@@ -359,15 +352,7 @@ func TestReplicasStartingTogether(t *testing.T) {
 	for _, r := range replicas {
 		r.stop(t)
 	}
-	counts := l.snapshot()
-	if len(counts) != n {
-		t.Fatalf("processed %d distinct records, want %d", len(counts), n)
-	}
-	for k, c := range counts {
-		if c != 1 {
-			t.Fatalf("record %v processed %d times (rebalances while starting must not replay)", k, c)
-		}
-	}
+	requireEachOnce(t, l, n, "rebalances while starting must not replay")
 	state, _ := topicClient.ReadReplay(context.Background(), s.ReplayID)
 	for tp, h := range state.HandoverOffsets() {
 		if h != n/6 {
@@ -582,5 +567,20 @@ func TestPoisonRecordsAreDeadLetteredOrSkipped(t *testing.T) {
 				t.Fatalf("dead letters %v", reasons)
 			}
 		})
+	}
+}
+
+// requireEachOnce fails the test unless the ledger holds n distinct records, each processed once; why says what
+// a record processed twice would mean.
+func requireEachOnce(t *testing.T, l *ledger, n int, why string) {
+	t.Helper()
+	counts := l.snapshot()
+	if len(counts) != n {
+		t.Fatalf("processed %d distinct records, want %d", len(counts), n)
+	}
+	for k, c := range counts {
+		if c != 1 {
+			t.Fatalf("record %v processed %d times (%s)", k, c, why)
+		}
 	}
 }
