@@ -8,7 +8,13 @@ end, also when tests fail:
   namespace per test.
 """
 
-pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.kube", "tests.fixtures.operator", "tests.fixtures.spark"]
+pytest_plugins = [
+    "tests.fixtures.termination",
+    "tests.fixtures.kafka",
+    "tests.fixtures.kube",
+    "tests.fixtures.operator",
+    "tests.fixtures.spark",
+]
 
 #: The order in which `make test` hands test files to its workers: the longest first, so that the many short
 #: files fill in around them at the end (longest-processing-time first; the Makefile passes
