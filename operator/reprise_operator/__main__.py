@@ -9,7 +9,7 @@ import sys
 
 import kopf
 
-from . import handlers
+from . import admission, handlers
 from .kube import Kube, load_client_config
 from .leadership import Leadership
 from .metrics import serve
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, logger: logging.Logger, **_: object) -> None:
         handlers.configure(settings)
+        if rt.settings.webhook_port:
+            admission.configure(settings, rt.settings)
         beats.append(asyncio.create_task(_beat(rt)))
         where = ", ".join(namespaces) if namespaces else "all namespaces"
         logger.info("reprise operator watching Reconsume, Backfill and LakeReplay in %s", where)
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         await rt.handovers.aio.close()
 
     handlers.register(registry, rt)
+    if settings.webhook_port:
+        admission.register(registry, rt)
     kopf.run(
         registry=registry,
         standalone=True,
