@@ -2,7 +2,7 @@
 
 For every CREATE and UPDATE of Reconsume, Backfill and LakeReplay the API server sends the request here; the
 rights the request implies (`implied_rights`) are put to the API server as SubjectAccessReviews in the
-requesting user's name, and the first one missing refuses the request with a message that names the field,
+requesting user's name, and any one missing refuses the request with a message that names, for each, the field,
 the right and the user. Thin: the rules are in `implied_rights`, the reviews in `kube`.
 
 Fails closed: the webhook is registered with failurePolicy Fail, and a review that cannot be asked refuses.
@@ -66,11 +66,14 @@ def register(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
             )
         except KubeUnavailable as exc:
             raise kopf.AdmissionError(f"could not check the requester's rights, try again: {exc}", code=503) from None
-        for right, allowed in zip(rights, answers):
-            if not allowed:
-                message = refusal(right, namespace, user.get("username", "?"))
-                log.info("refused %s %s/%s: %s", resource.plural, namespace, body["metadata"].get("name"), message)
-                raise kopf.AdmissionError(message, code=403)
+        # Every missing right at once: whoever fixes the request (or the roles) sees the whole list.
+        missing = [
+            refusal(r, namespace, user.get("username", "?")) for r, allowed in zip(rights, answers) if not allowed
+        ]
+        if missing:
+            message = "; ".join(missing)
+            log.info("refused %s %s/%s: %s", resource.plural, namespace, body["metadata"].get("name"), message)
+            raise kopf.AdmissionError(message, code=403)
 
     kopf.on.validate(
         lambda r: r.group == GROUP and r.version == VERSION and r.plural in plurals,
