@@ -1,7 +1,8 @@
 """The certificate of the operator's admission webhook when the operator runs on this machine (`make run`, the
 test fixtures, the benchmarks): a CA and a server certificate for 127.0.0.1 made with the `openssl` command,
 in the folder layout the operator reads (`REPRISE_WEBHOOK_CERT_DIR`: ca.crt, tls.crt, tls.key), and the
-ValidatingWebhookConfiguration the operator writes for itself, removed when it stops.
+ValidatingWebhookConfiguration the operator writes for itself (`REPRISE_WEBHOOK_CONFIGURATION`), which
+whoever stops the operator removes.
 
 In a cluster the chart makes the certificate instead (Helm's genCA/genSignedCert) and ships the configuration.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from .errors import PlatformError
 
-#: The ValidatingWebhookConfiguration an operator outside the cluster writes itself (kopf's managed mode).
+#: The ValidatingWebhookConfiguration an operator outside the cluster writes itself.
 CONFIGURATION = "reprise.io"
 
 

@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     rt = Runtime(settings=settings, kube=Kube(load_client_config()))
     if settings.metrics_port:
         serve(settings.metrics_port, rt.heartbeat.healthy)
+    if settings.webhook_port:
+        # Before the Lease: every replica serves the webhook (see `admission`).
+        admission.start(rt.kube, settings, namespaces)
     if settings.leader_election and not args.no_leader_election:
         Leadership(rt.kube, settings.lease_namespace).acquire()
 
@@ -73,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, logger: logging.Logger, **_: object) -> None:
         handlers.configure(settings)
-        if rt.settings.webhook_port:
-            admission.configure(settings, rt.settings)
         beats.append(asyncio.create_task(_beat(rt)))
         where = ", ".join(namespaces) if namespaces else "all namespaces"
         logger.info("reprise operator watching Reconsume, Backfill and LakeReplay in %s", where)
@@ -84,8 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         await rt.handovers.aio.close()
 
     handlers.register(registry, rt)
-    if settings.webhook_port:
-        admission.register(registry, rt)
     kopf.run(
         registry=registry,
         standalone=True,

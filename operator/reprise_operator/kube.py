@@ -68,6 +68,7 @@ class Kube:
         self.custom = client.CustomObjectsApi(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         self.authorization = client.AuthorizationV1Api(api_client)
+        self.admissionregistration = client.AdmissionregistrationV1Api(api_client)
         #: (namespace, name) -> (resourceVersion, decoded data, monotonic time of the last check).
         self._secrets: dict[tuple[str, str], tuple[str, dict[str, str], float]] = {}
         self._secrets_lock = threading.Lock()
@@ -165,6 +166,20 @@ class Kube:
                 raise KubeUnavailable(f"asking a SubjectAccessReview: {exc.status} {exc.reason}") from None
             raise
         return bool((review.get("status") or {}).get("allowed"))
+
+    def put_validating_webhook_configuration(self, body: dict) -> None:
+        """Create or replace a ValidatingWebhookConfiguration (an operator outside the cluster registers its
+        own admission webhook; in a cluster the chart ships it)."""
+        api, name = self.admissionregistration, body["metadata"]["name"]
+        try:
+            api.create_validating_webhook_configuration(cast(Any, body))
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        current = _json(api.read_validating_webhook_configuration(name, _preload_content=False))
+        replaced = {**body, "metadata": {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+        api.replace_validating_webhook_configuration(name, cast(Any, replaced))
 
     # -- the leader Lease (leadership.py decides; this only reads and writes it) -------------------
 
