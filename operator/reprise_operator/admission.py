@@ -63,7 +63,7 @@ def requested(plural: str, old: dict | None, new: dict) -> list[Right]:
     return rights + approval_rights(plural, old, new)
 
 
-async def decide(kube: Kube, request: dict) -> None:
+async def decide(kube: Kube, request: dict, approver_role: str) -> None:
     """Raise `Refused` unless the request's user holds every right the request implies."""
     plural = (request.get("resource") or {}).get("resource")
     if request.get("subResource") or plural not in _SPECS or request.get("operation") not in ("CREATE", "UPDATE"):
@@ -81,19 +81,20 @@ async def decide(kube: Kube, request: dict) -> None:
     except KubeUnavailable as exc:
         raise Refused(f"could not check the requester's rights, try again: {exc}", 503) from None
     # Every missing right at once: whoever fixes the request (or the roles) sees the whole list.
-    missing = [refusal(r, namespace, user.get("username", "?")) for r, allowed in zip(rights, answers) if not allowed]
+    username = user.get("username", "?")
+    missing = [refusal(r, namespace, username, approver_role) for r, allowed in zip(rights, answers) if not allowed]
     if missing:
         message = "; ".join(missing)
         log.info("refused %s %s/%s: %s", plural, namespace, (new.get("metadata") or {}).get("name"), message)
         raise Refused(message, 403)
 
 
-async def review(kube: Kube, admission_review: dict) -> dict:
+async def review(kube: Kube, admission_review: dict, approver_role: str) -> dict:
     """An AdmissionReview answered: allowed, or refused with the reason."""
     request = admission_review.get("request") or {}
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": True}
     try:
-        await decide(kube, request)
+        await decide(kube, request, approver_role)
     except Refused as exc:
         response = {**response, "allowed": False, "status": {"code": exc.code, "message": str(exc)}}
     except Exception as exc:  # fail closed, and say why (never a Secret value: none is read here)
@@ -152,7 +153,7 @@ async def _serve(kube: Kube, settings: OperatorSettings, namespaces: tuple[str, 
     )
 
     async def handle(request: Any, **_: Any) -> Any:
-        return await review(kube, request)
+        return await review(kube, request, settings.approver_role)
 
     async with server:
         async for client_config in server(handle):

@@ -25,7 +25,8 @@ from .constants import APPROVE_ANNOTATION, GROUP
 
 #: The custom RBAC verb that approves a plan or a cutover; the chart's `reprise-approver` ClusterRole grants it.
 APPROVE_VERB = "approve"
-#: The chart's role that grants `APPROVE_VERB`, named in refusals so the reader knows what to ask for.
+#: The chart's role that grants `APPROVE_VERB` (`<fullname>-approver`, for the release `reprise`), named in
+#: refusals so the reader knows what to ask for; the chart sets the real name (`REPRISE_APPROVER_ROLE`).
 APPROVER_ROLE = "reprise-approver"
 
 SPARK_GROUP = "sparkoperator.k8s.io"
@@ -56,11 +57,11 @@ class Right:
         return f'{self.verb} {what} "{self.name}"' if self.name else f"{self.verb} {what}"
 
 
-def refusal(right: Right, namespace: str, username: str) -> str:
+def refusal(right: Right, namespace: str, username: str, approver_role: str = APPROVER_ROLE) -> str:
     """The message of a refused request: the field, the missing right, where, and who."""
     message = f'{right.field} needs "{right.action()}" in namespace {namespace}, which user {username} may not do'
     if right.verb == APPROVE_VERB:
-        message += f" (the verb {APPROVE_VERB} is granted by the ClusterRole {APPROVER_ROLE})"
+        message += f" (the verb {APPROVE_VERB} is granted by the ClusterRole {approver_role})"
     return message
 
 

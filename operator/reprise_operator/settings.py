@@ -111,6 +111,10 @@ class OperatorSettings:
     which runs outside the cluster). Unset: the chart ships the configuration. A managed configuration is
     emptied when the operator stops."""
 
+    approver_role: str = "reprise-approver"
+    """The ClusterRole that grants the `approve` verb, named in the webhook's refusals of an approval
+    (`REPRISE_APPROVER_ROLE`; the chart sets `<fullname>-approver`)."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "OperatorSettings":
         env = dict(os.environ if env is None else env)
@@ -153,6 +157,7 @@ def _webhook(env: dict[str, str]) -> dict:
         "webhook_address": env.get("REPRISE_WEBHOOK_ADDRESS", ""),
         "webhook_cert_dir": cert_dir,
         "webhook_configuration": env.get("REPRISE_WEBHOOK_CONFIGURATION") or None,
+        "approver_role": env.get("REPRISE_APPROVER_ROLE") or OperatorSettings.approver_role,
     }
 
 
