@@ -134,7 +134,7 @@ def test_the_service_account_may_do_what_the_operator_does(installed: Installed)
 
 
 def test_the_charts_webhook_refuses_what_a_reprise_editor_may_not_do_and_an_approval_without_the_role(
-    installed: Installed,
+    installed: Installed, kafka, topic_name
 ) -> None:
     """The chart's own roles (reprise-edit, reprise-approver), its webhook, its certificate and its operator's
     SubjectAccessReview rights: the same refusals as tests/integration/operator/test_admission.py."""
@@ -144,8 +144,9 @@ def test_the_charts_webhook_refuses_what_a_reprise_editor_may_not_do_and_an_appr
         "kind": "Reconsume",
         "metadata": {"name": "dana-replay"},
         "spec": {
-            "kafka": {"bootstrapServers": "kafka-bootstrap.kafka:9092"},
-            "topics": ["orders"],
+            # A topic that does not exist: the plan waits for it, so nothing runs after the approval.
+            "kafka": {"bootstrapServers": kafka.bootstrap},
+            "topics": [topic_name],
             "consumerGroup": "orders-service",
             "mode": "Parallel",
             "start": {"earliest": True},
@@ -169,7 +170,9 @@ def test_the_charts_webhook_refuses_what_a_reprise_editor_may_not_do_and_an_appr
         )
         kube.kubectl(*approve)
     finally:
-        kube.kubectl("delete", "reconsume", "dana-replay", "-n", apps, "--ignore-not-found", check=False)
+        kube.kubectl(
+            "delete", "reconsume", "dana-replay", "-n", apps, "--ignore-not-found", "--timeout=60s", check=False
+        )
         kube.kubectl(
             "delete", "rolebinding", "dana-edit", "dana-approver", "-n", apps, "--ignore-not-found", check=False
         )
