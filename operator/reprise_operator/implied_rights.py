@@ -49,12 +49,12 @@ class Right:
         return (self.verb, self.group, self.resource, self.subresource, self.name)
 
     def action(self) -> str:
-        """`create deployments.apps`, `patch deployments.apps/scale "orders"`, `get secrets "kafka"`: kubectl's
-        spelling (`kubectl auth can-i create deployments.apps`)."""
+        """`create deployments.apps`, `get secrets/kafka`, `patch deployments.apps/orders --subresource=scale`:
+        what to ask `kubectl auth can-i` to see it for oneself."""
         what = f"{self.resource}.{self.group}" if self.group else self.resource
-        if self.subresource:
-            what += f"/{self.subresource}"
-        return f'{self.verb} {what} "{self.name}"' if self.name else f"{self.verb} {what}"
+        if self.name:
+            what += f"/{self.name}"
+        return f"{self.verb} {what}" + (f" --subresource={self.subresource}" if self.subresource else "")
 
 
 def refusal(right: Right, namespace: str, username: str, approver_role: str = APPROVER_ROLE) -> str:

@@ -143,7 +143,7 @@ def test_a_reprise_editor_who_may_not_read_a_secret_is_refused_a_reconsume_that_
         "the Reconsume was admitted: alice's replay pods would mount a Secret she may not read"
     )
     assert (
-        f'spec.kafka.configFrom.secretRef needs "get secrets "payments-kafka"" in namespace {namespace}, '
+        f'spec.kafka.configFrom.secretRef needs "get secrets/payments-kafka" in namespace {namespace}, '
         "which user alice may not do"
     ) in refused.stderr, refused.stderr
     assert "create deployments" not in refused.stderr, "a right alice holds is not named"
@@ -178,7 +178,7 @@ def test_approving_needs_the_approve_verb_of_the_reprise_approver_role(kube, ope
 
     refused = annotate_as(kube, namespace, "carol", "plan", "reprise.io/approve=true")
     assert refused.returncode != 0, "carol approved the plan with edit rights only"
-    assert 'needs "approve reconsumes.reprise.io "plan""' in refused.stderr, refused.stderr
+    assert 'needs "approve reconsumes.reprise.io/plan"' in refused.stderr, refused.stderr
     assert "ClusterRole reprise-approver" in refused.stderr, refused.stderr
     # Nor by turning the Manual plan Automatic, nor by approving its cutover.
     patched = kube.kubectl(

@@ -18,7 +18,7 @@ def refusal(status: int, message: str) -> ApiException:
 def test_the_webhooks_refusal_of_an_approval_is_shown_as_it_is() -> None:
     message = (
         'admission webhook "rights.reprise.io" denied the request: metadata.annotations["reprise.io/approve"] '
-        'needs "approve reconsumes.reprise.io "r"" in namespace a, which user carol may not do '
+        'needs "approve reconsumes.reprise.io/r" in namespace a, which user carol may not do '
         "(the verb approve is granted by the ClusterRole reprise-approver)"
     )
     said = str(explain(refusal(403, message), "approving reconsume/r"))

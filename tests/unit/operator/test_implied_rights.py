@@ -33,7 +33,7 @@ def test_a_consumer_template_needs_create_deployments_and_the_kafka_secret() -> 
     spec = reconsume(mode="Parallel", consumer={"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}})
     assert asked(spec_rights(spec)) == [
         ("create deployments.apps", "spec.consumer.template", None, ""),
-        ('get secrets "team-kafka"', "spec.kafka.configFrom.secretRef", "team-kafka", ""),
+        ("get secrets/team-kafka", "spec.kafka.configFrom.secretRef", "team-kafka", ""),
     ]
 
 
@@ -41,14 +41,19 @@ def test_a_deployment_ref_needs_create_deployments_and_reading_the_live_one() ->
     spec = reconsume(mode="Handover", consumer={"deploymentRef": {"name": "orders"}}, kafka={"bootstrapServers": "k:1"})
     assert asked(spec_rights(spec)) == [
         ("create deployments.apps", "spec.consumer.deploymentRef", None, ""),
-        ('get deployments.apps "orders"', "spec.consumer.deploymentRef", "orders", ""),
+        ("get deployments.apps/orders", "spec.consumer.deploymentRef", "orders", ""),
     ]
 
 
 def test_rewind_needs_scaling_the_live_deployment_by_name() -> None:
     spec = reconsume(mode="Rewind", liveDeployment={"name": "orders"})
     rights = spec_rights(spec)
-    assert asked(rights)[0] == ('patch deployments.apps/scale "orders"', "spec.liveDeployment", "orders", "scale")
+    assert asked(rights)[0] == (
+        "patch deployments.apps/orders --subresource=scale",
+        "spec.liveDeployment",
+        "orders",
+        "scale",
+    )
     assert len(rights) == 2  # and the Secret
 
 
@@ -83,8 +88,8 @@ def test_a_topic_source_needs_only_the_secret_and_keys_from_needs_the_configmap(
         }
     )
     assert asked(spec_rights(spec)) == [
-        ('get configmaps "user-ids"', "spec.keysFrom.configMapRef", "user-ids", ""),
-        ('get secrets "team-kafka"', "spec.kafka.configFrom.secretRef", "team-kafka", ""),
+        ("get configmaps/user-ids", "spec.keysFrom.configMapRef", "user-ids", ""),
+        ("get secrets/team-kafka", "spec.kafka.configFrom.secretRef", "team-kafka", ""),
     ]
 
 
@@ -110,12 +115,12 @@ def test_a_lakereplay_needs_a_spark_application_its_consumers_and_every_named_se
     assert rights == [
         ("create sparkapplications.sparkoperator.k8s.io", "spec.spark", None, ""),
         ("create deployments.apps", "spec.consumer.deploymentRef", None, ""),
-        ('get deployments.apps "accounts-consumer"', "spec.consumer.deploymentRef", "accounts-consumer", ""),
+        ("get deployments.apps/accounts-consumer", "spec.consumer.deploymentRef", "accounts-consumer", ""),
         # the continuation's template asks for the same create: asked once, named by the first field
-        ('get secrets "accounts-kafka-client"', "spec.kafka.configFrom.secretRef", "accounts-kafka-client", ""),
-        ('get secrets "s3-keys"', "spec.spark.envFrom[0].secretRef", "s3-keys", ""),
-        ('get secrets "team-kafka"', "spec.spark.envFrom[1].secretRef", "team-kafka", ""),
-        ('get configmaps "users-schema"', "spec.source.schema.configMapRef", "users-schema", ""),
+        ("get secrets/accounts-kafka-client", "spec.kafka.configFrom.secretRef", "accounts-kafka-client", ""),
+        ("get secrets/s3-keys", "spec.spark.envFrom[0].secretRef", "s3-keys", ""),
+        ("get secrets/team-kafka", "spec.spark.envFrom[1].secretRef", "team-kafka", ""),
+        ("get configmaps/users-schema", "spec.source.schema.configMapRef", "users-schema", ""),
     ]
 
 
@@ -129,7 +134,7 @@ def test_a_lakereplay_continuing_by_rewind_needs_scaling_the_live_deployment() -
     }
     rights = asked(spec_rights(LakeReplaySpec.model_validate(spec)))
     assert (
-        'patch deployments.apps/scale "accounts"',
+        "patch deployments.apps/accounts --subresource=scale",
         "spec.then.reconsume.liveDeployment",
         "accounts",
         "scale",
@@ -149,7 +154,7 @@ def test_the_refusal_names_the_field_the_right_the_namespace_and_the_user() -> N
 def test_an_approval_refusal_names_the_verb_and_the_role() -> None:
     right = Right("approve", "reprise.io", "reconsumes", 'metadata.annotations["reprise.io/approve"]', name="r")
     message = refusal(right, "team-a", "alice")
-    assert 'needs "approve reconsumes.reprise.io "r""' in message
+    assert 'needs "approve reconsumes.reprise.io/r"' in message
     assert "ClusterRole reprise-approver" in message
 
 
