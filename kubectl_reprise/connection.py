@@ -78,12 +78,15 @@ def explain(exc: ApiException, what: str) -> PluginError:
     """An API server's refusal as one line that names the fix."""
     if exc.status == 404:
         return PluginError(f"{what}: not found")
-    if exc.status == 403:
-        return PluginError(f"{what}: forbidden for this user; ask for RBAC on {GROUP} resources")
     try:
         message = json.loads(exc.body).get("message") or exc.reason
     except (TypeError, ValueError):
         message = exc.reason
+    if exc.status == 403:
+        if "admission webhook" in str(message):
+            # Reprise's webhook names the missing right (an approval needs the verb `approve`): say it as it is.
+            return PluginError(f"{what}: {message}")
+        return PluginError(f"{what}: forbidden for this user; ask for RBAC on {GROUP} resources")
     return PluginError(f"{what}: the API server answered {exc.status}: {message}")
 
 

@@ -296,6 +296,8 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
             time.sleep(0.2)
+        from . import admission_webhook
+        from .processes import free_port
         from .spark_controller import NOTICE, install_crd, start_spark_controller
         from .spark_jars import pyspark_version
 
@@ -325,6 +327,8 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
                     "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
                     # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
                     "REPRISE_SPARK_VERSION": pyspark_version(),
+                    # Its admission webhook on 127.0.0.1, registered by the operator itself (the API server is local).
+                    **admission_webhook.webhook_env(platform.workdir / "webhook-tls", free_port()),
                 },
             ),
         )

@@ -9,7 +9,7 @@ import sys
 
 import kopf
 
-from . import handlers
+from . import admission, handlers
 from .kube import Kube, load_client_config
 from .leadership import Leadership
 from .metrics import serve
@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     rt = Runtime(settings=settings, kube=Kube(load_client_config()))
     if settings.metrics_port:
         serve(settings.metrics_port, rt.heartbeat.healthy)
+    if settings.webhook_port:
+        # Before the Lease: every replica serves the webhook (see `admission`).
+        admission.start(rt.kube, settings, namespaces)
     if settings.leader_election and not args.no_leader_election:
         Leadership(rt.kube, settings.lease_namespace).acquire()
 

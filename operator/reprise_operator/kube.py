@@ -67,6 +67,8 @@ class Kube:
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
+        self.authorization = client.AuthorizationV1Api(api_client)
+        self.admissionregistration = client.AdmissionregistrationV1Api(api_client)
         #: (namespace, name) -> (resourceVersion, decoded data, monotonic time of the last check).
         self._secrets: dict[tuple[str, str], tuple[str, dict[str, str], float]] = {}
         self._secrets_lock = threading.Lock()
@@ -132,6 +134,52 @@ class Kube:
         with self._secrets_lock:
             self._secrets[key] = ((secret.get("metadata") or {}).get("resourceVersion") or "", data, now)
         return dict(data)
+
+    # -- access reviews (the admission webhook asks whether a requesting user may do what a resource implies) -------
+
+    def user_may(
+        self,
+        user: dict[str, Any],
+        namespace: str,
+        verb: str,
+        group: str,
+        resource: str,
+        subresource: str = "",
+        name: str | None = None,
+    ) -> bool:
+        """A SubjectAccessReview: may `user` (an admission request's userInfo: username, uid, groups, extra) do
+        `verb` on the resource in `namespace`? The API server's authorizers answer, as for the user's own request."""
+        attributes = {"namespace": namespace, "verb": verb, "group": group, "resource": resource}
+        if subresource:
+            attributes["subresource"] = subresource
+        if name:
+            attributes["name"] = name
+        spec: dict[str, Any] = {"resourceAttributes": attributes, "user": user.get("username", "")}
+        for key in ("uid", "groups", "extra"):
+            if user.get(key):
+                spec[key] = user[key]
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        try:
+            review = _json(self.authorization.create_subject_access_review(cast(Any, body), _preload_content=False))
+        except ApiException as exc:
+            if _temporary(exc):
+                raise KubeUnavailable(f"asking a SubjectAccessReview: {exc.status} {exc.reason}") from None
+            raise
+        return bool((review.get("status") or {}).get("allowed"))
+
+    def put_validating_webhook_configuration(self, body: dict) -> None:
+        """Create or replace a ValidatingWebhookConfiguration (an operator outside the cluster registers its
+        own admission webhook; in a cluster the chart ships it)."""
+        api, name = self.admissionregistration, body["metadata"]["name"]
+        try:
+            api.create_validating_webhook_configuration(cast(Any, body))
+            return
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        current = _json(api.read_validating_webhook_configuration(name, _preload_content=False))
+        replaced = {**body, "metadata": {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+        api.replace_validating_webhook_configuration(name, cast(Any, replaced))
 
     # -- the leader Lease (leadership.py decides; this only reads and writes it) -------------------
 
@@ -305,6 +353,18 @@ class AsyncKube:
 
     async def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
         return await asyncio.to_thread(self._kube.secret_data, namespace, name)
+
+    async def user_may(
+        self,
+        user: dict[str, Any],
+        namespace: str,
+        verb: str,
+        group: str,
+        resource: str,
+        subresource: str = "",
+        name: str | None = None,
+    ) -> bool:
+        return await asyncio.to_thread(self._kube.user_may, user, namespace, verb, group, resource, subresource, name)
 
     async def list_pods(self, namespace: str, selector: str) -> list[dict]:
         return await asyncio.to_thread(self._kube.list_pods, namespace, selector)

@@ -92,6 +92,29 @@ class OperatorSettings:
     (`REPRISE_KAFKA_BOOTSTRAP_ALIASES`; see `bootstrap_aliases`). Empty on a real cluster; the local platform
     of `make run` maps `*.kafka:*` to its broker so the examples apply unchanged."""
 
+    webhook_port: int = 0
+    """Port of the validating admission webhook (HTTPS; `REPRISE_WEBHOOK_PORT`); 0: no webhook. The webhook
+    refuses a resource that asks for a right its requester lacks, and an approval by someone without the
+    `approve` verb (`admission`, `implied_rights`)."""
+
+    webhook_address: str = ""
+    """Address the webhook listens on (`REPRISE_WEBHOOK_ADDRESS`); empty: every interface (in a pod)."""
+
+    webhook_cert_dir: str | None = None
+    """Folder with the webhook's certificate `tls.crt`, its key `tls.key` and, when the certificate is not
+    self-signed, the CA `ca.crt` (`REPRISE_WEBHOOK_CERT_DIR`, a mounted Secret). Required with a port.
+    Re-read when the files change."""
+
+    webhook_configuration: str | None = None
+    """Name of a ValidatingWebhookConfiguration the operator writes itself, pointing at
+    https://<webhook_address>:<webhook_port> (`REPRISE_WEBHOOK_CONFIGURATION`; the local platform's operator,
+    which runs outside the cluster). Unset: the chart ships the configuration. A managed configuration is
+    emptied when the operator stops."""
+
+    approver_role: str = "reprise-approver"
+    """The ClusterRole that grants the `approve` verb, named in the webhook's refusals of an approval
+    (`REPRISE_APPROVER_ROLE`; the chart sets `<fullname>-approver`)."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "OperatorSettings":
         env = dict(os.environ if env is None else env)
@@ -115,7 +138,27 @@ class OperatorSettings:
             spark_jars=_list(env, "REPRISE_SPARK_JARS"),
             spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
             kafka_bootstrap_aliases=_aliases(env),
+            **_webhook(env),
         )
+
+
+def _webhook(env: dict[str, str]) -> dict:
+    port = _int(env, "REPRISE_WEBHOOK_PORT", 0, 0)
+    if port > 65535:
+        raise SettingsError(f"REPRISE_WEBHOOK_PORT={port} must be a port number (at most 65535)")
+    cert_dir = env.get("REPRISE_WEBHOOK_CERT_DIR") or None
+    if port and cert_dir is None:
+        raise SettingsError(
+            "REPRISE_WEBHOOK_CERT_DIR is required with REPRISE_WEBHOOK_PORT: the folder of the webhook's "
+            "tls.crt and tls.key (the API server calls webhooks over HTTPS only)"
+        )
+    return {
+        "webhook_port": port,
+        "webhook_address": env.get("REPRISE_WEBHOOK_ADDRESS", ""),
+        "webhook_cert_dir": cert_dir,
+        "webhook_configuration": env.get("REPRISE_WEBHOOK_CONFIGURATION") or None,
+        "approver_role": env.get("REPRISE_APPROVER_ROLE") or OperatorSettings.approver_role,
+    }
 
 
 def _aliases(env: dict[str, str]) -> bootstrap_aliases.Aliases:

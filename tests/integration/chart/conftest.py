@@ -87,8 +87,8 @@ def helm_install(kube: Kube, release: str, namespace: str, values: dict, tmp: Pa
 
 @pytest.fixture(scope="module")
 def installed(kube: Kube, kafka, operator, tmp_path_factory) -> Iterator[Installed]:
-    """`helm install` with the chart's defaults plus: the dev image, a free metrics port (pods share the
-    host's network here), a one-second poll. Leader election stays on, so the Lease RBAC is exercised."""
+    """`helm install` with the chart's defaults plus: the dev image, free metrics and webhook ports (pods share
+    the host's network here), the webhook called by URL, a one-second poll. Leader election stays on, so the Lease RBAC is exercised."""
     from local_platform.spark_operator import install_sparkapplication_crd
 
     api = kube.api_client()
@@ -99,10 +99,13 @@ def installed(kube: Kube, kafka, operator, tmp_path_factory) -> Iterator[Install
     operator.stop()
     namespace = restricted_namespace(kube, "reprise-system")
     apps = restricted_namespace(kube, "reprise-apps")
-    port = free_port()
+    port, webhook_port = free_port(), free_port()
     values = {
         "image": {"repository": "reprise", "tag": "dev", "pullPolicy": "Never"},
         "operator": {"pollInterval": 1, "metricsPort": port},
+        # Pods share the host's network and there is no Service routing here: the API server calls the
+        # operator pod's webhook port on 127.0.0.1 (the node agent keeps a declared port that is free).
+        "admission": {"port": webhook_port, "url": f"https://127.0.0.1:{webhook_port}"},
     }
     tmp = tmp_path_factory.mktemp("chart")
     result = Installed(kube, namespace, apps, RELEASE, port, RELEASE)

@@ -130,6 +130,52 @@ def test_the_service_account_may_do_what_the_operator_does(installed: Installed)
     assert installed.can_i("create", "leases.coordination.k8s.io", "-n", installed.namespace)
     assert installed.can_i("update", "leases.coordination.k8s.io/reprise-operator", "-n", installed.namespace)
     assert installed.can_i("watch", "customresourcedefinitions.apiextensions.k8s.io")
+    assert installed.can_i("create", "subjectaccessreviews.authorization.k8s.io"), "the admission webhook asks them"
+
+
+def test_the_charts_webhook_refuses_what_a_reprise_editor_may_not_do_and_an_approval_without_the_role(
+    installed: Installed, kafka, topic_name
+) -> None:
+    """The chart's own roles (reprise-edit, reprise-approver), its webhook, its certificate and its operator's
+    SubjectAccessReview rights: the same refusals as tests/integration/operator/test_admission.py."""
+    kube, apps = installed.kube, installed.apps
+    body = {
+        "apiVersion": "reprise.io/v1alpha1",
+        "kind": "Reconsume",
+        "metadata": {"name": "dana-replay"},
+        "spec": {
+            # A topic that does not exist: the plan waits for it, so nothing runs after the approval.
+            "kafka": {"bootstrapServers": kafka.bootstrap},
+            "topics": [topic_name],
+            "consumerGroup": "orders-service",
+            "mode": "Parallel",
+            "start": {"earliest": True},
+            "approval": "Manual",
+            "consumer": {"template": {"spec": {"containers": [{"name": "worker", "image": "reprise:dev"}]}}},
+        },
+    }
+    kube.kubectl("create", "rolebinding", "dana-edit", "-n", apps, "--clusterrole=reprise-edit", "--user=dana")
+    try:
+        refused = kube.kubectl("create", "-n", apps, "--as=dana", "-f", "-", input=json.dumps(body), check=False)
+        assert refused.returncode != 0, "the chart's webhook admitted a Deployment dana may not create"
+        assert (
+            f'spec.consumer.template needs "create deployments.apps" in namespace {apps}, which user dana may not do'
+        ) in refused.stderr, refused.stderr
+        kube.kubectl("create", "-n", apps, "-f", "-", input=json.dumps(body))  # the admin may
+        approve = ["annotate", "reconsume", "dana-replay", "-n", apps, "--as=dana", "reprise.io/approve=true"]
+        refused = kube.kubectl(*approve, check=False)
+        assert refused.returncode != 0 and "ClusterRole reprise-approver" in refused.stderr, refused.stderr
+        kube.kubectl(
+            "create", "rolebinding", "dana-approver", "-n", apps, "--clusterrole=reprise-approver", "--user=dana"
+        )
+        kube.kubectl(*approve)
+    finally:
+        kube.kubectl(
+            "delete", "reconsume", "dana-replay", "-n", apps, "--ignore-not-found", "--timeout=60s", check=False
+        )
+        kube.kubectl(
+            "delete", "rolebinding", "dana-edit", "dana-approver", "-n", apps, "--ignore-not-found", check=False
+        )
 
 
 def test_a_forbidden_verb_is_refused(installed: Installed) -> None:

@@ -25,7 +25,9 @@ def grants(rules: list[dict]) -> set[tuple[str, str, str, str]]:
 def operator_rules(docs: list[dict]) -> set[tuple[str, str, str, str]]:
     rules: list[dict] = []
     for doc in docs:
-        if doc["kind"] in ("ClusterRole", "Role") and not doc["metadata"]["name"].endswith(("-edit", "-view")):
+        if doc["kind"] in ("ClusterRole", "Role") and not doc["metadata"]["name"].endswith(
+            ("-edit", "-view", "-approver")
+        ):
             rules += doc["rules"]
     return grants(rules)
 
@@ -48,6 +50,8 @@ def test_the_operator_gets_exactly_what_its_code_uses(render) -> None:
     expected |= {("coordination.k8s.io", "leases", "create", "")}
     expected |= {("coordination.k8s.io", "leases", v, "reprise-operator") for v in ("get", "update")}
     expected |= {("apiextensions.k8s.io", "customresourcedefinitions", v, "") for v in ("list", "watch")}
+    # The admission webhook asks whether the requesting user may do what a replay implies.
+    expected |= {("authorization.k8s.io", "subjectaccessreviews", "create", "")}
     assert allowed == expected, f"more: {sorted(allowed - expected)}; less: {sorted(expected - allowed)}"
 
 
@@ -112,3 +116,21 @@ def test_people_get_replays_through_the_built_in_roles(render) -> None:
     assert {r for _, r, _, _ in grants(edit["rules"])} == set(OWN), "people never write status"
     view = one(docs, "ClusterRole", f"{FULLNAME}-view")
     assert {v for _, _, v, _ in grants(view["rules"])} == {"get", "list", "watch"}
+
+
+def test_approving_is_a_verb_of_its_own_role_never_of_edit(render) -> None:
+    docs = render()
+    approver = one(docs, "ClusterRole", f"{FULLNAME}-approver")
+    assert {(r, v) for _, r, v, _ in grants(approver["rules"]) if v == "approve"} == {(p, "approve") for p in OWN}
+    assert "rbac.authorization.k8s.io/aggregate-to-admin" not in approver["metadata"]["labels"]
+    assert not [label for label in approver["metadata"]["labels"] if label.endswith("aggregate-to-edit")]
+    edit = one(docs, "ClusterRole", f"{FULLNAME}-edit")
+    assert "approve" not in {v for _, _, v, _ in grants(edit["rules"])}
+    admin = one(render({"rbac": {"approverAggregateToAdmin": True}}), "ClusterRole", f"{FULLNAME}-approver")
+    assert admin["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
+
+
+def test_the_webhook_can_be_turned_off_with_its_access_reviews(render) -> None:
+    docs = render({"admission": {"enabled": False}})
+    assert ("authorization.k8s.io", "subjectaccessreviews", "create", "") not in operator_rules(docs)
+    assert not find(docs, "ValidatingWebhookConfiguration")

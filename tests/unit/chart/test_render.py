@@ -43,18 +43,24 @@ def test_defaults_render_the_operator_and_nothing_optional(render) -> None:
             ("ClusterRole", f"{FULLNAME}-crd-discovery"),
             ("ClusterRole", f"{FULLNAME}-edit"),
             ("ClusterRole", f"{FULLNAME}-view"),
+            ("ClusterRole", f"{FULLNAME}-approver"),
+            ("ClusterRole", f"{FULLNAME}-admission"),
             ("ClusterRoleBinding", FULLNAME),
             ("ClusterRoleBinding", f"{FULLNAME}-crd-discovery"),
+            ("ClusterRoleBinding", f"{FULLNAME}-admission"),
             ("Deployment", FULLNAME),
             ("NetworkPolicy", FULLNAME),
             ("Role", f"{FULLNAME}-leader-election"),
             ("RoleBinding", f"{FULLNAME}-leader-election"),
+            ("Secret", f"{FULLNAME}-webhook-tls"),
             ("Service", f"{FULLNAME}-metrics"),
+            ("Service", f"{FULLNAME}-webhook"),
             ("ServiceAccount", FULLNAME),
+            ("ValidatingWebhookConfiguration", FULLNAME),
         ]
     )
     for doc in docs:
-        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"):
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
@@ -76,7 +82,7 @@ def test_the_operator_container_runs_the_image_entrypoint_with_settings_the_oper
 
 def test_probes_hit_healthz_on_the_metrics_port(render) -> None:
     container = operator_container(render({"operator": {"metricsPort": 9101}}))
-    assert container["ports"] == [{"name": "metrics", "containerPort": 9101, "protocol": "TCP"}]
+    assert container["ports"][0] == {"name": "metrics", "containerPort": 9101, "protocol": "TCP"}
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert settings_of(container).metrics_port == 9101
@@ -264,7 +270,10 @@ def test_every_values_key_is_in_the_schema_and_the_schema_is_strict() -> None:
 def test_network_policy_lets_in_only_scrapes_and_out_only_dns_api_and_kafka(render) -> None:
     policy = one(render(), "NetworkPolicy", FULLNAME)["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"]
-    assert policy["ingress"] == [{"ports": [{"port": "metrics", "protocol": "TCP"}]}]
+    assert policy["ingress"] == [
+        {"ports": [{"port": "metrics", "protocol": "TCP"}]},
+        {"ports": [{"port": "webhook", "protocol": "TCP"}]},
+    ]
     ports = [sorted((p["port"], p["protocol"]) for p in rule["ports"]) for rule in policy["egress"]]
     assert ports == [
         [(53, "TCP"), (53, "UDP")],
