@@ -16,7 +16,12 @@ FLOOD = 300
 
 
 def test_three_hundred_unreachable_clusters_leave_the_operator_bounded(
-    kube, kafka, operator, namespace, topic_name, live_service  # noqa: F811
+    kube,
+    kafka,
+    operator,
+    namespace,
+    topic_name,
+    live_service,  # noqa: F811
 ):
     result = run_flood(kube, kafka, operator, namespace, topic_name, live_service, FLOOD, victim_timeout=300)
     print(result.report())

@@ -334,7 +334,7 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
     """status.plan: the live topics' offsets at spec.source.to; refused when retention ate into the seam."""
     assert spec.then is not None
-    facts = await asyncio.to_thread(
+    facts = await cluster.aio.call(
         continuation_facts, cluster, list(spec.then.reconsume.topics), seam_ms(spec.source.to)
     )
     plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())

@@ -207,7 +207,7 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
-    plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
+    plan = await cluster.aio.call(plan_reconsume, cluster, spec, resource.now())
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)

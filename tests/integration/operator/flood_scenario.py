@@ -73,7 +73,10 @@ def flood_objects(count: int, ports: list[int]) -> list[dict]:
                 "kind": "Reconsume",
                 "metadata": {"name": name},
                 "spec": {
-                    "kafka": {"bootstrapServers": addresses[i % len(addresses)], "configFrom": {"secretRef": {"name": name}}},
+                    "kafka": {
+                        "bootstrapServers": addresses[i % len(addresses)],
+                        "configFrom": {"secretRef": {"name": name}},
+                    },
                     "topics": ["orders"],
                     "consumerGroup": f"group-{i}",
                     "mode": "Rewind",
