@@ -46,7 +46,7 @@ def spellings(port: int) -> list[str]:
         f"127.0.0.1:{port}",
         f"127.0.0.1:0{port}",
         f"LOCALHOST:{port}",
-        f"localhost:00{port}",
+        f"localhost:0{port}",
         f"127.0.0.1:{port},127.0.0.1:{port}",
         f"LocalHost:{port},127.0.0.1:0{port}",
     ]

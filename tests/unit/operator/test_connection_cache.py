@@ -100,3 +100,22 @@ def test_many_connections_keep_only_the_bound_of_clients_and_their_threads() -> 
     del made
     # librdkafka's threads of the 37 evicted clients are gone; the 3 cached ones keep theirs (about 5 each).
     assert threads() - before <= 3 * 8, f"{threads() - before} threads more than before"
+
+
+def test_the_cluster_label_of_the_request_counter_is_bounded() -> None:
+    from reprise_operator.kafka_admin import MAX_CLUSTER_LABELS
+    from reprise_operator.metrics import REGISTRY
+
+    port = closed_port()
+    clusters = KafkaClusters(limit=2)
+    for i in range(MAX_CLUSTER_LABELS + 10):
+        cluster = clusters.get(f"127.0.0.{i + 1}:{port}")  # loopback, nothing listens
+        cluster._count()  # what every request does
+    labels = {
+        sample.labels["cluster"]
+        for family in REGISTRY.collect()
+        if family.name == "reprise_kafka_admin_requests"
+        for sample in family.samples
+    }
+    assert len(labels) <= MAX_CLUSTER_LABELS + 1, "tenant-chosen addresses must not grow the label without end"
+    assert "other" in labels
