@@ -139,9 +139,14 @@ The user guide is in [docs/](../../docs/README.md); installing is [docs/installi
 ## Install
 
 ```sh
-helm install reprise charts/reprise --namespace reprise-system --create-namespace
+helm install reprise charts/reprise --namespace reprise-system --create-namespace \\
+  --set-json 'networkPolicy.apiServerPeers=[{{"ipBlock":{{"cidr":"10.0.0.1/32"}}}}]' \\
+  --set-json 'networkPolicy.kafkaPeers=[{{"namespaceSelector":{{"matchLabels":{{"kubernetes.io/metadata.name":"kafka"}}}}}}]'
 kubectl get crd {crd_names}
 ```
+
+With `networkPolicy.enabled` (the default) the API server's and the brokers' addresses are required
+(`networkPolicy.apiServerPeers`, `networkPolicy.kafkaPeers`): the install fails naming the one missing.
 
 Values are checked against `values.schema.json`: an unknown or misspelled key fails the install.
 

@@ -37,9 +37,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _beat(rt: Runtime) -> None:
-    """Liveness: proves the event loop still runs, with or without resources to reconcile."""
+    """Liveness: proves the event loop still runs, with or without resources to reconcile. Also closes the Kafka
+    connections nobody used for the idle time (of resources that finished or went away)."""
     while True:
         rt.heartbeat.beat()
+        rt.sweep_idle()
         await asyncio.sleep(10)
 
 

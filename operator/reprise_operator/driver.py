@@ -3,7 +3,7 @@
 A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, hold, follow,
 teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
 
-    Pending/Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
+    Pending --(admitted: namespace_limit)--> Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
                                                       Running <--hold--> Suspended
     Draining --teardown--> Complete          Complete/Failed --revive--> Running (a verify rerun), else TTL
     any hook may end in Failed (lifecycle.Failure) or wait in place (Waiting, Retry).
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from .api.common import Phase
-from .lifecycle import ObjectMemory, Resource, expire_finished, may_start
+from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
 
 FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)
 
@@ -82,6 +82,7 @@ async def transition(kind: KindLifecycle, resource: Resource, memory: ObjectMemo
             await expire_finished(resource, kind.ttl_seconds(spec))
         return
     if phase in (Phase.PENDING, Phase.PLANNING):
+        admit(resource)  # the chart's limits on active resources: over them, it waits here
         await kind.plan(resource, spec, memory)
     elif phase == Phase.PLAN_READY:
         if may_start(resource, spec.suspend):

@@ -27,6 +27,7 @@ from .constants import APPROVE_ANNOTATION, FINALIZER
 from .cutover import keeps_children
 from .driver import KindLifecycle, transition
 from .kinds import KINDS
+from .kafka_pool import on_behalf_of
 from .lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
 from .runtime import Runtime
 
@@ -97,28 +98,37 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
         memory = memory_of(memo)
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         said, failures = "", 0
-        while True:
-            async with memory.lock:
-                status = dict(memory.status if memory.status is not None else body.get("status") or {})
-                resource = Resource(kind, plural, body, status, rt)
-                if resource.phase in FINISHED and not keeps_children(resource.status):
-                    break
-                try:
-                    await lifecycle.cleanup(resource, memory)
-                    break
-                except WAITS as exc:
-                    failures, delay = 0, CLEANUP_WAIT
-                    if str(exc) != said:
-                        log.info("%s %s/%s: cleanup waits: %s", kind, namespace, name, exc)
-                    said = str(exc)
-                except TEMPORARY as exc:
-                    failures += 1
-                    delay = retry_delay(failures, CLEANUP_WAIT)
-                    if str(exc) != said:
-                        log.warning("%s %s/%s: cleanup retries in %.0fs: %s", kind, namespace, name, delay, exc)
-                    said = str(exc)
-            await asyncio.sleep(delay)
+        with on_behalf_of(namespace):  # the cleanup's Kafka calls take this namespace's share of the pool
+            while True:
+                async with memory.lock:
+                    status = dict(memory.status if memory.status is not None else body.get("status") or {})
+                    resource = Resource(kind, plural, body, status, rt)
+                    if resource.phase in FINISHED and not keeps_children(resource.status):
+                        break
+                    try:
+                        await lifecycle.cleanup(resource, memory)
+                        break
+                    except WAITS as exc:
+                        failures, delay = 0, CLEANUP_WAIT
+                        if str(exc) != said:
+                            log.info("%s %s/%s: cleanup waits: %s", kind, namespace, name, exc)
+                        said = str(exc)
+                    except TEMPORARY as exc:
+                        failures += 1
+                        delay = retry_delay(failures, CLEANUP_WAIT)
+                        if str(exc) != said:
+                            log.warning("%s %s/%s: cleanup retries in %.0fs: %s", kind, namespace, name, delay, exc)
+                        said = str(exc)
+                await asyncio.sleep(delay)
         metrics.PHASES.forget(kind, namespace, name)
+        rt.active.release(body["metadata"]["uid"])
+
+    async def observe(body: Any, **_: Any) -> None:
+        # A Kopf index that keeps nothing: it sees every object's status before any handler runs (at start,
+        # from the initial listing), so the limits count the resources already active before admitting more.
+        meta = body["metadata"]
+        rt.active.observe(meta["uid"], meta["namespace"], (body.get("status") or {}).get("phase"))
+        return None
 
     resource = (GROUP, VERSION, plural)
     kopf.on.create(*resource, registry=registry, id=f"{plural}-create")(reconcile)
@@ -126,6 +136,7 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
     kopf.on.event(*resource, registry=registry, id=f"{plural}-event")(on_event)
     kopf.timer(*resource, registry=registry, id=f"{plural}-poll", interval=rt.settings.poll_interval, sharp=False)(poll)
     kopf.on.delete(*resource, registry=registry, id=f"{plural}-cleanup")(on_delete)
+    kopf.index(*resource, registry=registry, id=f"{plural}-active")(observe)
 
 
 def register(registry: kopf.OperatorRegistry, rt: Runtime) -> None:

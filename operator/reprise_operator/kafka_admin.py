@@ -1,37 +1,46 @@
 """The operator's only door to Kafka: one admin client per cluster, shared by every resource.
 
-Everything here blocks (confluent-kafka's futures), so the async handlers call it through
-`asyncio.to_thread`. Requests are batched per call: one `list_offsets` request covers every partition
+Everything here blocks (confluent-kafka's futures), so the async handlers call it through the Kafka pool
+(`kafka_pool`: bounded, fair between namespaces), by way of each cluster's `aio` face. Requests are batched per call: one `list_offsets` request covers every partition
 asked for, whatever the number of resources that asked, which keeps the admin load per poll cycle
 independent of the number of replays on a cluster.
 
 Connection settings come from `KafkaConnection` plus the librdkafka settings of the user's Secret; those
-values are credentials and are never logged, put in status, or used in a cache key as plain text.
+values are credentials and are never logged, put in status, or used in a cache key as plain text. The clients
+are cached per connection (the bootstrap list in its normal form, `kafka_addresses`, and a hash of the
+settings), at most `kafka_connections` of them, each closed when evicted or idle (`connection_cache`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, Sequence, TypeVar
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from replay_worker.contract import ClientType, settings_for
 
+from .connection_cache import ConnectionCache, Retirable
+from .kafka_addresses import normal_bootstrap
+from .kafka_pool import KafkaPool
 from .metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
 
 #: Seconds any one admin request may take before it is treated as a temporary error.
 REQUEST_TIMEOUT_S = 15.0
-#: Committed-offset readers kept open (one per consumer group being followed).
-MAX_OFFSET_READERS = 512
+#: Committed-offset readers kept open per connection (one per consumer group being followed), by default.
+MAX_OFFSET_READERS = 64
+#: Distinct `cluster` label values of the request counter; further clusters count under "other". The label is a
+#: bootstrap list, which tenants choose: unbounded, it grew the metrics (and every scrape) without end.
+MAX_CLUSTER_LABELS = 16
 
 
 class KafkaUnavailable(RuntimeError):
@@ -82,17 +91,48 @@ def _result(future, what: str):
         raise KafkaUnavailable(f"{what}: no answer within {REQUEST_TIMEOUT_S:.0f}s") from None
 
 
-class KafkaCluster:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _while_open(method: Callable[Concatenate["KafkaCluster", P], R]) -> Callable[Concatenate["KafkaCluster", P], R]:
+    """Hold the connection open for the call; a connection already retired (evicted) is a temporary error, and
+    the next reconcile gets a fresh one."""
+
+    @functools.wraps(method)
+    def call(self: "KafkaCluster", *args: P.args, **kwargs: P.kwargs) -> R:
+        if not self.enter():
+            raise KafkaUnavailable("the operator closed this Kafka connection to make room for others; retrying")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.leave()
+
+    return call
+
+
+class KafkaCluster(Retirable):
     """Admin operations on one Kafka cluster. Thread-safe: confluent-kafka's AdminClient is."""
 
-    def __init__(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_config: Mapping[str, str] | None = None,
+        *,
+        pool: KafkaPool | None = None,
+        offset_readers: int = MAX_OFFSET_READERS,
+        metric_label: str | None = None,
+    ):
+        super().__init__()
         config = dict(client_config or {})
         config["bootstrap.servers"] = bootstrap_servers
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin = AdminClient(settings_for("admin", config))
+        self._admin: AdminClient | None = AdminClient(settings_for("admin", config))
         self._readers: dict[str, Consumer] = {}
+        self._max_readers = offset_readers
+        self._metric_label = metric_label if metric_label is not None else bootstrap_servers
         self._snapshot_lock = threading.Lock()
         self._snapshot: dict[TopicPartitionKey, int] = {}
         self._snapshot_at = 0.0
@@ -101,20 +141,36 @@ class KafkaCluster:
         self.requests_sent = 0
         self._lock = threading.Lock()
         #: The async face of this door: `await cluster.aio.end_offsets(keys)` (see `AsyncKafkaCluster`).
-        self.aio = AsyncKafkaCluster(self)
+        self.aio = AsyncKafkaCluster(self, pool)
 
     def _count(self, n: int = 1) -> None:
         with self._lock:
             self.requests_sent += n
-        KAFKA_ADMIN_REQUESTS.labels(self.bootstrap_servers).inc(n)
+        KAFKA_ADMIN_REQUESTS.labels(self._metric_label).inc(n)
+
+    @property
+    def _client(self) -> AdminClient:
+        admin = self._admin
+        if admin is None:  # only after `close`, which waits for every call holding the connection
+            raise KafkaUnavailable("this Kafka connection is closed; retrying")
+        return admin
+
+    def close(self) -> None:
+        """Drop the admin client and close the offset readers (the last call out, once retired)."""
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), {}
+            self._admin = None  # confluent-kafka has no close for it: the last reference destroys it
+        for reader in readers:
+            reader.close()
 
     # -- topics -------------------------------------------------------------------------------
 
+    @_while_open
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Partition numbers of each existing topic; a missing topic is absent from the answer."""
         self._count()
         try:
-            metadata = self._admin.list_topics(timeout=REQUEST_TIMEOUT_S)
+            metadata = self._client.list_topics(timeout=REQUEST_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaUnavailable(f"listing topics: {exc}") from None
         found: dict[str, list[int]] = {}
@@ -124,6 +180,7 @@ class KafkaCluster:
                 found[topic] = sorted(meta.partitions)
         return found
 
+    @_while_open
     def ensure_topic(
         self, name: str, partitions: int, config: Mapping[str, str] | None = None, replication_factor: int | None = None
     ) -> bool:
@@ -131,7 +188,7 @@ class KafkaCluster:
         default unless given."""
         self._count()
         replicas = replication_factor if replication_factor is not None else -1
-        futures = self._admin.create_topics(
+        futures = self._client.create_topics(
             [NewTopic(name, num_partitions=partitions, replication_factor=replicas, config=dict(config or {}))],
             request_timeout=REQUEST_TIMEOUT_S,
         )
@@ -143,10 +200,11 @@ class KafkaCluster:
             raise
         return True
 
+    @_while_open
     def delete_topic(self, name: str) -> None:
         """Delete the topic; an absent topic is not an error."""
         self._count()
-        futures = self._admin.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)
+        futures = self._client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)
         try:
             _result(futures[name], f"deleting topic {name}")
         except KafkaException as exc:
@@ -163,7 +221,7 @@ class KafkaCluster:
             return {}
         self._count()
         request = {TopicPartition(t, p): spec for (t, p), spec in specs.items()}
-        futures = self._admin.list_offsets(request, request_timeout=REQUEST_TIMEOUT_S)
+        futures = self._client.list_offsets(request, request_timeout=REQUEST_TIMEOUT_S)
         answer: dict[TopicPartitionKey, OffsetAtTime] = {}
         for tp, future in futures.items():
             try:
@@ -177,16 +235,19 @@ class KafkaCluster:
             answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
         return answer
 
+    @_while_open
     def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """The offset the next record of each partition will get (the high watermark)."""
         specs = {key: OffsetSpec.latest() for key in partitions}
         return {k: v.offset for k, v in self._list_offsets(specs, "listing end offsets").items()}
 
+    @_while_open
     def start_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """The log-start offset of each partition: records below it were deleted by retention."""
         specs = {key: OffsetSpec.earliest() for key in partitions}
         return {k: v.offset for k, v in self._list_offsets(specs, "listing log-start offsets").items()}
 
+    @_while_open
     def offsets_for_time(
         self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
     ) -> dict[TopicPartitionKey, OffsetAtTime | None]:
@@ -199,6 +260,7 @@ class KafkaCluster:
         found = self._list_offsets(specs, "looking up offsets by time")
         return {k: (v if v.offset >= 0 else None) for k, v in found.items()}
 
+    @_while_open
     def shared_end_offsets(
         self, partitions: Iterable[TopicPartitionKey], max_age: float
     ) -> dict[TopicPartitionKey, int]:
@@ -229,6 +291,7 @@ class KafkaCluster:
 
     # -- consumer groups ----------------------------------------------------------------------
 
+    @_while_open
     def committed_offsets(self, group: str, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """The group's committed offsets of `partitions`; partitions it never committed are absent.
 
@@ -260,10 +323,11 @@ class KafkaCluster:
                     }
                 )
             self._readers[group] = reader  # most recently used last
-            while len(self._readers) > MAX_OFFSET_READERS:
+            while len(self._readers) > self._max_readers:
                 self._readers.pop(next(iter(self._readers))).close()
             return reader
 
+    @_while_open
     def forget_group(self, group: str) -> None:
         """Close the offset reader of a group that is gone."""
         with self._lock:
@@ -271,31 +335,34 @@ class KafkaCluster:
         if reader is not None:
             reader.close()
 
+    @_while_open
     def describe_group(self, group: str) -> GroupDescription:
         self._count()
-        futures = self._admin.describe_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
+        futures = self._client.describe_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
         desc = _result(futures[group], f"describing group {group}")
         state = getattr(desc.state, "name", str(desc.state))
         members = tuple(f"{m.client_id}@{m.host}" for m in (desc.members or []))
         return GroupDescription(group, _state_name(state), members)
 
+    @_while_open
     def alter_offsets(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """Set the group's committed offsets; Kafka refuses unless the group is Empty or Dead."""
         self._count()
         request = ConsumerGroupTopicPartitions(
             group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
         )
-        futures = self._admin.alter_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
+        futures = self._client.alter_consumer_group_offsets([request], request_timeout=REQUEST_TIMEOUT_S)
         result = _result(futures[group], f"altering offsets of group {group}")
         for tp in result.topic_partitions or []:
             if tp.error is not None:
                 raise KafkaException(tp.error)
 
+    @_while_open
     def delete_group(self, group: str) -> None:
         """Delete the group and its committed offsets; an absent group is not an error."""
         self.forget_group(group)
         self._count()
-        futures = self._admin.delete_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
+        futures = self._client.delete_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)
         try:
             _result(futures[group], f"deleting group {group}")
         except KafkaException as exc:
@@ -320,73 +387,117 @@ def _state_name(state: str) -> str:
 class AsyncKafkaCluster:
     """The Kafka door for reconcile code: the same calls as `KafkaCluster`, awaitable.
 
-    confluent-kafka's admin futures block, so each call runs on a worker thread; that hop lives here, once,
-    instead of in every reconcile step (`await cluster.aio.partitions(topics)`)."""
+    confluent-kafka's admin futures block, so each call runs on a thread of the Kafka pool, in the share of the
+    namespace whose reconcile asks (`kafka_pool`); that hop lives here, once, instead of in every reconcile step
+    (`await cluster.aio.partitions(topics)`). Without a pool (the plugin), on asyncio's default threads."""
 
-    def __init__(self, cluster: KafkaCluster) -> None:
+    def __init__(self, cluster: KafkaCluster, pool: KafkaPool | None = None) -> None:
         self._cluster = cluster
+        self._pool = pool
+
+    async def call(self, fn: Callable[..., R], *args: Any) -> R:
+        """`fn(*args)` off the event loop, in the pool when there is one (a blocking plan over this cluster)."""
+        if self._pool is None:
+            return await asyncio.to_thread(fn, *args)
+        return await self._pool.run(fn, *args)
 
     async def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        return await asyncio.to_thread(self._cluster.partitions, list(topics))
+        return await self.call(self._cluster.partitions, list(topics))
 
     async def ensure_topic(
         self, name: str, partitions: int, config: Mapping[str, str] | None = None, replication_factor: int | None = None
     ) -> bool:
-        return await asyncio.to_thread(self._cluster.ensure_topic, name, partitions, config, replication_factor)
+        return await self.call(self._cluster.ensure_topic, name, partitions, config, replication_factor)
 
     async def delete_topic(self, name: str) -> None:
-        await asyncio.to_thread(self._cluster.delete_topic, name)
+        await self.call(self._cluster.delete_topic, name)
 
     async def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
-        return await asyncio.to_thread(self._cluster.end_offsets, list(partitions))
+        return await self.call(self._cluster.end_offsets, list(partitions))
 
     async def start_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
-        return await asyncio.to_thread(self._cluster.start_offsets, list(partitions))
+        return await self.call(self._cluster.start_offsets, list(partitions))
 
     async def offsets_for_time(
         self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
     ) -> dict[TopicPartitionKey, OffsetAtTime | None]:
-        return await asyncio.to_thread(self._cluster.offsets_for_time, list(partitions), timestamp_ms)
+        return await self.call(self._cluster.offsets_for_time, list(partitions), timestamp_ms)
 
     async def shared_end_offsets(
         self, partitions: Iterable[TopicPartitionKey], max_age: float
     ) -> dict[TopicPartitionKey, int]:
-        return await asyncio.to_thread(self._cluster.shared_end_offsets, list(partitions), max_age)
+        return await self.call(self._cluster.shared_end_offsets, list(partitions), max_age)
 
     async def committed_offsets(
         self, group: str, partitions: Iterable[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, int]:
-        return await asyncio.to_thread(self._cluster.committed_offsets, group, list(partitions))
+        return await self.call(self._cluster.committed_offsets, group, list(partitions))
 
     async def describe_group(self, group: str) -> GroupDescription:
-        return await asyncio.to_thread(self._cluster.describe_group, group)
+        return await self.call(self._cluster.describe_group, group)
 
     async def alter_offsets(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
-        await asyncio.to_thread(self._cluster.alter_offsets, group, offsets)
+        await self.call(self._cluster.alter_offsets, group, offsets)
 
     async def delete_group(self, group: str) -> None:
-        await asyncio.to_thread(self._cluster.delete_group, group)
+        await self.call(self._cluster.delete_group, group)
 
 
 class KafkaClusters:
-    """The registry of admin clients: one per cluster connection, created on first use."""
+    """The registry of admin clients: one per cluster connection (the bootstrap list in its normal form and the
+    settings), made on first use, at most `limit` of them; the least recently used, and any unused for
+    `idle_seconds`, is retired (closed once no call uses it, on a pool thread: destroying a client may block)."""
 
-    def __init__(self) -> None:
-        self._clusters: dict[str, KafkaCluster] = {}
+    def __init__(
+        self,
+        pool: KafkaPool | None = None,
+        *,
+        limit: int = 32,
+        idle_seconds: float = 600.0,
+        offset_readers: int = MAX_OFFSET_READERS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._pool = pool
+        self._offset_readers = offset_readers
+        self._cache: ConnectionCache[str, KafkaCluster] = ConnectionCache(limit, idle_seconds, self._retire, clock)
+        self._labels: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def get(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None) -> KafkaCluster:
-        key = connection_key(bootstrap_servers, client_config or {})
+    def _retire(self, cluster: KafkaCluster) -> None:
+        if self._pool is None:
+            cluster.retire()
+        else:
+            self._pool.background(cluster.retire)
+
+    def _label(self, bootstrap: str) -> str:
         with self._lock:
-            cluster = self._clusters.get(key)
-            if cluster is None:
-                cluster = KafkaCluster(bootstrap_servers, client_config)
-                self._clusters[key] = cluster
-            return cluster
+            if bootstrap not in self._labels and len(self._labels) < MAX_CLUSTER_LABELS:
+                self._labels[bootstrap] = bootstrap
+            return self._labels.get(bootstrap, "other")
+
+    def get(self, bootstrap_servers: str, client_config: Mapping[str, str] | None = None) -> KafkaCluster:
+        bootstrap = normal_bootstrap(bootstrap_servers)
+        key = connection_key(bootstrap, client_config or {})
+        return self._cache.get(
+            key,
+            lambda: KafkaCluster(
+                bootstrap,
+                client_config,
+                pool=self._pool,
+                offset_readers=self._offset_readers,
+                metric_label=self._label(bootstrap),
+            ),
+        )
+
+    def sweep(self) -> int:
+        """Retire the connections unused for the idle time; how many."""
+        return self._cache.sweep()
 
     def all(self) -> list[KafkaCluster]:
-        with self._lock:
-            return list(self._clusters.values())
+        return self._cache.values()
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
 
 # ------------------------------------------------------------------------------------------ topic records

@@ -27,6 +27,7 @@ from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, 
 from .constants import replay_id
 from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
+from .kafka_pool import on_behalf_of
 from .kube import KubeUnavailable, NotOwned
 from .progress import DrainClock, EtaWindow
 from .runtime import Runtime
@@ -253,6 +254,14 @@ class Resource:
         return cluster, config
 
 
+def admit(resource: Resource) -> None:
+    """The chart's limits on active resources (`namespace_limit`): a resource over them waits in Pending, with
+    the Waiting condition's reason NamespaceLimit, and is admitted at a later poll once a slot frees."""
+    refused = resource.rt.active.admit(resource.uid, resource.namespace)
+    if refused is not None:
+        raise Waiting("NamespaceLimit", refused)
+
+
 def may_start(resource: Resource, suspend: bool) -> bool:
     """The gates between PlanReady and starting: the approval, then spec.suspend (a replay suspended
     before it started has nothing running, so it only waits)."""
@@ -305,14 +314,16 @@ async def run_reconcile(
     ReconcileError, and with `backoff` (the timer) the next attempt waits `retry_delay`. `Retry` is routine
     waiting, not a failure: logged at INFO, nothing in status."""
     memory = memory_of(memo)
-    async with memory.lock:
-        if backoff and memory.retry_at is not None and utc_now() < memory.retry_at:
-            return
-        rt.heartbeat.beat()
-        for _ in range(MAX_TRANSITIONS):
-            before, after = await _reconcile_once(kind, plural, rt, body, memory, step)
-            if after == before or after in FINISHED or memory.failures:
-                break
+    # Every Kafka call of this reconcile takes its namespace's share of the Kafka pool (kafka_pool).
+    with on_behalf_of(body["metadata"]["namespace"]):
+        async with memory.lock:
+            if backoff and memory.retry_at is not None and utc_now() < memory.retry_at:
+                return
+            rt.heartbeat.beat()
+            for _ in range(MAX_TRANSITIONS):
+                before, after = await _reconcile_once(kind, plural, rt, body, memory, step)
+                if after == before or after in FINISHED or memory.failures:
+                    break
 
 
 async def _reconcile_once(
@@ -365,6 +376,8 @@ async def _reconcile_once(
             resource.event(reason, message[:1000], warning=True)
     resource.record(observed_generation=resource.generation)
     metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase.value)
+    if resource.phase in FINISHED:
+        rt.active.release(resource.uid)
     if resource.status != old:
         await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
         memory.status = resource.status

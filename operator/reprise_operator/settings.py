@@ -114,6 +114,40 @@ class OperatorSettings:
     approver_role: str = "reprise-approver"
     """The ClusterRole that grants the `approve` verb, named in the webhook's refusals of an approval
     (`REPRISE_APPROVER_ROLE`; the chart sets `<fullname>-approver`)."""
+    kafka_connections: int = 32
+    """Kafka connections (an admin client and its offset readers, per bootstrap list and Secret content) kept
+    open at most (`REPRISE_KAFKA_CONNECTIONS`, default 32); the least recently used is closed beyond it. Each
+    costs about 5 threads and 1 MiB, plus its offset readers."""
+
+    handover_readers: int = 16
+    """Handover topic readers (a follower thread with a copy of the topic, and a writer, per connection and
+    topic) kept open at most (`REPRISE_HANDOVER_READERS`, default 16); the least recently used is closed beyond it."""
+
+    offset_readers: int = 64
+    """Committed-offset readers (one consumer per followed group) per Kafka connection (`REPRISE_OFFSET_READERS`,
+    default 64); the least recently used is closed beyond it."""
+
+    kafka_idle_seconds: float = 600.0
+    """Seconds a Kafka connection or handover reader may go unused before it is closed (`REPRISE_KAFKA_IDLE_SECONDS`,
+    default 600): longer than the longest retry backoff (30 poll intervals), so a replay that waits keeps its own."""
+
+    kafka_threads: int = 16
+    """Threads that run the operator's blocking Kafka calls (`REPRISE_KAFKA_THREADS`, default 16)."""
+
+    kafka_threads_per_namespace: int = 4
+    """Of those, how many one namespace may hold at once (`REPRISE_KAFKA_THREADS_PER_NAMESPACE`, default 4): a
+    namespace whose brokers do not answer (15 s per call) cannot take the threads of the others."""
+
+    max_active_per_namespace: int = 20
+    """Active resources (admitted to planning and not finished, of all three kinds) per namespace
+    (`REPRISE_MAX_ACTIVE_PER_NAMESPACE`, default 20; 0: no limit); more wait in Waiting/NamespaceLimit."""
+
+    max_active: int = 200
+    """Active resources in the whole operator (`REPRISE_MAX_ACTIVE`, default 200; 0: no limit)."""
+
+    max_backfill_partitions: int = 256
+    """The most partitions a LakeReplay's backfill topic may have (`REPRISE_MAX_BACKFILL_PARTITIONS`, default 256):
+    they come out of the shared Kafka cluster's partition budget."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "OperatorSettings":
@@ -139,6 +173,17 @@ class OperatorSettings:
             spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
             kafka_bootstrap_aliases=_aliases(env),
             **_webhook(env),
+            kafka_connections=_int(env, "REPRISE_KAFKA_CONNECTIONS", cls.kafka_connections, 1),
+            handover_readers=_int(env, "REPRISE_HANDOVER_READERS", cls.handover_readers, 1),
+            offset_readers=_int(env, "REPRISE_OFFSET_READERS", cls.offset_readers, 1),
+            kafka_idle_seconds=_float(env, "REPRISE_KAFKA_IDLE_SECONDS", cls.kafka_idle_seconds, 10.0),
+            kafka_threads=_int(env, "REPRISE_KAFKA_THREADS", cls.kafka_threads, 2),
+            kafka_threads_per_namespace=_int(
+                env, "REPRISE_KAFKA_THREADS_PER_NAMESPACE", cls.kafka_threads_per_namespace, 1
+            ),
+            max_active_per_namespace=_int(env, "REPRISE_MAX_ACTIVE_PER_NAMESPACE", cls.max_active_per_namespace, 0),
+            max_active=_int(env, "REPRISE_MAX_ACTIVE", cls.max_active, 0),
+            max_backfill_partitions=_int(env, "REPRISE_MAX_BACKFILL_PARTITIONS", cls.max_backfill_partitions, 1),
         )
 
 

@@ -76,9 +76,11 @@ def standby_deployment(
     consumer: Consumer,
     settings: WorkerSettings,
     kafka: KafkaConnection,
+    replicas: int | None = None,
 ) -> dict:
     """The standby Deployment: the service's pod template running the replay worker with `settings`, the
-    user's `spec.consumer` env and resources on top, owned by the resource."""
+    user's `spec.consumer` env and resources on top, owned by the resource. `replicas`: spec.consumer.replicas
+    clamped to the partitions replayed (`cluster_caps.replay_replicas`), else spec.consumer.replicas."""
     index = service_container(template, consumer.container)
     manifest = replay_deployment_manifest(
         owner=resource.owner(),
@@ -86,7 +88,7 @@ def standby_deployment(
         namespace=resource.namespace,
         labels=child_labels(resource.kind, resource.name, component),
         pod_template=template,
-        replicas=consumer.replicas,
+        replicas=consumer.replicas if replicas is None else replicas,
         worker_env=settings.to_env(),
         user_env=user_env(consumer),
         kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,

@@ -66,6 +66,7 @@ from ..api import (
     format_duration,
 )
 from ..constants import bounded_name, child_labels
+from ..kafka_pool import KafkaPool
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..progress import PartitionView, progress_status, summarize
 from ..workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
@@ -567,7 +568,7 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     started = parse_time(resource.status.get("startedAt")) or resource.now()
     since_ms = epoch_ms(started) - CLOCK_SLACK_MS
     if signal.sent_at is None:
-        already = await asyncio.to_thread(
+        already = await resource.rt.kafka_pool.run(
             debezium.signal_sent, bootstrap, config, dbz.signal_topic, signal_id, since_ms
         )
         if not already:
@@ -580,7 +581,7 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
                 keys,
                 f"{resource.namespace}/{resource.name}",
             )
-            await _send(bootstrap, config, dbz.signal_topic, record)
+            await _send(resource.rt.kafka_pool, bootstrap, config, dbz.signal_topic, record)
         resource.record(signal=signal.model_copy(update={"sent_at": resource.now()}))
         resource.condition(
             ConditionType.RUNNING,
@@ -594,7 +595,9 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
         return  # persist "sent" before following
     if dbz.notification_topic is not None:
         # Notifications first, end offsets after: what COMPLETED follows is then in the offsets read.
-        progress = await _notifications(bootstrap, config, dbz.notification_topic, signal_id, since_ms, memory)
+        progress = await _notifications(
+            resource.rt.kafka_pool, bootstrap, config, dbz.notification_topic, signal_id, since_ms, memory
+        )
         if progress.last is not None and signal.last_notification != progress.last:
             at = from_epoch_ms(progress.at_ms) if progress.at_ms else resource.now()
             resource.record(signal=signal.model_copy(update={"last_notification": progress.last, "notified_at": at}))
@@ -628,23 +631,21 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     _produced(resource, spec, barrier.ranges_between(spec.topic, before, ends), detail)
 
 
-async def _send(bootstrap: str, config: dict, topic: str, record: debezium.SignalRecord) -> None:
+async def _send(pool: KafkaPool, bootstrap: str, config: dict, topic: str, record: debezium.SignalRecord) -> None:
     try:
-        await asyncio.to_thread(debezium.send, bootstrap, config, topic, record)
+        await pool.run(debezium.send, bootstrap, config, topic, record)
     except Exception as exc:  # the broker is away or slow: send again at the next poll
         raise Retry(f"sending a signal to {topic}: {exc}") from None
 
 
 async def _notifications(
-    bootstrap: str, config: dict, topic: str, id_: str, since_ms: int, memory: ObjectMemory
+    pool: KafkaPool, bootstrap: str, config: dict, topic: str, id_: str, since_ms: int, memory: ObjectMemory
 ) -> debezium.SnapshotProgress:
     """The snapshot's progress, reading only what arrived since the last poll (all of it after a restart)."""
     progress: debezium.SnapshotProgress = memory.extra.get("snapshot", debezium.SnapshotProgress())
     offsets = memory.extra.get("notification_offsets")
     try:
-        found, offsets = await asyncio.to_thread(
-            debezium.read_notifications, bootstrap, config, topic, since_ms, offsets
-        )
+        found, offsets = await pool.run(debezium.read_notifications, bootstrap, config, topic, since_ms, offsets)
     except Exception as exc:
         raise Retry(f"reading notifications from {topic}: {exc}") from None
     progress = debezium.follow_all(progress, found, id_)
@@ -685,7 +686,7 @@ async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
             dbz.topic_prefix,
             f"{resource.namespace}/{resource.name}",
         )
-        await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
+        await _send(resource.rt.kafka_pool, spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
         return f"sent {suffix}-snapshot to {dbz.signal_topic}"
     name = job_name(resource.name)
     state, _ = job_state(await kube.aio.get_job(resource.namespace, name))
@@ -831,7 +832,7 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         record = debezium.stop_snapshot(
             f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"
         )
-        await _send(spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
+        await _send(resource.rt.kafka_pool, spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
     await kube.aio.delete_configmap(resource.namespace, keys_configmap_name(resource.name))
     if resource.status.get("startedAt"):
         await _forget_result(resource, spec)

@@ -67,6 +67,7 @@ from ..api import (
     SparkStatus,
     format_duration,
 )
+from ..cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
 from ..conditions import is_true
 from ..constants import GROUP, VERSION, bounded_name, child_labels
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
@@ -315,6 +316,11 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
             "it when done, so it must be a new one: set spec.backfillTopic.name to a topic that does not exist",
         )
     partitions = backfill_partitions(spec, found)
+    refused = backfill_partitions_refusal(
+        partitions, resource.rt.settings.max_backfill_partitions, spec.backfill_topic.partitions is not None
+    )
+    if refused is not None:
+        raise Failure("BackfillPartitionsLimit", refused)
     continuation = None
     if spec.then is not None:
         continuation = await _continuation_plan(resource, spec, cluster)
@@ -334,7 +340,7 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
     """status.plan: the live topics' offsets at spec.source.to; refused when retention ate into the seam."""
     assert spec.then is not None
-    facts = await asyncio.to_thread(
+    facts = await cluster.aio.call(
         continuation_facts, cluster, list(spec.then.reconsume.topics), seam_ms(spec.source.to)
     )
     plan = make_plan(StartSpec("timestamp", timestamp_ms=seam_ms(spec.source.to)), facts, resource.now())
@@ -380,6 +386,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         consumer=consumer,
         settings=settings,
         kafka=spec.kafka,
+        replicas=replay_replicas(consumer.replicas, partitions),
     )
 
     await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
@@ -390,7 +397,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         resource.event("BackfillTopicCreated", f"created backfill topic {topic} with {partitions} partitions")
     await rt.kube.aio.create_owned(app, resource.uid)
     await rt.kube.aio.create_owned(deployment, resource.uid)
-    _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name)
+    _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name, partitions)
 
 
 async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
@@ -410,7 +417,9 @@ async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
         )
 
 
-def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str) -> None:
+def _record_started(
+    resource: Resource, spec: LakeReplaySpec, topic: str, app_name: str, deployment_name: str, partitions: int
+) -> None:
     """Status once the backfill topic, the SparkApplication and the drain exist: the children, then Running."""
     children = resource.updated(
         "children",
@@ -424,14 +433,18 @@ def _record_started(resource: Resource, spec: LakeReplaySpec, topic: str, app_na
         children=children, spark=SparkStatus(application_name=app_name, state="", updated_at=resource.now())
     )
     resource.record(started_at=resource.now(), keep=True)
+    clamped = clamp_note(spec.consumer.replicas, partitions)
     resource.condition(ConditionType.PRODUCED, "False", "SparkNew", f"SparkApplication {app_name} is created")
     resource.condition(
         ConditionType.RUNNING,
         "True",
         "SparkApplicationCreated",
         f"SparkApplication {app_name} writes the lake range to {topic}; "
-        f"{spec.consumer.replicas} drain consumer(s) in Deployment {deployment_name}, group {spec.consumer_group}",
+        f"{replay_replicas(spec.consumer.replicas, partitions)} drain consumer(s) in Deployment {deployment_name}, "
+        f"group {spec.consumer_group}" + (f" ({clamped})" if clamped else ""),
     )
+    if clamped:
+        resource.event("ReplicasClamped", clamped)
     resource.set_phase(
         Phase.RUNNING,
         "Started",
@@ -483,10 +496,19 @@ async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspen
         )
         said.append(f"SparkApplication {children['sparkApplication']} {verb}")
     if children.get("deployment"):
-        replicas = 0 if suspend else spec.consumer.replicas
+        replicas = 0 if suspend else await _drain_replicas(resource, spec, children.get("backfillTopic"))
         await rt.kube.aio.scale_deployment(ns, children["deployment"], replicas)
         said.append(f"Deployment {children['deployment']} scaled to {replicas}")
     return "; ".join(said) or "nothing runs"
+
+
+async def _drain_replicas(resource: Resource, spec: LakeReplaySpec, topic: str | None) -> int:
+    """spec.consumer.replicas clamped to the backfill topic's partitions, as the drain was started."""
+    partitions = spec.backfill_topic.partitions
+    if partitions is None and topic:
+        cluster, _ = await resource.kafka(spec.kafka)
+        partitions = len((await cluster.aio.partitions([topic])).get(topic) or [])
+    return replay_replicas(spec.consumer.replicas, partitions or spec.consumer.replicas)
 
 
 # ------------------------------------------------------------------------------------------ following

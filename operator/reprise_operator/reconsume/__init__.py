@@ -24,6 +24,7 @@ from typing import Any
 from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
 from .. import cutover, guard_report, metrics
+from ..cluster_caps import clamp_note, replay_replicas
 from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
 from ..api import Plan as PlanStatus
 from ..api.common import ConditionType, Entrypoint, Filter, Phase
@@ -207,7 +208,7 @@ def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) ->
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
-    plan = await asyncio.to_thread(plan_reconsume, cluster, spec, resource.now())
+    plan = await cluster.aio.call(plan_reconsume, cluster, spec, resource.now())
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)
@@ -251,6 +252,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     )
     await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
+    replicas, clamped = replay_replicas(consumer.replicas, len(starts)), clamp_note(consumer.replicas, len(starts))
     manifest = standby_deployment(
         resource,
         name=name,
@@ -259,6 +261,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         consumer=consumer,
         settings=settings,
         kafka=spec.kafka,
+        replicas=replicas,
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
     if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
@@ -280,8 +283,10 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         ConditionType.RUNNING,
         "True",
         "ConsumersStarted",
-        f"{consumer.replicas} replay consumer(s) in Deployment {name}, group {group}",
+        f"{replicas} replay consumer(s) in Deployment {name}, group {group}" + (f" ({clamped})" if clamped else ""),
     )
+    if clamped:
+        resource.event("ReplicasClamped", clamped)
     resource.set_phase(Phase.RUNNING, "ConsumersStarted", f"created Deployment {name} for replay group {group}")
 
 
@@ -293,7 +298,8 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas", 1)
     else:
         target_name = (resource.status.get("children") or {}).get("deployment")
-        replicas = spec.consumer.replicas if spec.consumer else 1
+        partitions = len((resource.status.get("plan") or {}).get("partitions") or [])
+        replicas = replay_replicas(spec.consumer.replicas, partitions) if spec.consumer else 1
     if target_name is None:
         return
     if spec.suspend and resource.phase == Phase.RUNNING:

@@ -79,9 +79,17 @@ class Installed:
         return answer == "yes"
 
 
+#: The peers the chart requires with its default NetworkPolicy: on the local platform the API server and the broker
+#: listen on loopback (and no CNI enforces the policy; the chart's rendering of it is what is tested here).
+LOCAL_PEERS = {
+    "apiServerPeers": [{"ipBlock": {"cidr": "127.0.0.1/32"}}],
+    "kafkaPeers": [{"ipBlock": {"cidr": "127.0.0.1/32"}}],
+}
+
+
 def helm_install(kube: Kube, release: str, namespace: str, values: dict, tmp: Path, *extra: str) -> None:
     path = tmp / f"{release}-values.yaml"
-    path.write_text(yaml.safe_dump(values))
+    path.write_text(yaml.safe_dump({"networkPolicy": LOCAL_PEERS, **values}))
     kube.helm("install", release, str(CHART), "--namespace", namespace, "--values", str(path), *extra)
 
 

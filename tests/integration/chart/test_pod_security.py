@@ -58,7 +58,10 @@ def admitted(kube, namespace: str, pod: dict[str, Any]) -> tuple[bool, str]:
 
 
 def operator_pod(kube) -> dict[str, Any]:
-    rendered = kube.helm("template", "reprise", str(CHART), "--namespace", "reprise-system").stdout
+    # The operator pod's template does not depend on the NetworkPolicy, which the chart renders only with its peers.
+    rendered = kube.helm(
+        "template", "reprise", str(CHART), "--namespace", "reprise-system", "--set", "networkPolicy.enabled=false"
+    ).stdout
     (deployment,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Deployment"]
     return as_pod("operator", deployment["spec"]["template"])
 

@@ -12,6 +12,14 @@ import yaml
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "reprise"
 RELEASE, NAMESPACE = "ship", "reprise-system"
+#: What every install must give with the default `networkPolicy.enabled` (the chart fails without it): the API
+#: server's and the brokers' addresses. Rendered first, so a test's own values win (`kafkaPeers: []` removes them).
+SITE = {
+    "networkPolicy": {
+        "apiServerPeers": [{"ipBlock": {"cidr": "10.0.0.1/32"}}],
+        "kafkaPeers": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kafka"}}}],
+    }
+}
 
 
 class RenderError(AssertionError):
@@ -31,8 +39,11 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def render(helm: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[dict[str, Any]]]:
-    """`render({"operator": {"replicas": 2}})`: the documents `helm template` gives for these values."""
+    """`render({"operator": {"replicas": 2}})`: the documents `helm template` gives for these values, on top
+    of the SITE values."""
     folder = tmp_path_factory.mktemp("values")
+    site = folder / "site.yaml"
+    site.write_text(yaml.safe_dump(SITE))
     count = 0
 
     def _render(values: dict[str, Any] | None = None, *extra: str) -> list[dict[str, Any]]:
@@ -40,7 +51,19 @@ def render(helm: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[...
         count += 1
         path = folder / f"values-{count}.yaml"
         path.write_text(yaml.safe_dump(values or {}))
-        proc = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--values", str(path), *extra)
+        proc = run_helm(
+            helm,
+            "template",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            NAMESPACE,
+            "--values",
+            str(site),
+            "--values",
+            str(path),
+            *extra,
+        )
         if proc.returncode != 0:
             raise RenderError(proc.stderr.strip())
         return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]

@@ -8,7 +8,7 @@ import pytest
 from reprise_operator.api import KINDS
 from reprise_operator.settings import OperatorSettings
 
-from .conftest import CHART, NAMESPACE, RELEASE, RenderError, find, one, run_helm
+from .conftest import CHART, NAMESPACE, RELEASE, SITE, RenderError, find, one, run_helm
 from .pod_security import restricted_violations
 
 FULLNAME = f"{RELEASE}-reprise"
@@ -270,8 +270,9 @@ def test_every_values_key_is_in_the_schema_and_the_schema_is_strict() -> None:
 def test_network_policy_lets_in_only_scrapes_and_out_only_dns_api_and_kafka(render) -> None:
     policy = one(render(), "NetworkPolicy", FULLNAME)["spec"]
     assert policy["policyTypes"] == ["Ingress", "Egress"]
+    # L3: the metrics name every tenant's replays; by default only pods of the release namespace may scrape.
     assert policy["ingress"] == [
-        {"ports": [{"port": "metrics", "protocol": "TCP"}]},
+        {"ports": [{"port": "metrics", "protocol": "TCP"}], "from": [{"podSelector": {}}]},
         {"ports": [{"port": "webhook", "protocol": "TCP"}]},
     ]
     ports = [sorted((p["port"], p["protocol"]) for p in rule["ports"]) for rule in policy["egress"]]
@@ -280,6 +281,10 @@ def test_network_policy_lets_in_only_scrapes_and_out_only_dns_api_and_kafka(rend
         [(443, "TCP"), (6443, "TCP")],
         [(9092, "TCP"), (9093, "TCP"), (9094, "TCP")],
     ]
+    # M5: the API server and Kafka rules name their peers; no rule but DNS admits any address.
+    assert policy["egress"][1]["to"] == SITE["networkPolicy"]["apiServerPeers"]
+    assert policy["egress"][2]["to"] == SITE["networkPolicy"]["kafkaPeers"]
+    assert all(rule.get("to") for rule in policy["egress"][1:])
     narrowed = one(
         render(
             {
@@ -295,6 +300,36 @@ def test_network_policy_lets_in_only_scrapes_and_out_only_dns_api_and_kafka(rend
     assert narrowed["egress"][2]["to"] == [{"ipBlock": {"cidr": "10.1.0.0/16"}}]
     assert narrowed["ingress"][0]["from"] == [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]
     assert not find(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
+
+
+@pytest.mark.parametrize("missing", ["apiServerPeers", "kafkaPeers"])
+def test_network_policy_without_its_peers_fails_naming_the_value(render, missing) -> None:
+    with pytest.raises(RenderError, match=f"networkPolicy.{missing} is empty"):
+        render({"networkPolicy": {missing: []}})
+    assert not find(render({"networkPolicy": {missing: [], "enabled": False}}), "NetworkPolicy")
+
+
+def test_limits_reach_the_operator_settings(render) -> None:
+    defaults = settings_of(operator_container(render()))
+    assert (defaults.max_active_per_namespace, defaults.max_active, defaults.max_backfill_partitions) == (20, 200, 256)
+    assert (defaults.kafka_threads, defaults.kafka_threads_per_namespace, defaults.kafka_connections) == (16, 4, 32)
+    values = {
+        "maxActivePerNamespace": 3,
+        "maxActive": 7,
+        "maxBackfillPartitions": 12,
+        "kafkaConnections": 5,
+        "handoverReaders": 2,
+        "offsetReaders": 9,
+        "kafkaIdleSeconds": 60,
+        "kafkaThreads": 6,
+        "kafkaThreadsPerNamespace": 2,
+    }
+    given = settings_of(operator_container(render({"limits": values})))
+    assert (given.max_active_per_namespace, given.max_active, given.max_backfill_partitions) == (3, 7, 12)
+    assert (given.kafka_connections, given.handover_readers, given.offset_readers) == (5, 2, 9)
+    assert (given.kafka_idle_seconds, given.kafka_threads, given.kafka_threads_per_namespace) == (60.0, 6, 2)
+    with pytest.raises(RenderError, match="kafkaThreads"):
+        render({"limits": {"kafkaThreads": 0}})
 
 
 def test_network_policy_selects_the_operator_pod(render) -> None:
@@ -327,7 +362,7 @@ def test_network_policy_selects_the_operator_pod(render) -> None:
 )
 def test_helm_lint_is_clean(helm, tmp_path, values) -> None:
     path = tmp_path / "values.yaml"
-    path.write_text(yaml.safe_dump(values))
+    path.write_text(yaml.safe_dump({**SITE, **values}))
     proc = run_helm(helm, "lint", str(CHART), "--strict", "--namespace", NAMESPACE, "--values", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[WARNING]" not in proc.stdout and "[ERROR]" not in proc.stdout and "[INFO]" not in proc.stdout, proc.stdout

@@ -14,7 +14,8 @@ from reprise_operator.api import KINDS as API_KINDS
 from reprise_operator.api.common import ConditionType, Phase
 from reprise_operator.driver import transition
 from reprise_operator.kinds import KINDS
-from reprise_operator.lifecycle import ObjectMemory, Resource
+from reprise_operator.lifecycle import ObjectMemory, Resource, Waiting
+from reprise_operator.namespace_limit import ActiveResources
 
 
 class Spec(BaseModel):
@@ -70,7 +71,7 @@ class Recorder:
 
 def resource(phase: str | None, **spec: Any) -> Resource:
     body = {"metadata": {"namespace": "ns", "name": "r", "uid": "u-1", "generation": 1}, "spec": spec}
-    rt = SimpleNamespace(settings=SimpleNamespace(kafka_bootstrap_aliases=()))
+    rt = SimpleNamespace(settings=SimpleNamespace(kafka_bootstrap_aliases=()), active=ActiveResources(0, 0))
     status = {"phase": phase} if phase else {}
     return Resource("Reconsume", "reconsumes", body, status, rt)  # type: ignore[arg-type]
 
@@ -99,6 +100,23 @@ def test_each_phase_runs_its_one_hook_and_makes_at_most_one_transition(phase, sp
     assert res.phase == after
     # One transition: planning never starts, starting never follows, following never tears down.
     assert len([c for c in kind.calls if c != "hold"]) <= 1
+
+
+def test_a_resource_over_the_namespace_limit_waits_pending_without_planning() -> None:
+    kind = Recorder()
+    first, second = resource(None), resource(None)
+    second.body["metadata"]["uid"] = "u-2"
+    limits = ActiveResources(per_namespace=1, total=0)
+    first.rt.active = second.rt.active = limits  # type: ignore[misc]
+    run(kind, first)
+    with pytest.raises(Waiting) as parked:
+        run(kind, second)
+    assert parked.value.reason == "NamespaceLimit"
+    assert "limits.maxActivePerNamespace=1" in parked.value.message
+    assert kind.calls == ["plan"] and second.phase == Phase.PENDING, "the parked resource must not plan"
+    limits.release("u-1")  # the first one finished: the slot frees, the second is admitted at its next look
+    run(kind, second)
+    assert kind.calls == ["plan", "plan"] and second.phase == Phase.PLAN_READY
 
 
 def test_a_plan_is_never_followed_by_a_start_in_the_same_transition() -> None:
