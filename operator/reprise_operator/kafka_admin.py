@@ -425,7 +425,9 @@ def produce_one(
     client_id: str,
 ) -> int:
     """Produce one record and wait for its acknowledgement; its offset (Debezium's signals)."""
-    producer = _built(Producer, {**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True})
+    producer = _built(
+        Producer, {**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True}
+    )
     delivered: dict[str, Any] = {}
 
     def on_delivery(error: Any, message: Any) -> None:

@@ -90,7 +90,9 @@ def test_each_refused_family_is_refused_naming_the_key_only(key):
 def test_a_prefix_does_not_smuggle_a_refused_key(prefix):
     refusal = refused({f"{prefix}debug": VALUE})
     assert refusal.key == f"{prefix}debug"
-    assert refused({f"{prefix}sasl.oauthbearer.assertion.file": VALUE}).key == f"{prefix}sasl.oauthbearer.assertion.file"
+    assert (
+        refused({f"{prefix}sasl.oauthbearer.assertion.file": VALUE}).key == f"{prefix}sasl.oauthbearer.assertion.file"
+    )
 
 
 def test_the_allowed_settings_pass_with_their_prefixes_and_scope_as_everywhere():
