@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -18,6 +19,7 @@ import yaml
 
 from reprise_operator.api import GROUP, VERSION
 from reprise_operator.kube import KubeUnavailable
+from reprise_operator.settings import OAUTH_TOKEN_ENDPOINTS_ENV
 from replay_worker.contract import utc_now
 
 from . import controls, live_progress, plan as planning, tables
@@ -61,6 +63,23 @@ def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (get)", **default)
 
 
+def _token_endpoint_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--oauth-token-endpoint",
+        action="append",
+        dest="token_endpoints",
+        metavar="URL",
+        help="an OAuth token endpoint the Secret's OAUTHBEARER settings may name, as the chart's "
+        f"kafka.oauthTokenEndpoints (repeatable; default: ${OAUTH_TOKEN_ENDPOINTS_ENV}, comma-separated); any "
+        "other is refused, like every setting that would read a file or call a URL on this machine",
+    )
+
+
+def _token_endpoints(args: argparse.Namespace) -> tuple[str, ...]:
+    given = args.token_endpoints or os.environ.get(OAUTH_TOKEN_ENDPOINTS_ENV, "").split(",")
+    return tuple(e.strip() for e in given if e.strip())
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(
         prog="kubectl reprise",
@@ -92,6 +111,7 @@ def parser() -> argparse.ArgumentParser:
         help="records/s one consumer is assumed to process, for the estimate (default 2000; a "
         "REPRISE_MAX_RECORDS_PER_SECOND in the manifest wins)",
     )
+    _token_endpoint_option(p)
     p = command("get")
     p.add_argument("name", nargs="?", help="KIND/NAME or NAME (default: all)")
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
@@ -118,6 +138,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="the Rewind Reconsume's name (its ConfigMap is NAME-rollback)")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--bootstrap-servers", help="Kafka to use when the Reconsume is deleted (else its spec.kafka)")
+    _token_endpoint_option(p)
     return main
 
 
@@ -177,7 +198,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     elif args.command == "rollback":
         print(
             controls.rollback(
-                target, args.name, (lambda _q: True) if args.yes else controls.ask, args.bootstrap_servers
+                target,
+                args.name,
+                (lambda _q: True) if args.yes else controls.ask,
+                args.bootstrap_servers,
+                token_endpoints=_token_endpoints(args),
             )
         )
     return 0
@@ -189,7 +214,7 @@ def _plan(args: argparse.Namespace, target: Target) -> int:
         # As kubectl apply: -n wins, then the manifest's namespace, then the context's.
         namespace = args.namespace or (body.get("metadata") or {}).get("namespace") or target.namespace or "default"
         try:
-            found = planning.compute(target, body, namespace, args.rate)
+            found = planning.compute(target, body, namespace, args.rate, token_endpoints=_token_endpoints(args))
         except planning.PlanRefused as refused:
             if refused.shown is not None and args.output == "table":
                 print(tables.plan_text(refused.shown, _now()))

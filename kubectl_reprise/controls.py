@@ -21,7 +21,7 @@ from typing import Callable
 
 from reprise_operator.api import GROUP, VERSION, KindDefinition
 from reprise_operator.constants import APPROVE_ANNOTATION, rollback_configmap_name
-from reprise_operator.kafka_admin import KafkaCluster, TopicPartitionKey
+from reprise_operator.kafka_admin import ClientRefused, KafkaCluster, TopicPartitionKey
 from reprise_operator.lifecycle import Resource, Waiting
 from reprise_operator.api import ReconsumeSpec, KafkaConnection
 from reprise_operator.api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
@@ -197,7 +197,14 @@ def moves_table(moves: list[RollbackMove]) -> str:
     )
 
 
-def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None, out=print) -> str:
+def rollback(
+    target: Target,
+    name: str,
+    confirm: Confirm,
+    bootstrap: str | None,
+    out=print,
+    token_endpoints: tuple[str, ...] = (),
+) -> str:
     if target.namespace is None:
         raise PluginError("rollback needs a namespace (-n NAMESPACE), not -A")
     if "/" in name:
@@ -219,8 +226,12 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
         )
     snapshot = {(o["topic"], int(o["partition"])): int(o["offset"]) for o in json.loads(raw)}
     body = target.kube.get_custom(GROUP, VERSION, "reconsumes", target.namespace, name)
-    cluster = _cluster(target, name, body, bootstrap)
-    description = cluster.describe_group(group)
+    cluster = _cluster(target, name, body, bootstrap, token_endpoints)
+    try:
+        description = cluster.describe_group(group)
+        committed = cluster.committed_offsets(group, list(snapshot))
+    except ClientRefused as exc:
+        raise PluginError(f"InvalidKafkaSetting: spec.kafka.configFrom.secretRef: {exc}") from None
     if description.state not in ("Empty", "Dead"):
         live = ((body or {}).get("spec") or {}).get("liveDeployment", {}).get("name", "<live deployment>")
         stop = (
@@ -232,7 +243,7 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
             f"group {group} is {description.state} with {len(description.members)} member(s); Kafka moves offsets only "
             f"of an Empty group: stop its consumers first ({stop}), then run rollback again"
         )
-    moves = rollback_moves(snapshot, cluster.committed_offsets(group, list(snapshot)))
+    moves = rollback_moves(snapshot, committed)
     out(f"group {group}: offsets from ConfigMap {cm_name}\n{moves_table(moves)}")
     if not confirm(f"Move group {group} to these offsets?"):
         raise PluginError("not rolled back")
@@ -244,11 +255,15 @@ def rollback(target: Target, name: str, confirm: Confirm, bootstrap: str | None,
     return f"group {group} rolled back on {len(snapshot)} partition(s); start its consumers again to resume from there"
 
 
-def _cluster(target: Target, name: str, body: dict | None, bootstrap: str | None) -> KafkaCluster:
-    """The Kafka cluster of the Reconsume (with its Secret), or `--bootstrap-servers` when it is gone."""
+def _cluster(
+    target: Target, name: str, body: dict | None, bootstrap: str | None, token_endpoints: tuple[str, ...]
+) -> KafkaCluster:
+    """The Kafka cluster of the Reconsume (with its Secret), or `--bootstrap-servers` when it is gone. The
+    Secret's settings go through the operator's allow-list (`Resource.kafka`): the person running rollback
+    runs none of the tenant's file, URL or plugin settings on their machine."""
     if body is None and bootstrap is None:
         raise PluginError(f"reconsume {name} is gone, so its Kafka connection is unknown: pass --bootstrap-servers")
-    rt = Runtime(settings=OperatorSettings(), kube=target.kube)
+    rt = Runtime(settings=OperatorSettings(oauth_token_endpoints=token_endpoints), kube=target.kube)
     if body is not None:
         kafka = ReconsumeSpec.model_validate(body.get("spec") or {}).kafka
         if bootstrap is not None:

@@ -2,7 +2,8 @@
 it, without creating anything.
 
 It reads Kafka directly with the connection and Secret the manifest names, through the operator's own
-code: `Resource.kafka` (the Secret, and the messages when it is missing), `reconsume.plan_reconsume`
+code: `Resource.kafka` (the Secret, its label, the settings the operator's allow-list lets run here, and the
+messages when it is missing or refused), `reconsume.plan_reconsume`
 (the facts and the plan) and `planning.retention_message` (the refusal). A plan the operator would refuse
 is refused here with the operator's reason and message, so `plan` is a dry run of the planning step.
 """
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from reprise_operator import reconsume
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.conditions import utc_now
-from reprise_operator.kafka_admin import KafkaCluster, KafkaUnavailable
+from reprise_operator.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable
 from reprise_operator.lifecycle import Failure, Resource, Waiting
 from reprise_operator.planning import Plan, retention_message
 from reprise_operator.runtime import Runtime
@@ -138,11 +139,21 @@ def parse_spec(body: dict) -> ReconsumeSpec:
         raise PlanRefused("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
 
 
-def compute(target: Target, body: dict, namespace: str, rate: float, now: datetime | None = None) -> ManifestPlan:
-    """The manifest's plan, or PlanRefused with the operator's reason and message."""
+def compute(
+    target: Target,
+    body: dict,
+    namespace: str,
+    rate: float,
+    now: datetime | None = None,
+    token_endpoints: tuple[str, ...] = (),
+) -> ManifestPlan:
+    """The manifest's plan, or PlanRefused with the operator's reason and message. The Secret's settings go
+    through the operator's allow-list (`Resource.kafka`): a reviewer who plans a tenant's manifest runs none
+    of the tenant's file, URL or plugin settings on their own machine. `token_endpoints`: the OAuth token
+    endpoints an OAUTHBEARER Secret may name (`--oauth-token-endpoint`, as the chart's list)."""
     spec = parse_spec(body)
     name = (body.get("metadata") or {}).get("name") or "(unnamed)"
-    rt = Runtime(settings=OperatorSettings(), kube=target.kube)
+    rt = Runtime(settings=OperatorSettings(oauth_token_endpoints=token_endpoints), kube=target.kube)
     resource = Resource(
         "Reconsume",
         reconsume.PLURAL,
@@ -157,6 +168,8 @@ def compute(target: Target, body: dict, namespace: str, rate: float, now: dateti
         raise PlanRefused(waiting.reason, waiting.message) from None
     except Failure as failure:
         raise PlanRefused(failure.reason, failure.message) from None
+    except ClientRefused as exc:
+        raise PlanRefused("InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {exc}") from None
     except KafkaUnavailable as exc:
         raise PluginError(
             f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "

@@ -9,7 +9,8 @@ environment and publishes where it started. Both sides read the same rules from 
 - the one duration grammar (`durations`) and the one timestamp module (`timestamps`);
 - the filter spec (`filters.FilterSpec`), which the worker and the guard evaluate alike;
 - the view of one replay in the handover topic (`handover.ReplayHandover`), which the operator follows;
-- the worker's environment contract (`settings.WorkerSettings`: every `REPRISE_*` variable, `to_env`).
+- the worker's environment contract (`settings.WorkerSettings`: every `REPRISE_*` variable, `to_env`);
+- which settings of a tenant's Kafka Secret may run in the operator's own process (`setting_allow_list`).
 
 Pure: nothing here, nor anything it imports, opens a Kafka client (import-linter checks it: `make lint`).
 The operator imports the worker only through this module and the handover topic's reader.
@@ -21,6 +22,7 @@ from .durations import GO_DURATION, format_duration, parse_duration, parse_go_du
 from .filters import FilterSpec, FilterSpecError
 from .handover import PartitionHandover, ReplayHandover
 from .settings import SettingsError, WorkerSettings
+from .setting_allow_list import RefusedSetting, client_refusal, operator_settings
 from .setting_scopes import ClientType, settings_for
 from .start_position import (
     EndSpec,
@@ -53,6 +55,7 @@ __all__ = [
     "FilterSpecError",
     "PartitionFacts",
     "PartitionHandover",
+    "RefusedSetting",
     "ReplayHandover",
     "SettingsError",
     "SpecError",
@@ -61,6 +64,7 @@ __all__ = [
     "StartSpec",
     "TopicPartitionKey",
     "WorkerSettings",
+    "client_refusal",
     "decide_end",
     "decide_start",
     "epoch_ms",
@@ -68,6 +72,7 @@ __all__ = [
     "from_epoch_ms",
     "parse_duration",
     "parse_go_duration",
+    "operator_settings",
     "parse_rfc3339",
     "refuse_lost_start",
     "rfc3339",

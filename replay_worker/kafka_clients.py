@@ -15,6 +15,7 @@ cannot switch them off.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -61,7 +62,21 @@ def load_config_dir(path: str | Path | None) -> dict[str, str]:
         except (OSError, UnicodeDecodeError) as exc:
             raise KafkaConfigError(f"cannot read Kafka setting file {entry}: {type(exc).__name__}") from None
         values[entry.name] = text[:-1] if text.endswith("\n") else text
-    return values
+    return _without_named_files(values, folder)
+
+
+def _without_named_files(values: dict[str, str], folder: Path) -> dict[str, str]:
+    """The settings without the files a `*.location` setting names in this folder (`ssl.ca.location` =
+    `/etc/reprise/kafka/ca.crt` and a key `ca.crt`): such a file is the value of that setting, not a setting of
+    its own (librdkafka would refuse `ca.crt` as an unknown property). The operator gives the same file inline
+    (`replay_worker.setting_allow_list`), so one Secret serves both."""
+    here = {str(folder).rstrip("/"), "/etc/reprise/kafka"}
+    named = {
+        os.path.basename(value.strip())
+        for key, value in values.items()
+        if key.endswith(".location") and os.path.dirname(value.strip()) in here
+    }
+    return {key: value for key, value in values.items() if key not in named}
 
 
 def connection(

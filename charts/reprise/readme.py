@@ -185,6 +185,13 @@ admission webhook). Nothing else: no `update` of Deployments, no Secrets
   another Secret is then refused), or turn it off with `rbac.secrets.enabled=false` when no replay uses
   `configFrom`. Values are never written to status, Events, logs or metrics; pods get them
   only as a Secret volume.
+- **Only labelled Secrets, only allowed settings.** The operator reads a Secret only if its owner labelled
+  it `reprise.io/kafka-client=true` (`kubectl label secret NAME reprise.io/kafka-client=true`); otherwise
+  the resource waits with `SecretNotLabelled`. In its own process (and in `kubectl reprise plan` and
+  `rollback`) it uses only allow-listed settings (security protocol, SASL PLAIN/SCRAM, OAUTHBEARER as
+  OIDC `client_credentials` against `kafka.oauthTokenEndpoints`, inline PEM, tuning); a file path, URL,
+  plugin or log setting waits with `ForbiddenKafkaSetting`, naming the key and never its value. A
+  `ssl.*.location` under `/etc/reprise/kafka/` is read from that key of the same Secret.
 
 ## Admission webhook
 

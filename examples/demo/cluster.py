@@ -60,10 +60,9 @@ class Cluster:
         self.kubectl("delete", kind, name, "-n", namespace, "--ignore-not-found", "--wait=true", "--timeout=180s")
 
     def secret(self, namespace: str, name: str, settings: dict[str, str]) -> None:
-        """A Kafka client Secret (librdkafka settings) for `spec.kafka.configFrom`."""
-        self.apply(
-            namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": settings}
-        )
+        """A Kafka client Secret (librdkafka settings) for `spec.kafka.configFrom`, labelled for the operator."""
+        metadata = {"name": name, "labels": {"reprise.io/kafka-client": "true"}}
+        self.apply(namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "stringData": settings})
 
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4})  # not its info lines on exit

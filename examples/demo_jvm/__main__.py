@@ -114,7 +114,7 @@ def main() -> int:
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "accounts-kafka-client"},
+        "metadata": {"name": "accounts-kafka-client", "labels": {"reprise.io/kafka-client": "true"}},
         "stringData": {"session.timeout.ms": "10000"},
     }
     cluster.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=json.dumps(secret))

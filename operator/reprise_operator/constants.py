@@ -20,6 +20,8 @@ LABEL_NAME = "app.kubernetes.io/name"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_REPLAY = "reprise.io/replay"
 LABEL_KIND = "reprise.io/kind"
+#: The owner's opt-in on a Secret of Kafka client settings: the operator reads no other Secret (`=true`).
+LABEL_KAFKA_CLIENT = "reprise.io/kafka-client"
 MANAGED_BY = "reprise"
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Concatenate, Iterable, Mapping, ParamSpec, Seq
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from replay_worker.contract import ClientType, settings_for
+from replay_worker.contract import ClientType, client_refusal, settings_for
 
 from .connection_cache import ConnectionCache, Retirable
 from .kafka_addresses import normal_bootstrap
@@ -45,6 +45,19 @@ MAX_CLUSTER_LABELS = 16
 
 class KafkaUnavailable(RuntimeError):
     """A temporary failure talking to Kafka: the caller backs off and retries."""
+
+
+class ClientRefused(ValueError):
+    """librdkafka refused a client's settings when it was built. The message names the key at most, never
+    the value: librdkafka's own may quote it (`Invalid value "<value>" for configuration property ...`)."""
+
+
+def _built(make: Any, config: Mapping[str, Any]) -> Any:
+    """`make(config)` (a client class), with a refusal of its settings as `ClientRefused`."""
+    try:
+        return make(dict(config))
+    except (KafkaException, TypeError, ValueError) as exc:
+        raise ClientRefused(client_refusal(str(exc)) or "the Kafka client refused the Secret's settings") from None
 
 
 @dataclass(frozen=True)
@@ -129,7 +142,7 @@ class KafkaCluster(Retirable):
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin: AdminClient | None = AdminClient(settings_for("admin", config))
+        self._admin: AdminClient | None = _built(AdminClient, settings_for("admin", config))
         self._readers: dict[str, Consumer] = {}
         self._max_readers = offset_readers
         self._metric_label = metric_label if metric_label is not None else bootstrap_servers
@@ -314,13 +327,14 @@ class KafkaCluster(Retirable):
         with self._lock:
             reader = self._readers.pop(group, None)
             if reader is None:
-                reader = Consumer(
+                reader = _built(
+                    Consumer,
                     {
                         **settings_for("consumer", self._config),
                         "group.id": group,
                         "enable.auto.commit": False,
                         "client.id": "reprise-operator-offsets",
-                    }
+                    },
                 )
             self._readers[group] = reader  # most recently used last
             while len(self._readers) > self._max_readers:
@@ -522,7 +536,9 @@ def produce_one(
     client_id: str,
 ) -> int:
     """Produce one record and wait for its acknowledgement; its offset (Debezium's signals)."""
-    producer = Producer({**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True})
+    producer = _built(
+        Producer, {**_client_config(bootstrap, config, client_id, "producer"), "enable.idempotence": True}
+    )
     delivered: dict[str, Any] = {}
 
     def on_delivery(error: Any, message: Any) -> None:
@@ -562,14 +578,15 @@ def read_topic(
     from the beginning) up to the end offsets as of the call: (partition, offset, key, value) each.
 
     A bounded read with `assign()` and no consumer group: nothing is committed anywhere."""
-    consumer = Consumer(
+    consumer = _built(
+        Consumer,
         {
             **_client_config(bootstrap, config, client_id, "consumer"),
             "group.id": client_id,
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
-        }
+        },
     )
     try:
         metadata = consumer.list_topics(topic, timeout=IO_TIMEOUT_S)

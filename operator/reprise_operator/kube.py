@@ -38,6 +38,14 @@ class KubeUnavailable(RuntimeError):
     """A temporary API failure (timeouts, 5xx, conflicts): back off and retry."""
 
 
+class SecretNotLabelled(RuntimeError):
+    """A Secret a resource names lacks the opt-in label: its values were not read."""
+
+    def __init__(self, namespace: str, name: str, label: str) -> None:
+        super().__init__(f"Secret {namespace}/{name} is not labelled {label}=true")
+        self.namespace, self.name, self.label = namespace, name, label
+
+
 class NotOwned(RuntimeError):
     """A child name is taken by an object this resource does not own: a person must resolve it."""
 
@@ -101,8 +109,12 @@ class Kube:
     def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict | None:
         return self._read(self.custom.get_namespaced_custom_object, group, version, namespace, plural, name)
 
-    def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+    def secret_data(self, namespace: str, name: str, label: str | None = None) -> dict[str, str] | None:
         """A Secret's values, decoded. The caller must never log, store or emit them.
+
+        With `label`, only a Secret labelled `<label>=true` is read: another raises `SecretNotLabelled`, and its
+        values never cross the wire (its metadata is read first). So naming a Secret in a resource reads nothing
+        its owner did not opt in to.
 
         Cached by resourceVersion: every replay polls `Resource.kafka()` every few seconds, and the values
         only change when the Secret does. Within `SECRET_RECHECK_S` the cached values are returned with no
@@ -114,21 +126,22 @@ class Kube:
             cached = self._secrets.get(key)
         if cached is not None and now - cached[2] < SECRET_RECHECK_S:
             return dict(cached[1])
-        if cached is not None:
-            meta = self._read(self.core.read_namespaced_secret, name, namespace, headers=_METADATA_ONLY)
-            if meta is None:
-                with self._secrets_lock:
-                    self._secrets.pop(key, None)
-                return None
-            if (meta.get("metadata") or {}).get("resourceVersion") == cached[0]:
-                with self._secrets_lock:
-                    self._secrets[key] = (cached[0], cached[1], now)
-                return dict(cached[1])
+        meta = self._read(self.core.read_namespaced_secret, name, namespace, headers=_METADATA_ONLY)
+        if meta is None:
+            with self._secrets_lock:
+                self._secrets.pop(key, None)
+            return None
+        self._check_label(meta, key, label)
+        if cached is not None and (meta.get("metadata") or {}).get("resourceVersion") == cached[0]:
+            with self._secrets_lock:
+                self._secrets[key] = (cached[0], cached[1], now)
+            return dict(cached[1])
         secret = self._read(self.core.read_namespaced_secret, name, namespace)
         if secret is None:
             with self._secrets_lock:
                 self._secrets.pop(key, None)
             return None
+        self._check_label(secret, key, label)  # the label may have gone between the two reads
         data = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
         data.update(secret.get("stringData") or {})
         with self._secrets_lock:
@@ -180,6 +193,13 @@ class Kube:
         current = _json(api.read_validating_webhook_configuration(name, _preload_content=False))
         replaced = {**body, "metadata": {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
         api.replace_validating_webhook_configuration(name, cast(Any, replaced))
+
+    def _check_label(self, secret: dict, key: tuple[str, str], label: str | None) -> None:
+        """Refuse a Secret without `<label>=true`, and forget its values if they were cached before."""
+        if label is not None and ((secret.get("metadata") or {}).get("labels") or {}).get(label) != "true":
+            with self._secrets_lock:
+                self._secrets.pop(key, None)
+            raise SecretNotLabelled(key[0], key[1], label)
 
     # -- the leader Lease (leadership.py decides; this only reads and writes it) -------------------
 
@@ -351,8 +371,8 @@ class AsyncKube:
     async def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict | None:
         return await asyncio.to_thread(self._kube.get_custom, group, version, plural, namespace, name)
 
-    async def secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
-        return await asyncio.to_thread(self._kube.secret_data, namespace, name)
+    async def secret_data(self, namespace: str, name: str, label: str | None = None) -> dict[str, str] | None:
+        return await asyncio.to_thread(self._kube.secret_data, namespace, name, label)
 
     async def user_may(
         self,

@@ -19,16 +19,18 @@ import kopf
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ValidationError
 
+from replay_worker.contract import RefusedSetting, client_refusal, operator_settings
+
 from . import metrics
 from .api import API_VERSION, KINDS
 from .api.common import ConditionType, Phase, StatusModel
 from .bootstrap_aliases import aliased_spec
 from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
-from .constants import replay_id
+from .constants import LABEL_KAFKA_CLIENT, replay_id
 from .handover_state import HandoverBehind
-from .kafka_admin import KafkaCluster, KafkaUnavailable
+from .kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable
 from .kafka_pool import on_behalf_of
-from .kube import KubeUnavailable, NotOwned
+from .kube import KubeUnavailable, NotOwned, SecretNotLabelled
 from .progress import DrainClock, EtaWindow
 from .runtime import Runtime
 from .workloads import Owner
@@ -229,12 +231,24 @@ class Resource:
         return spec_approval == "Automatic" or self.annotations.get("reprise.io/approve") == "true"
 
     async def kafka(self, kafka_spec: Any) -> tuple[KafkaCluster, dict[str, str]]:
-        """The shared admin client of the resource's cluster and the client settings from its Secret."""
+        """The shared admin client of the resource's cluster and the client settings from its Secret.
+
+        The Secret is read only if its owner labelled it `reprise.io/kafka-client=true`, and only the settings
+        the operator may run in its own process are used (`replay_worker.setting_allow_list`): any other key
+        is refused here, before a client is built, with the key named and never its value. The pods the
+        resource makes mount the whole Secret: they are the tenant's own processes."""
         config: dict[str, str] = {}
         if kafka_spec.config_from is not None:
             secret = kafka_spec.config_from.secret_ref.name
+            where = f"spec.kafka.configFrom.secretRef: Secret {self.namespace}/{secret}"
             try:
-                data = await self.rt.kube.aio.secret_data(self.namespace, secret)
+                data = await self.rt.kube.aio.secret_data(self.namespace, secret, LABEL_KAFKA_CLIENT)
+            except SecretNotLabelled:
+                raise Waiting(
+                    "SecretNotLabelled",
+                    f"{where} is not labelled {LABEL_KAFKA_CLIENT}=true, and the operator reads only Secrets "
+                    f"labelled for it: kubectl label secret {secret} -n {self.namespace} {LABEL_KAFKA_CLIENT}=true",
+                ) from None
             except ApiException as exc:
                 if exc.status != 403:
                     raise
@@ -247,11 +261,19 @@ class Resource:
                 raise Waiting(
                     "SecretNotFound",
                     f"spec.kafka.configFrom.secretRef: Secret {self.namespace}/{secret} does not exist; create it "
-                    "with the librdkafka client settings (security.protocol, sasl.*, ssl.*)",
+                    "with the librdkafka client settings (security.protocol, sasl.*, ssl.*) and the label "
+                    f"{LABEL_KAFKA_CLIENT}=true",
                 )
-            config = {k: v for k, v in data.items()}
-        cluster = self.rt.clusters.get(kafka_spec.bootstrap_servers, config)
-        return cluster, config
+            try:
+                config = operator_settings(data, self.rt.settings.oauth_token_endpoints)
+            except RefusedSetting as refused:
+                raise Waiting(refused.reason, f"{where}: {refused}") from None
+            try:
+                cluster = self.rt.clusters.get(kafka_spec.bootstrap_servers, config)
+            except ClientRefused as exc:
+                raise Waiting("InvalidKafkaSetting", f"{where}: {exc}") from None
+            return cluster, config
+        return self.rt.clusters.get(kafka_spec.bootstrap_servers, config), config
 
 
 def admit(resource: Resource) -> None:
@@ -357,8 +379,15 @@ async def _reconcile_once(
         raise
     except Exception as exc:  # a bug or an unexpected API answer: count it, show it, retry with backoff
         metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-        failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
-        log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+        refused = client_refusal(str(exc))
+        if refused is not None:
+            # A Kafka client built later than the admin client (a consumer, a producer) refused a setting of
+            # the Secret: librdkafka's message may quote the value, so neither status nor log gets it.
+            failed = ("InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {refused}")
+            log.warning("%s %s/%s: %s", kind, resource.namespace, resource.name, failed[1])
+        else:
+            failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
+            log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
     if failed is None:
         memory.failures, memory.retry_at = 0, None
     else:

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from . import bootstrap_aliases
 
 
+#: The token endpoints a Secret's OAUTHBEARER setup may name; `kubectl reprise` reads the same variable.
+OAUTH_TOKEN_ENDPOINTS_ENV = "REPRISE_OAUTH_TOKEN_ENDPOINTS"
+
+
 class SettingsError(ValueError):
     """A bad operator setting; the message names the environment variable."""
 
@@ -86,6 +90,12 @@ class OperatorSettings:
     spark_progress_uri: str | None = None
     """LakeReplay: base Hadoop URI under which the Spark job records the days it wrote, for its retries
     (`REPRISE_SPARK_PROGRESS_URI`); unset: `_reprise/progress` beside the lake table."""
+
+    oauth_token_endpoints: tuple[str, ...] = ()
+    """The OAuth token endpoints a tenant's Kafka Secret may name for OAUTHBEARER (OIDC client_credentials) in
+    the operator's own clients (`REPRISE_OAUTH_TOKEN_ENDPOINTS`, comma-separated; the chart's
+    `kafka.oauthTokenEndpoints`). Empty: no OAUTHBEARER in the operator; any other URL is refused
+    (`replay_worker.setting_allow_list`), so a Secret cannot make the operator POST to an address it chose."""
 
     kafka_bootstrap_aliases: bootstrap_aliases.Aliases = ()
     """`pattern=host:port` entries that map the Kafka addresses specs name to ones reachable here
@@ -171,6 +181,7 @@ class OperatorSettings:
             spark_service_account=env.get("REPRISE_SPARK_SERVICE_ACCOUNT") or None,
             spark_jars=_list(env, "REPRISE_SPARK_JARS"),
             spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
+            oauth_token_endpoints=_list(env, OAUTH_TOKEN_ENDPOINTS_ENV) or (),
             kafka_bootstrap_aliases=_aliases(env),
             **_webhook(env),
             kafka_connections=_int(env, "REPRISE_KAFKA_CONNECTIONS", cls.kafka_connections, 1),

@@ -100,7 +100,12 @@ def make(kube, kafka, namespace: str, needs: Prerequisites) -> None:
         if topic not in existing:
             kafka.create_topic(topic, PARTITIONS)
     objects = [
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s}, "stringData": {"client.rack": "examples"}}
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": s, "labels": {"reprise.io/kafka-client": "true"}},
+            "stringData": {"client.rack": "examples"},
+        }
         for s in sorted(needs.secrets)
     ]
     objects += [

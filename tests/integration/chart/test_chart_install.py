@@ -275,7 +275,7 @@ def kafka_secret(installed: Installed) -> str:
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "accounts-kafka-client"},
+            "metadata": {"name": "accounts-kafka-client", "labels": {"reprise.io/kafka-client": "true"}},
             "stringData": {"sasl.username": "reprise-test", "sasl.password": password},
         },
     )

@@ -204,7 +204,7 @@ def replay_client_secret(kube, namespace: str) -> None:
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "replay-kafka-client"},
+            "metadata": {"name": "replay-kafka-client", "labels": {"reprise.io/kafka-client": "true"}},
             "stringData": {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"},
         },
     )

@@ -41,6 +41,9 @@ def door(kube):
         api_client.close()
 
 
+LABEL = "reprise.io/kafka-client"
+
+
 def test_the_kafka_secret_is_read_again_only_when_its_resource_version_moves(kube, namespace, door, monkeypatch):
     kube.kubectl(
         "create",
@@ -52,19 +55,24 @@ def test_the_kafka_secret_is_read_again_only_when_its_resource_version_moves(kub
         "--from-literal=security.protocol=SASL_SSL",
         "--from-literal=sasl.password=first",
     )
+    kube.kubectl("label", "secret", "kafka-client", "-n", namespace, f"{LABEL}=true")
     spy = CountingCalls(door.core.read_namespaced_secret)
     monkeypatch.setattr(door.core, "read_namespaced_secret", spy)
 
-    assert door.secret_data(namespace, "kafka-client") == {"security.protocol": "SASL_SSL", "sasl.password": "first"}
-    assert spy.calls == ["full"]
+    # The first read looks at the label (metadata only) before it reads any value.
+    assert door.secret_data(namespace, "kafka-client", LABEL) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.password": "first",
+    }
+    assert spy.calls == ["metadata", "full"]
     # Every poll of every replay calls this: within the recheck interval it costs no request at all.
-    assert door.secret_data(namespace, "kafka-client")["sasl.password"] == "first"
-    assert spy.calls == ["full"]
+    assert door.secret_data(namespace, "kafka-client", LABEL)["sasl.password"] == "first"
+    assert spy.calls == ["metadata", "full"]
 
     # Past the interval: only the metadata is read, and the values are kept while the resourceVersion holds.
     monkeypatch.setattr(kube_door, "SECRET_RECHECK_S", 0.0)
-    assert door.secret_data(namespace, "kafka-client")["sasl.password"] == "first"
-    assert spy.calls == ["full", "metadata"]
+    assert door.secret_data(namespace, "kafka-client", LABEL)["sasl.password"] == "first"
+    assert spy.calls == ["metadata", "full", "metadata"]
 
     # A rotated Secret moves its resourceVersion: the next check reads the new values.
     kube.kubectl(
@@ -77,12 +85,29 @@ def test_the_kafka_secret_is_read_again_only_when_its_resource_version_moves(kub
         "-p",
         json.dumps({"stringData": {"sasl.password": "second"}}),
     )
-    assert door.secret_data(namespace, "kafka-client")["sasl.password"] == "second"
-    assert spy.calls == ["full", "metadata", "metadata", "full"]
+    assert door.secret_data(namespace, "kafka-client", LABEL)["sasl.password"] == "second"
+    assert spy.calls == ["metadata", "full", "metadata", "metadata", "full"]
+
+    # Its owner takes the label off: refused at the next check, and the cached values are dropped.
+    kube.kubectl("label", "secret", "kafka-client", "-n", namespace, f"{LABEL}-")
+    with pytest.raises(kube_door.SecretNotLabelled):
+        door.secret_data(namespace, "kafka-client", LABEL)
+    assert door._secrets == {}
+    kube.kubectl("label", "secret", "kafka-client", "-n", namespace, f"{LABEL}=true")
 
     # A deleted Secret is noticed at the next check (the caller then waits with SecretNotFound).
     kube.kubectl("delete", "secret", "kafka-client", "-n", namespace)
-    assert door.secret_data(namespace, "kafka-client") is None
+    assert door.secret_data(namespace, "kafka-client", LABEL) is None
+
+
+def test_an_unlabelled_secret_is_refused_and_its_values_never_read(kube, namespace, door, monkeypatch):
+    kube.kubectl("create", "secret", "generic", "not-for-reprise", "-n", namespace, "--from-literal=password=hidden")
+    spy = CountingCalls(door.core.read_namespaced_secret)
+    monkeypatch.setattr(door.core, "read_namespaced_secret", spy)
+    with pytest.raises(kube_door.SecretNotLabelled) as refused:
+        door.secret_data(namespace, "not-for-reprise", LABEL)
+    assert spy.calls == ["metadata"], "only the metadata was read: no value crossed the wire"
+    assert "hidden" not in str(refused.value) and f"{LABEL}=true" in str(refused.value)
 
 
 def test_the_metadata_check_carries_no_secret_values(kube, namespace, door):

@@ -392,3 +392,13 @@ def test_lakereplay_defaults_reach_the_operator_settings(render) -> None:
     assert settings.spark_service_account == "spark"
     assert settings.spark_jars == ("local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar")
     assert settings.spark_progress_uri == "s3a://lake/_reprise"
+
+
+def test_the_oauth_token_endpoints_reach_the_operator_settings(render) -> None:
+    """The only URLs a tenant's Secret may make the operator call (issue 26, C1): none by default."""
+    assert settings_of(operator_container(render())).oauth_token_endpoints == ()
+    endpoints = ["https://idp.example/oauth2/token", "https://login.example/t"]
+    settings = settings_of(operator_container(render({"kafka": {"oauthTokenEndpoints": endpoints}})))
+    assert settings.oauth_token_endpoints == tuple(endpoints)
+    with pytest.raises(RenderError, match="oauthTokenEndpoints"):
+        render({"kafka": {"oauthTokenEndpoints": ["/var/run/secrets/kubernetes.io/serviceaccount/token"]}})

@@ -29,6 +29,14 @@ def test_config_dir_one_setting_per_file(tmp_path) -> None:
     (tmp_path / ".hidden").write_text("x")
     assert load_config_dir(tmp_path) == {"sasl.username": "svc", "sasl.password": "s3cret"}
     assert load_config_dir(None) == {}
+    # A file that a `*.location` names in the folder is that setting's value, not a setting of its own.
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "ssl.ca.location").write_text("/etc/reprise/kafka/ca.crt\n")
+    assert load_config_dir(tmp_path) == {
+        "sasl.username": "svc",
+        "sasl.password": "s3cret",
+        "ssl.ca.location": "/etc/reprise/kafka/ca.crt",
+    }
     with pytest.raises(KafkaConfigError, match="not a directory"):
         load_config_dir(tmp_path / "missing")
 
