@@ -348,3 +348,14 @@ def test_lakereplay_defaults_reach_the_operator_settings(render) -> None:
     assert settings.spark_service_account == "spark"
     assert settings.spark_jars == ("local:///opt/spark/jars/a.jar", "local:///opt/spark/jars/b.jar")
     assert settings.spark_progress_uri == "s3a://lake/_reprise"
+
+
+def test_the_spark_image_and_driver_account_are_pinned_only_when_the_platform_says_so(render) -> None:
+    defaults = settings_of(operator_container(render()))
+    assert (defaults.spark_allow_image_override, defaults.spark_allow_service_account_override) == (True, True)
+    pinned = settings_of(
+        operator_container(
+            render({"operator": {"spark": {"allowImageOverride": False, "allowServiceAccountOverride": False}}})
+        )
+    )
+    assert (pinned.spark_allow_image_override, pinned.spark_allow_service_account_override) == (False, False)
