@@ -281,9 +281,7 @@ class SparkSpec(ApiModel):
             "whom the driver runs (spark.kubernetes.*, spark.master, images, pod templates, jars, Java options) are "
             "refused. No credentials: use envFrom."
         ),
-        json_schema_extra=validations(
-            _no_inline_credentials("spec.spark.sparkConf"), spark_conf.sparkconf_rule()
-        ),
+        json_schema_extra=validations(_no_inline_credentials("spec.spark.sparkConf"), spark_conf.sparkconf_rule()),
     )
     hadoop_conf: Optional[dict[str, ConfValue]] = Field(
         default=None,

@@ -169,8 +169,7 @@ def sparkconf_rule() -> dict[str, str]:
         "rule": f"self.all(k, {_cel_allowed('k')})",
         "message": f"{FIELD}: a key is not on the allow-list of sparkConf keys ({DOCS})",
         "messageExpression": (
-            f"'{FIELD}[\"' + self.filter(k, !{_cel_allowed('k')})[0] + "
-            f"'\"]: not allowed: {GENERAL_REASON} ({DOCS})'"
+            f"'{FIELD}[\"' + self.filter(k, !{_cel_allowed('k')})[0] + '\"]: not allowed: {GENERAL_REASON} ({DOCS})'"
         ),
         "reason": "FieldValueForbidden",
     }
