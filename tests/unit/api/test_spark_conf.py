@@ -191,3 +191,13 @@ def test_the_crd_carries_the_same_list_in_its_rule_and_message() -> None:
     for key in ALLOWED_KEYS:
         assert f"'{key}'" in rule["rule"] and f"'{key}'" in rule["messageExpression"]
     assert rule["messageExpression"].startswith("'spec.spark.sparkConf[\"' + self.filter(k, !")
+
+
+def test_the_walkthrough_lists_every_allowed_key_and_prefix() -> None:
+    text = (REPO / "docs" / "lakereplay.md").read_text()
+    assert "## sparkConf: the keys a LakeReplay may set" in text
+    assert "v2.5.2" in text and "sparkconf_validator.go" in text
+    for key in ALLOWED_KEYS:
+        assert f"`{key}`" in text, key
+    for prefix in ALLOWED_PREFIXES:
+        assert f"`{prefix}*`" in text, prefix
