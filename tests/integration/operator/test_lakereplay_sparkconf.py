@@ -22,7 +22,7 @@ import yaml
 
 from tests.fixtures.kube import wait_for
 
-from .lake_scenario import get, service_template, watch
+from .lake_scenario import drain_consumer, get, watch
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +74,7 @@ def lake_replay(name: str, bootstrap: str, spark_version: str, spark_conf: dict[
                 "retries": {"onFailure": 0},
                 "sparkConf": {"spark.sql.shuffle.partitions": "2", **spark_conf},
             },
-            "consumer": {"replicas": 1, "template": service_template(sink)},
+            "consumer": drain_consumer(sink),
             "consumerGroup": f"{name}-lake",
         },
     }
@@ -100,7 +100,8 @@ def what_the_attack_did(kube, namespace: str, other: str | None, name: str) -> s
     def acted() -> dict[str, Any] | None:
         app = get(kube, namespace, "sparkapplication", app_name)
         if app is None:
-            return None
+            lr = (get(kube, namespace, "lakereplay", name) or {}).get("status") or {}
+            return {"failed": lr["conditions"]} if lr.get("phase") == "Failed" else None
         state = (app.get("status") or {}).get("applicationState") or {}
         moved = pods(kube, other) if other else []
         driver = get(kube, namespace, "pod", f"{app_name}-driver")
@@ -109,6 +110,8 @@ def what_the_attack_did(kube, namespace: str, other: str | None, name: str) -> s
         return None
 
     seen = wait_for(acted, 300, "the Spark operator to act on the admitted LakeReplay")
+    assert "failed" not in seen, f"the LakeReplay failed before it reached Spark: {json.dumps(seen['failed'])}"
+
     facts = [f"SparkApplication {namespace}/{app_name} carries sparkConf {seen['app']['spec'].get('sparkConf')}"]
     for pod in seen["moved"]:
         facts.append(
@@ -120,10 +123,11 @@ def what_the_attack_did(kube, namespace: str, other: str | None, name: str) -> s
             f"driver pod {namespace}/{app_name}-driver runs as serviceAccountName "
             f"{seen['driver']['spec'].get('serviceAccountName')}"
         )
-    if seen["state"].get("errorMessage"):
-        facts.append(
-            f"the controller's spark-submit: {seen['state'].get('state')}: {seen['state']['errorMessage'][:600]}"
-        )
+    error = seen["state"].get("errorMessage") or ""
+    if error:
+        # spark-submit's own request names the namespace it created the driver pod in.
+        request = next((line for line in error.splitlines() if "Failure executing" in line), error[:600])
+        facts.append(f"the controller's spark-submit ({seen['state'].get('state')}): {request.strip()[:700]}")
     return "; ".join(facts)
 
 
