@@ -12,7 +12,9 @@ every step is idempotent from there, so the operator can be killed at any point:
   else 12), and with `then.reconsume` looks up the live topics' offsets at `spec.source.to` (status.plan),
   refusing when Kafka's retention already deleted records newer than the lake's range. Nothing is created
   while planning, so a backfill topic that exists then is not Reprise's and is refused (it would be deleted
-  at the end).
+  at the end). Before all that it checks what spec.spark asks of the Spark operator
+  (`spark_application.refuse_overrides`): a sparkConf key off the allow-list, or an image or driver
+  ServiceAccount other than the ones the platform pinned, waits with nothing planned (security review H1).
 - Starting checks everything that can refuse (the pod template to clone, its delivery, the schema
   ConfigMap) before it creates, in this order: the backfill topic, the SparkApplication
   (`spark_application.py`), the drain consumer Deployment. Each create is idempotent, so a restart mid-way
@@ -87,11 +89,11 @@ from ..spark_application import (
     application_name,
     backfill_topic_name,
     progress_uri,
+    refuse_overrides,
     rfc3339_exact,
     seam_ms,
     spark_application_manifest,
     spark_outcome,
-    refuse_overrides,
 )
 from ..standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
 from ..workloads import KAFKA_CONFIG_DIR, Owner
