@@ -22,7 +22,8 @@ import yaml
 
 from tests.fixtures.kube import wait_for
 
-from .lake_scenario import drain_consumer, get, watch
+from .lake_scenario import LAKE, Lake, drain_consumer, get, watch
+from .lake_scenario import lake_replay as scenario_lake_replay
 
 pytestmark = pytest.mark.integration
 
@@ -51,33 +52,21 @@ def other_namespace(kube, namespace) -> Iterator[str]:
 
 
 def lake_replay(name: str, bootstrap: str, spark_version: str, spark_conf: dict[str, str], sink: Path) -> dict:
-    """A LakeReplay that reaches spark-submit: no lake needs to exist for the driver pod to be created, and
-    no driver ServiceAccount is named (the operator has no default), so nothing in the SparkApplication's
-    own fields overrides the keys."""
-    return {
-        "apiVersion": "reprise.io/v1alpha1",
-        "kind": "LakeReplay",
-        "metadata": {"name": name},
-        "spec": {
-            "kafka": {"bootstrapServers": bootstrap},
-            "source": {
-                "uri": f"file://{sink}/no-lake",
-                "timestampColumn": "ts",
-                "keyColumn": "user_id",
-                "to": "2024-01-02T00:00:00Z",
-            },
-            "backfillTopic": {"partitions": 1},
-            "spark": {
-                "image": "reprise-spark:dev",
-                "sparkVersion": spark_version,
-                "executor": {"instances": 1},
-                "retries": {"onFailure": 0},
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", **spark_conf},
-            },
-            "consumer": drain_consumer(sink),
-            "consumerGroup": f"{name}-lake",
-        },
-    }
+    """A LakeReplay that reaches spark-submit (lake_scenario's, so it follows the kind's changes): no lake
+    needs to exist for the driver pod to be created, so there is no schema to wait for; no driver
+    ServiceAccount is named (the operator has no default), so nothing in the SparkApplication's own fields
+    overrides the keys; no retries."""
+    lake = Lake(f"file://{sink}/no-lake", LAKE)
+    body = scenario_lake_replay(
+        name, bootstrap, lake, spark_version, to="2024-01-02T00:00:00Z", consumer=drain_consumer(sink), partitions=1
+    )
+    body["spec"]["source"].pop("schema")
+    body["spec"]["source"].pop("partitionColumn")
+    spark = body["spec"]["spark"]
+    spark.pop("driver")
+    spark["retries"] = {"onFailure": 0}
+    spark["sparkConf"] = {"spark.sql.shuffle.partitions": "2", **spark_conf}
+    return body
 
 
 def apply(kube, namespace: str, body: dict, *extra: str):
