@@ -36,6 +36,15 @@ def _int(env: dict[str, str], name: str, default: int, minimum: int) -> int:
     return int(value)
 
 
+def _bool(env: dict[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw not in ("true", "false"):
+        raise SettingsError(f"{name}={env[name]!r} must be true or false")
+    return raw == "true"
+
+
 def _list(env: dict[str, str], name: str) -> tuple[str, ...] | None:
     items = tuple(i.strip() for i in env.get(name, "").split(",") if i.strip())
     return items or None
@@ -82,6 +91,16 @@ class OperatorSettings:
     spark_service_account: str | None = None
     """LakeReplay: the driver's service account (it creates the executor pods) when
     `spec.spark.driver.serviceAccount` is unset (`REPRISE_SPARK_SERVICE_ACCOUNT`); empty: the namespace's default."""
+
+    spark_allow_image_override: bool = True
+    """LakeReplay: whether `spec.spark.image` may name another image than `spark_image`
+    (`REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE`, default true as before). false pins the image: a LakeReplay that names
+    another one waits with reason SparkImagePinned and runs nothing."""
+
+    spark_allow_service_account_override: bool = True
+    """LakeReplay: whether `spec.spark.driver.serviceAccount` may name another ServiceAccount than
+    `spark_service_account` (`REPRISE_SPARK_ALLOW_SERVICE_ACCOUNT_OVERRIDE`, default true as before). false pins
+    it: a LakeReplay that names another one waits with reason SparkServiceAccountPinned and runs nothing."""
 
     spark_jars: tuple[str, ...] | None = None
     """LakeReplay: the jar URIs of every SparkApplication's `deps.jars` (`REPRISE_SPARK_JARS`, comma-separated);
@@ -179,6 +198,10 @@ class OperatorSettings:
             spark_image=env.get("REPRISE_SPARK_IMAGE") or cls.spark_image,
             spark_version=env.get("REPRISE_SPARK_VERSION") or cls.spark_version,
             spark_service_account=env.get("REPRISE_SPARK_SERVICE_ACCOUNT") or None,
+            spark_allow_image_override=_bool(env, "REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE", cls.spark_allow_image_override),
+            spark_allow_service_account_override=_bool(
+                env, "REPRISE_SPARK_ALLOW_SERVICE_ACCOUNT_OVERRIDE", cls.spark_allow_service_account_override
+            ),
             spark_jars=_list(env, "REPRISE_SPARK_JARS"),
             spark_progress_uri=env.get("REPRISE_SPARK_PROGRESS_URI") or None,
             oauth_token_endpoints=_list(env, OAUTH_TOKEN_ENDPOINTS_ENV) or (),

@@ -4,6 +4,12 @@ Pure, like `workloads.py`: `spark_application_manifest` builds the Kubeflow Spar
 SparkApplication (a plain dict for `kube.Kube.create_owned`) and `spark_outcome` reads one back into what
 the LakeReplay's conditions say. Nothing here talks to the API.
 
+What a LakeReplay may ask of the SparkApplication is decided here too (`refuse_overrides`), and the builder
+applies it itself, so no manifest with a refused setting can be built: `spec.spark.sparkConf` keys off the
+allow-list (`api.spark_conf`; the CRD and the model refuse them already, this catches a resource admitted
+under an older CRD), and, where the platform pins them (chart values `operator.spark.allowImageOverride` and
+`allowServiceAccountOverride`), another image or driver ServiceAccount than the operator's.
+
 The manifest runs `spark_app` (spark_app/Dockerfile: Spark with the Kafka connector in /opt/spark/jars and
 the job at /opt/reprise) in cluster mode with the job's own command line (`python -m spark_app --help`,
 `spark_app.settings`): every argument below is one of its flags, and a unit test parses them with the job's
@@ -32,6 +38,7 @@ from urllib.parse import urlsplit
 from replay_worker.contract import rfc3339_exact
 
 from .api import LakeReplaySpec
+from .api import spark_conf
 from .constants import bounded_name
 from .workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
 
@@ -78,6 +85,49 @@ class SparkDefaults:
     jars: tuple[str, ...] | None = None
     #: Base Hadoop URI of the job's progress markers; None: next to the lake table (`progress_uri`).
     progress_base: str | None = None
+    #: False: `spec.spark.image` may only name `image` (the platform pins it).
+    allow_image_override: bool = True
+    #: False: `spec.spark.driver.serviceAccount` may only name `service_account` (the platform pins it).
+    allow_service_account_override: bool = True
+
+
+#: Condition reasons of a refused spec.spark.
+FORBIDDEN_SPARK_SETTING = "ForbiddenSparkSetting"
+SPARK_IMAGE_PINNED = "SparkImagePinned"
+SPARK_SERVICE_ACCOUNT_PINNED = "SparkServiceAccountPinned"
+
+
+class SparkSpecRefused(ValueError):
+    """spec.spark asks for something the platform does not allow; `reason` and `message` are its condition's,
+    and the message names the field (and the chart value that decides it), never a value of sparkConf."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def refuse_overrides(spec: LakeReplaySpec, defaults: SparkDefaults) -> None:
+    """SparkSpecRefused when the LakeReplay's spec.spark may not be run as it is (see the module's docstring)."""
+    spark = spec.spark
+    refused = spark_conf.refusal(spark.spark_conf)
+    if refused is not None:
+        raise SparkSpecRefused(FORBIDDEN_SPARK_SETTING, refused)
+    if not defaults.allow_image_override and spark.image not in (None, defaults.image):
+        raise SparkSpecRefused(
+            SPARK_IMAGE_PINNED,
+            f"spec.spark.image: this platform pins the Spark image to {defaults.image} (chart value "
+            "operator.spark.allowImageOverride: false); leave spec.spark.image out or set it to that image",
+        )
+    account = spark.driver.service_account
+    if not defaults.allow_service_account_override and account not in (None, defaults.service_account):
+        pinned = defaults.service_account or "the namespace's default ServiceAccount"
+        raise SparkSpecRefused(
+            SPARK_SERVICE_ACCOUNT_PINNED,
+            f"spec.spark.driver.serviceAccount: this platform pins the driver's ServiceAccount to {pinned} (chart "
+            "value operator.spark.allowServiceAccountOverride: false); leave spec.spark.driver.serviceAccount out"
+            + (" or set it to that account" if defaults.service_account else ""),
+        )
 
 
 def application_name(cr_name: str) -> str:
@@ -177,7 +227,9 @@ def spark_application_manifest(
     labels: Mapping[str, str],
     defaults: SparkDefaults = SparkDefaults(),
 ) -> dict:
-    """The SparkApplication that replays the lake range of `spec` into `topic`."""
+    """The SparkApplication that replays the lake range of `spec` into `topic`; SparkSpecRefused when
+    `refuse_overrides` refuses spec.spark."""
+    refuse_overrides(spec, defaults)
     spark = spec.spark
     version = spark.spark_version or defaults.spark_version
     env_from = [{"secretRef": {"name": e.secret_ref.name}} for e in spark.env_from or []]
@@ -214,7 +266,8 @@ def spark_application_manifest(
         "arguments": job_arguments(spec, topic=topic, progress=progress),
         # A retried task could write its records twice within one run, which the job's validation catches
         # but cannot repair; failing the task fails the application, and the retry resumes exactly.
-        "sparkConf": {"spark.task.maxFailures": "1", **(spark.spark_conf or {})},
+        # Reprise's key last, so it wins even over a sparkConf the allow-list had let through.
+        "sparkConf": {**(spark.spark_conf or {}), "spark.task.maxFailures": "1"},
         # deps.jars is what the controller hands spark-submit as --jars (spark.jars).
         "deps": {"jars": list(defaults.jars) if defaults.jars is not None else connector_jars(version)},
         "driver": driver,

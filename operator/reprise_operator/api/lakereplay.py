@@ -51,6 +51,7 @@ from .common import (
     rule,
     validations,
 )
+from . import spark_conf
 from .verify import VerificationStatus, Verify
 from .reconsume import MODE_DESCRIPTION, TOPICS_DESCRIPTION, ReconsumeMode, check_mode, mode_rules
 
@@ -274,8 +275,13 @@ class SparkSpec(ApiModel):
     spark_conf: Optional[dict[str, ConfValue]] = Field(
         default=None,
         max_length=64,
-        description="Extra Spark configuration (spark.* keys). No credentials: use envFrom.",
-        json_schema_extra=validations(_no_inline_credentials("spec.spark.sparkConf")),
+        description=(
+            "Extra Spark configuration: only keys on the allow-list (docs/lakereplay.md, section sparkConf): "
+            "spark.sql.*, shuffle, memory, serialiser and network tuning. Keys that would change where, how or as "
+            "whom the driver runs (spark.kubernetes.*, spark.master, images, pod templates, jars, Java options) are "
+            "refused. No credentials: use envFrom."
+        ),
+        json_schema_extra=validations(_no_inline_credentials("spec.spark.sparkConf"), spark_conf.sparkconf_rule()),
     )
     hadoop_conf: Optional[dict[str, ConfValue]] = Field(
         default=None,
@@ -293,7 +299,11 @@ class SparkSpec(ApiModel):
     )
 
     @model_validator(mode="after")
-    def _no_credentials(self) -> "SparkSpec":
+    def _settings_allowed(self) -> "SparkSpec":
+        # The allow-list first: it names the key and why, also for a key that looks like a credential.
+        refused = spark_conf.refusal(self.spark_conf)
+        if refused is not None:
+            raise ValueError(refused)
         for alias, conf in (("sparkConf", self.spark_conf), ("hadoopConf", self.hadoop_conf)):
             for key in conf or {}:
                 if re.search(_CREDENTIAL_KEY, key.lower()):

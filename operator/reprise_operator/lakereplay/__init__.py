@@ -12,7 +12,9 @@ every step is idempotent from there, so the operator can be killed at any point:
   else 12), and with `then.reconsume` looks up the live topics' offsets at `spec.source.to` (status.plan),
   refusing when Kafka's retention already deleted records newer than the lake's range. Nothing is created
   while planning, so a backfill topic that exists then is not Reprise's and is refused (it would be deleted
-  at the end).
+  at the end). Before all that it checks what spec.spark asks of the Spark operator
+  (`spark_application.refuse_overrides`): a sparkConf key off the allow-list, or an image or driver
+  ServiceAccount other than the ones the platform pinned, waits with nothing planned (security review H1).
 - Starting checks everything that can refuse (the pod template to clone, its delivery, the schema
   ConfigMap) before it creates, in this order: the backfill topic, the SparkApplication
   (`spark_application.py`), the drain consumer Deployment. Each create is idempotent, so a restart mid-way
@@ -84,9 +86,11 @@ from ..spark_application import (
     VERSION as SPARK_VERSION,
     SparkDefaults,
     SparkOutcome,
+    SparkSpecRefused,
     application_name,
     backfill_topic_name,
     progress_uri,
+    refuse_overrides,
     rfc3339_exact,
     seam_ms,
     spark_application_manifest,
@@ -120,6 +124,8 @@ def spark_defaults(settings: OperatorSettings) -> SparkDefaults:
         service_account=settings.spark_service_account,
         jars=settings.spark_jars,
         progress_base=settings.spark_progress_uri,
+        allow_image_override=settings.spark_allow_image_override,
+        allow_service_account_override=settings.spark_allow_service_account_override,
     )
 
 
@@ -299,6 +305,7 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
         refuse_future_range(spec, resource.now())
     except PlanError as exc:
         raise Failure(exc.reason, str(exc)) from None
+    _allowed_spark(resource, spec)
     cluster, _ = await resource.kafka(spec.kafka)
     topic = backfill_topic_name(resource.namespace, resource.name, spec)
     live_topics = list(spec.then.reconsume.topics) if spec.then is not None else []
@@ -366,17 +373,7 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     partitions = backfill_partitions(spec, found)
     rid = resource.replay_id
     settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic)
-    defaults = spark_defaults(rt.settings)
-    app = spark_application_manifest(
-        owner=resource.owner(),
-        name=application_name(resource.name),
-        namespace=resource.namespace,
-        spec=spec,
-        topic=topic,
-        progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
-        labels=child_labels(KIND, resource.name, "spark-application"),
-        defaults=defaults,
-    )
+    app = _spark_manifest(resource, spec, application_name(resource.name), topic)
     deployment_name = drain_deployment_name(resource.name)
     deployment = standby_deployment(
         resource,
@@ -398,6 +395,35 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     await rt.kube.aio.create_owned(app, resource.uid)
     await rt.kube.aio.create_owned(deployment, resource.uid)
     _record_started(resource, spec, topic, app["metadata"]["name"], deployment_name, partitions)
+
+
+def _allowed_spark(resource: Resource, spec: LakeReplaySpec) -> None:
+    """Waiting while spec.spark asks for what the platform does not allow (`refuse_overrides`): refused at
+    planning already, so nothing is approved or created for it; an edit of spec.spark lets it go on."""
+    try:
+        refuse_overrides(spec, spark_defaults(resource.rt.settings))
+    except SparkSpecRefused as exc:
+        raise Waiting(exc.reason, exc.message) from None
+
+
+def _spark_manifest(resource: Resource, spec: LakeReplaySpec, name: str, topic: str) -> dict:
+    """The SparkApplication to create; Waiting (as `_allowed_spark`) when the builder refuses spec.spark."""
+    defaults = spark_defaults(resource.rt.settings)
+    try:
+        return spark_application_manifest(
+            owner=resource.owner(),
+            name=name,
+            namespace=resource.namespace,
+            spec=spec,
+            topic=topic,
+            progress=progress_uri(
+                spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base
+            ),
+            labels=child_labels(KIND, resource.name, "spark-application"),
+            defaults=defaults,
+        )
+    except SparkSpecRefused as exc:
+        raise Waiting(exc.reason, exc.message) from None
 
 
 async def _require_schema(resource: Resource, spec: LakeReplaySpec) -> None:
@@ -644,17 +670,7 @@ async def _recreate_spark(resource: Resource, spec: LakeReplaySpec, name: str, t
     """Someone deleted the SparkApplication before it completed: run it again. The job resumes from its
     progress markers, so the records already in the topic are not written again."""
     rt = resource.rt
-    defaults = spark_defaults(rt.settings)
-    app = spark_application_manifest(
-        owner=resource.owner(),
-        name=name,
-        namespace=resource.namespace,
-        spec=spec,
-        topic=topic,
-        progress=progress_uri(spec.source.uri, resource.namespace, resource.name, resource.uid, defaults.progress_base),
-        labels=child_labels(KIND, resource.name, "spark-application"),
-        defaults=defaults,
-    )
+    app = _spark_manifest(resource, spec, name, topic)
     await rt.kube.aio.create_owned(app, resource.uid)
     resource.event(
         "SparkApplicationRecreated",

@@ -458,6 +458,18 @@ INVALID: tuple[Invalid, ...] = (
         {"spec.spark.hadoopConf": {"fs.s3a.secret.key": "abc"}},
         ("spec.spark.hadoopConf", "must not hold credentials"),
     ),
+    Invalid(
+        "lake-sparkconf-moves-the-driver",
+        LAKE,
+        {"spec.spark.sparkConf": {"spark.kubernetes.namespace": "kube-system"}},
+        ('spec.spark.sparkConf["spark.kubernetes.namespace"]', "not allowed"),
+    ),
+    Invalid(
+        "lake-sparkconf-off-the-allow-list",
+        LAKE,
+        {"spec.spark.sparkConf": {"spark.sql.shuffle.partitions": "8", "spark.driver.extraJavaOptions": "-Dx"}},
+        ('spec.spark.sparkConf["spark.driver.extraJavaOptions"]', "not allowed", "docs/lakereplay.md"),
+    ),
     Invalid("lake-consumer-missing", LAKE, {"spec.consumer": DELETE}, ("spec.consumer", "Required value")),
     Invalid(
         "lake-then-rewind-without-live-deployment",

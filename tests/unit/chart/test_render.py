@@ -402,3 +402,14 @@ def test_the_oauth_token_endpoints_reach_the_operator_settings(render) -> None:
     assert settings.oauth_token_endpoints == tuple(endpoints)
     with pytest.raises(RenderError, match="oauthTokenEndpoints"):
         render({"kafka": {"oauthTokenEndpoints": ["/var/run/secrets/kubernetes.io/serviceaccount/token"]}})
+
+
+def test_the_spark_image_and_driver_account_are_pinned_only_when_the_platform_says_so(render) -> None:
+    defaults = settings_of(operator_container(render()))
+    assert (defaults.spark_allow_image_override, defaults.spark_allow_service_account_override) == (True, True)
+    pinned = settings_of(
+        operator_container(
+            render({"operator": {"spark": {"allowImageOverride": False, "allowServiceAccountOverride": False}}})
+        )
+    )
+    assert (pinned.spark_allow_image_override, pinned.spark_allow_service_account_override) == (False, False)

@@ -3,8 +3,10 @@ lake-to-Kafka seam, the plan's summary and refusals."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -12,8 +14,11 @@ import yaml
 from replay_worker.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
+from reprise_operator.driver import transition
+from reprise_operator.namespace_limit import ActiveResources
 from reprise_operator.lakereplay import (
     DEFAULT_BACKFILL_PARTITIONS,
+    LIFECYCLE,
     DRAIN_UNTIL_STOPPED_MS,
     backfill_partitions,
     continuation_manifest,
@@ -29,7 +34,8 @@ from reprise_operator.lakereplay import (
 )
 from replay_worker.contract import PartitionFacts, StartSpec
 from reprise_operator.planning import PlanError, make_plan
-from reprise_operator.settings import OperatorSettings
+from reprise_operator.lifecycle import Failure, ObjectMemory, Resource, Waiting
+from reprise_operator.settings import OperatorSettings, SettingsError
 from reprise_operator.spark_application import SparkDefaults, seam_ms
 from reprise_operator.workloads import Owner
 
@@ -260,3 +266,69 @@ def test_examples_make_a_spark_application_and_drain_settings(example):
     spec = spec_of(raw(example))
     spark_application(owner=OWNER, namespace="ns", spec=spec)
     drain_settings(spec, rid="r", topic="bf", delivery={"REPRISE_HANDLER": "a.b:c"}, handover_topic="h")
+
+
+# ------------------------------------------------------------------------------------------ what may be asked of Spark
+
+
+def planning(spec: dict, settings: OperatorSettings) -> Resource:
+    """A new LakeReplay as the operator reads it. Its runtime has settings and the (unlimited) active count only: a
+    hook that reached for Kafka or the API server would fail the test with an AttributeError."""
+    body = {"metadata": {"namespace": "team-a", "name": "lr", "uid": "u-1", "generation": 1}, "spec": spec}
+    return Resource(
+        "LakeReplay",
+        "lakereplays",
+        body,
+        {},
+        SimpleNamespace(settings=settings, active=ActiveResources(0, 0)),  # type: ignore[arg-type]
+    )
+
+
+def test_a_lakereplay_admitted_with_a_forbidden_sparkconf_key_fails_before_anything_is_made():
+    """As under a CRD older than the allow-list: the operator's own parse refuses it, naming the key."""
+    spec = raw("lakereplay.yaml")
+    spec["spark"]["sparkConf"] = {"spark.kubernetes.namespace": "kube-system"}
+    with pytest.raises(Failure) as failed:
+        asyncio.run(transition(LIFECYCLE, planning(spec, OperatorSettings()), ObjectMemory()))
+    assert failed.value.reason == "InvalidSpec"
+    assert 'spec.spark.sparkConf["spark.kubernetes.namespace"]: not allowed' in failed.value.message
+    assert "kube-system" not in failed.value.message
+
+
+@pytest.mark.parametrize(
+    ("settings", "reason", "field", "chart_value"),
+    [
+        (
+            OperatorSettings(spark_image="registry.local/spark:1", spark_allow_image_override=False),
+            "SparkImagePinned",
+            "spec.spark.image",
+            "operator.spark.allowImageOverride: false",
+        ),
+        (
+            OperatorSettings(spark_service_account="reprise-spark", spark_allow_service_account_override=False),
+            "SparkServiceAccountPinned",
+            "spec.spark.driver.serviceAccount",
+            "operator.spark.allowServiceAccountOverride: false",
+        ),
+    ],
+)
+def test_a_pinned_image_or_account_waits_at_planning_naming_the_field_and_the_chart_value(
+    settings, reason, field, chart_value
+):
+    resource = planning(raw("lakereplay.yaml"), settings)  # the example names its image and account
+    with pytest.raises(Waiting) as waiting:
+        asyncio.run(transition(LIFECYCLE, resource, ObjectMemory()))
+    assert waiting.value.reason == reason
+    assert waiting.value.message.startswith(f"{field}: this platform pins") and chart_value in waiting.value.message
+
+
+def test_the_pins_are_off_unless_the_platform_sets_them():
+    settings = OperatorSettings.from_env(
+        {"REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE": "false", "REPRISE_SPARK_ALLOW_SERVICE_ACCOUNT_OVERRIDE": "False"}
+    )
+    defaults = spark_defaults(settings)
+    assert (defaults.allow_image_override, defaults.allow_service_account_override) == (False, False)
+    plain = spark_defaults(OperatorSettings.from_env({}))
+    assert (plain.allow_image_override, plain.allow_service_account_override) == (True, True)
+    with pytest.raises(SettingsError, match="REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE='no' must be true or false"):
+        OperatorSettings.from_env({"REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE": "no"})

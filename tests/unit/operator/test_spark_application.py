@@ -12,11 +12,15 @@ import yaml
 
 from reprise_operator.api import LakeReplaySpec
 from reprise_operator.spark_application import (
+    FORBIDDEN_SPARK_SETTING,
     KAFKA_SETTINGS_DIR,
     MAIN_APPLICATION_FILE,
     SCHEMA_DIR,
+    SPARK_IMAGE_PINNED,
+    SPARK_SERVICE_ACCOUNT_PINNED,
     SPARK_UID,
     SparkDefaults,
+    SparkSpecRefused,
     application_name,
     backfill_topic_name,
     connector_jars,
@@ -335,3 +339,70 @@ def test_state_reasons_are_one_camel_case_word():
 def test_a_failed_task_fails_the_application_so_the_retry_resumes_exactly():
     # A task retried inside one run could write its records twice; the job's resume path is exact.
     assert manifest()["spec"]["sparkConf"]["spark.task.maxFailures"] == "1"
+
+
+# ------------------------------------------------------------------------------------------ what may be asked
+
+
+def with_spark(spec: LakeReplaySpec, **changes) -> LakeReplaySpec:
+    """spec with spec.spark changed past the model's validation, as a resource admitted under an older CRD is."""
+    return spec.model_copy(update={"spark": spec.spark.model_copy(update=changes)})
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "spark.kubernetes.namespace",
+        "spark.kubernetes.authenticate.driver.serviceAccountName",
+        "spark.kubernetes.driver.podTemplateFile",
+        "spark.driver.extraJavaOptions",
+    ],
+)
+def test_the_builder_refuses_a_sparkconf_key_off_the_allow_list_that_got_past_the_model(key):
+    spec = with_spark(example_spec(), spark_conf={"spark.sql.shuffle.partitions": "8", key: "kube-system"})
+    with pytest.raises(SparkSpecRefused) as refused:
+        manifest(spec)
+    assert refused.value.reason == FORBIDDEN_SPARK_SETTING
+    assert refused.value.message.startswith(f'spec.spark.sparkConf["{key}"]: not allowed: ')
+    assert "kube-system" not in refused.value.message, "never the value"
+
+
+def test_reprises_own_spark_setting_wins_over_the_spec():
+    spec = with_spark(example_spec(), spark_conf={"spark.sql.shuffle.partitions": "8"})
+    conf = manifest(spec)["spec"]["sparkConf"]
+    assert conf == {"spark.sql.shuffle.partitions": "8", "spark.task.maxFailures": "1"}
+
+
+def test_a_pinned_image_refuses_another_image_and_takes_its_own_or_none():
+    pinned = SparkDefaults(image="registry.local/reprise-spark:1", allow_image_override=False)
+    with pytest.raises(SparkSpecRefused) as refused:
+        manifest(with_spark(example_spec(), image="attacker/spark:latest"), defaults=pinned)
+    assert refused.value.reason == SPARK_IMAGE_PINNED
+    assert refused.value.message.startswith("spec.spark.image: this platform pins the Spark image")
+    assert "operator.spark.allowImageOverride: false" in refused.value.message
+    for image in (None, "registry.local/reprise-spark:1"):
+        app = manifest(with_spark(example_spec(), image=image), defaults=pinned)
+        assert app["spec"]["image"] == "registry.local/reprise-spark:1"
+    free = manifest(with_spark(example_spec(), image="attacker/spark:latest"))
+    assert free["spec"]["image"] == "attacker/spark:latest", "unpinned (the default), the spec's image is used"
+
+
+def test_a_pinned_service_account_refuses_another_account_and_takes_its_own_or_none():
+    spec = example_spec()
+    assert spec.spark.driver.service_account == "spark"
+    pinned = SparkDefaults(service_account="reprise-spark", allow_service_account_override=False)
+    with pytest.raises(SparkSpecRefused) as refused:
+        manifest(spec, defaults=pinned)
+    assert refused.value.reason == SPARK_SERVICE_ACCOUNT_PINNED
+    assert refused.value.message.startswith("spec.spark.driver.serviceAccount: this platform pins")
+    assert "operator.spark.allowServiceAccountOverride: false" in refused.value.message
+    own = spec.model_copy(deep=True)
+    own.spark.driver.service_account = None
+    assert manifest(own, defaults=pinned)["spec"]["driver"]["serviceAccount"] == "reprise-spark"
+    own.spark.driver.service_account = "reprise-spark"
+    assert manifest(own, defaults=pinned)["spec"]["driver"]["serviceAccount"] == "reprise-spark"
+    namespace_default = SparkDefaults(allow_service_account_override=False)
+    with pytest.raises(SparkSpecRefused, match="the namespace's default ServiceAccount"):
+        manifest(spec, defaults=namespace_default)
+    own.spark.driver.service_account = None
+    assert "serviceAccount" not in manifest(own, defaults=namespace_default)["spec"]["driver"]
