@@ -28,6 +28,7 @@ from replay_worker.handover import ReplayHandover
 from replay_worker.handover_topic import HandoverFollower, HandoverTopic, HandoverTopicError
 
 from .kafka_admin import TopicPartitionKey, connection_key
+from .metrics import HANDOVER_RECORDS_FAILED
 
 #: How long a read waits for a new follower to catch up before the reconcile tries again at the next poll.
 CATCH_UP_WAIT = 5.0
@@ -129,6 +130,7 @@ class HandoverReaders:
                     derive=lambda view: 0,
                     interval=0.2,
                     client_id="reprise-operator-follower",
+                    failures=HANDOVER_RECORDS_FAILED,
                 ).start()
                 self._followers[key] = follower
                 self._caught_up_at[key] = follower.request_sync()
