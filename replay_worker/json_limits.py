@@ -15,8 +15,6 @@ depth is only needed exactly for valid JSON; on anything else the parser refuses
 
 from __future__ import annotations
 
-import re
-from itertools import accumulate
 
 #: Deepest nesting of a handover record's key or value, and of a record value a JSON filter parses. Real
 #: records are a few levels deep (a `replay` record's filter values start at depth 6), and 64 is far below
