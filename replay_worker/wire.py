@@ -163,10 +163,10 @@ def decode_key(raw: bytes | str | None) -> RecordKey:
             # Every way a key fails to parse is the protocol's malformed-key, never an exception of the parser's.
             parts = None
     if not isinstance(parts, list) or len(parts) not in (2, 4) or not all(isinstance(p, str) for p in parts[:2]):
-        raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
+        raise HandoverFormatError(f"not a handover key: {_shown(raw)}", code="malformed-key")
     if len(parts) == 4:
         if not isinstance(parts[2], str) or type(parts[3]) is not int:
-            raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
+            raise HandoverFormatError(f"not a handover key: {_shown(raw)}", code="malformed-key")
         return RecordKey(parts[0], parts[1], parts[2], parts[3])
     return RecordKey(parts[0], parts[1])
 
@@ -379,6 +379,13 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
 
 
 _REQUIRED = object()
+
+
+def _shown(raw: bytes | str | None) -> str:
+    """A key for a message, cut at 200 characters: a key may be megabytes, and messages reach the logs."""
+    if raw is None or len(raw) <= 200:
+        return repr(raw)
+    return f"{raw[:200]!r}... ({len(raw)} bytes)"
 
 
 def _is_int(value: Any) -> bool:

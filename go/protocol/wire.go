@@ -269,7 +269,11 @@ func Encode(r Record) (key, value []byte) {
 // DecodeKey parses a handover-topic key (code malformed-key when it is not one).
 func DecodeKey(raw []byte) (RecordKey, error) {
 	bad := func() (RecordKey, error) {
-		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key: %q", raw)
+		shown := raw // a key may be megabytes, and the message reaches the logs
+		if len(shown) > 200 {
+			shown = shown[:200]
+		}
+		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key (%d bytes): %q", len(raw), shown)
 	}
 	if raw == nil || len(raw) > MaxRecordKeyBytes || TooDeep(raw, MaxDepth) || !validUTF8(raw) {
 		return bad() // the limits first: the token reader has no depth limit of its own
