@@ -81,6 +81,13 @@ public final class CompactJson {
         }
     }
 
+    /** {@link #parseRecord(byte[])} of text (commit-offset metadata). */
+    public static JsonNode parseRecord(String text) throws IOException {
+        try (JsonParser parser = RECORDS.createParser(text)) {
+            return document(parser);
+        }
+    }
+
     public static JsonNode parse(String text) throws IOException {
         try (JsonParser parser = STRICT.createParser(text)) {
             return document(parser);
