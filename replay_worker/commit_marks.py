@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .json_limits import too_deep
+from .json_limits import loads, too_deep
 
 from .wire import FORMAT_VERSION
 
@@ -71,7 +71,7 @@ class CommitMark:
         if too_deep(text.encode("utf-8", "surrogatepass")):
             return None  # not JSON the protocol reads (HANDOVER.md section 2, "Limits"): someone else's, as text is
         try:
-            body = json.loads(text)
+            body = loads(text)
         except (ValueError, RecursionError):
             return None
         if not isinstance(body, dict) or "reprise" not in body:

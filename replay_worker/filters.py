@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, too_deep
+from .json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, decoder, loads, too_deep
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 
@@ -349,7 +349,7 @@ class RecordFilter:
         return lambda value: matches(None, None, value)
 
 
-_decode_document = json.JSONDecoder().decode
+_decode_document = decoder.decode
 
 
 _NOT_PLAIN_UTF8 = (b"\xef", b"\x00", b"\xff", b"\xfe")
@@ -360,7 +360,7 @@ def parse_json(value: bytes) -> Any:
     `json.loads`' encoding detection, which costs as much as parsing a small record; a BOM or a UTF-16/32
     value goes the general way."""
     if value[:1] in _NOT_PLAIN_UTF8 or value[1:2] == b"\x00":
-        return json.loads(value)
+        return loads(value)
     return _decode_document(value.decode("utf-8"))
 
 
@@ -374,7 +374,7 @@ def parse_record_value(value: bytes) -> Any:
             text = value.decode(json.detect_encoding(value), "surrogatepass")
             if too_deep(text.encode("utf-8", "surrogatepass")):
                 raise Undecodable(f"value is nested deeper than {MAX_DEPTH}")
-            return json.loads(text)
+            return decoder.decode(text)
         if value.count(b"[") + value.count(b"{") > MAX_DEPTH and too_deep(value):
             raise Undecodable(f"value is nested deeper than {MAX_DEPTH}")
         return _decode_document(value.decode("utf-8"))

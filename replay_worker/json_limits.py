@@ -15,6 +15,10 @@ depth is only needed exactly for valid JSON; on anything else the parser refuses
 
 from __future__ import annotations
 
+import json
+import sys
+from decimal import Decimal
+from typing import Any
 
 #: Deepest nesting of a handover record's key or value, and of a record value a JSON filter parses. Real
 #: records are a few levels deep (a `replay` record's filter values start at depth 6), and 64 is far below
@@ -33,6 +37,36 @@ MAX_RECORD_KEY_BYTES = 4096
 #: section 4, step 5). The same 1 MiB: a topic with default settings never holds more, and a guard's poll
 #: loop must not parse an unbounded document per record.
 MAX_FILTER_VALUE_BYTES = 1024 * 1024
+
+#: Longest integer literal (digits) of JSON the protocol reads; longer makes the value undecodable. Python's own
+#: default (`sys.int_info.default_max_str_digits`): its parser refuses more, and Jackson and Go are set to agree
+#: (Jackson's default, 1000 characters for any number, and Go's none, disagreed with it).
+MAX_INTEGER_DIGITS = 4300
+
+
+def _integer(text: str) -> int:
+    """An integer literal under the protocol's rule, whatever the interpreter's own limit was set to."""
+    digits = len(text) - (text[:1] == "-")
+    if digits > MAX_INTEGER_DIGITS:
+        raise ValueError(f"an integer of {digits} digits, more than {MAX_INTEGER_DIGITS}")
+    return int(text) if digits <= 640 else int(Decimal(text))  # Decimal: not bound by the interpreter's limit
+
+
+#: The decoder of the protocol's JSON. With the interpreter's default limit the C parser applies the rule itself
+#: (no Python call per integer); a process that changed it (PYTHONINTMAXSTRDIGITS, or
+#: `sys.set_int_max_str_digits` before this import) gets `_integer` for every integer.
+decoder = (
+    json.JSONDecoder() if sys.get_int_max_str_digits() == MAX_INTEGER_DIGITS else json.JSONDecoder(parse_int=_integer)
+)
+
+
+def loads(data: bytes | str) -> Any:
+    """`json.loads` under the protocol's rules (its encoding detection included); the caller checks the limits
+    of size and depth first."""
+    if isinstance(data, bytes):
+        data = data.decode(json.detect_encoding(data), "surrogatepass")
+    return decoder.decode(data)
+
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _TO_PARENS = bytes.maketrans(b"[]{}", b"()()")

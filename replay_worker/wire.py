@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-from .json_limits import MAX_DEPTH, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES, too_deep
+from .json_limits import MAX_DEPTH, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES, loads, too_deep
 
 FORMAT_VERSION = 1
 Mode = Literal["Parallel", "Handover", "Drain"]
@@ -158,7 +158,7 @@ def decode_key(raw: bytes | str | None) -> RecordKey:
     parts: Any = None
     if data is not None and len(data) <= MAX_RECORD_KEY_BYTES and not too_deep(data):
         try:
-            parts = json.loads(data)
+            parts = loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):
             # Every way a key fails to parse is the protocol's malformed-key, never an exception of the parser's.
             parts = None
@@ -299,7 +299,7 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
         # The same code as any other value that is not JSON: a value can be both, and every port must agree.
         raise HandoverFormatError(f"value of {key} is nested deeper than {MAX_DEPTH}", code="malformed-value")
     try:
-        v = json.loads(data)
+        v = loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise HandoverFormatError(f"value of {key} is not JSON", code="malformed-value") from None
     if not isinstance(v, dict) or not _is_int(v.get("v", 0)):

@@ -550,9 +550,10 @@ func ParseValue(value []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
-	if TooDeep([]byte(text), MaxDepth) {
-		// Checked in the decoded text (UTF-16 too), before encoding/json, whose own limit is 10 000.
-		return nil, fmt.Errorf("%w: nested deeper than %d", ErrUndecodable, MaxDepth)
+	if BeyondLimits([]byte(text)) {
+		// Checked in the decoded text (UTF-16 too), before encoding/json, whose own depth limit is 10 000.
+		return nil, fmt.Errorf("%w: nested deeper than %d or an integer of more than %d digits", ErrUndecodable,
+			MaxDepth, MaxIntegerDigits)
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()

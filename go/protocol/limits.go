@@ -1,5 +1,5 @@
 // The size and nesting limits of handover records and of the record values a filter parses (HANDOVER.md
-// section 2, "Limits", and section 4, steps 5 and 8), and the exact depth check.
+// section 2, "Limits", and section 4, steps 5 and 8), and the exact check of them.
 //
 // Every JSON parser has a nesting limit of its own (encoding/json 10 000, the token reader of ParseOrdered
 // none, Python about 1000, Jackson 1000), so a record between them was data in one language and
@@ -17,14 +17,18 @@ const (
 	MaxRecordValueBytes = 1 << 20
 	// MaxFilterValueBytes is the longest record value a JSON filter reads; longer is undecodable.
 	MaxFilterValueBytes = 1 << 20
+	// MaxIntegerDigits is the longest integer literal (digits, without the sign) the protocol reads: Python's
+	// own default limit. encoding/json has none, Jackson's default was 1000 characters for any number.
+	MaxIntegerDigits = 4300
 )
 
-// TooDeep says whether JSON text nests deeper than limit. Exact for valid JSON; on other bytes any answer
-// will do, because the parser refuses them anyway (too deep and not JSON give the same result). One pass,
-// no recursion: brackets inside strings (escapes included) are not nesting.
-func TooDeep(text []byte, limit int) bool {
-	depth := 0
-	inString := false
+// BeyondLimits says whether JSON text nests deeper than MaxDepth or holds an integer literal of more than
+// MaxIntegerDigits digits. Exact for valid JSON; on other bytes any answer will do, because the parser refuses
+// them anyway (beyond a limit and not JSON give the same result). One pass, no recursion: brackets and digits
+// inside strings (escapes included) do not count.
+func BeyondLimits(text []byte) bool {
+	depth, digits := 0, 0
+	inString, inNumber, fraction := false, false, false
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		if inString {
@@ -36,17 +40,36 @@ func TooDeep(text []byte, limit int) bool {
 			}
 			continue
 		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			if depth > limit {
+		if inNumber {
+			switch {
+			case c >= '0' && c <= '9':
+				digits++
+				continue
+			case c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-':
+				fraction = true // a fraction or an exponent: not an integer literal, no digit limit
+				continue
+			}
+			inNumber = false
+			if !fraction && digits > MaxIntegerDigits {
 				return true
 			}
-		case ']', '}':
+		}
+		switch {
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > MaxDepth {
+				return true
+			}
+		case c == ']' || c == '}':
 			depth--
+		case c == '-' || (c >= '0' && c <= '9'):
+			inNumber, fraction, digits = true, false, 0
+			if c != '-' {
+				digits = 1
+			}
 		}
 	}
-	return false
+	return inNumber && !fraction && digits > MaxIntegerDigits
 }

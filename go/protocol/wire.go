@@ -275,7 +275,7 @@ func DecodeKey(raw []byte) (RecordKey, error) {
 		}
 		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key (%d bytes): %q", len(raw), shown)
 	}
-	if raw == nil || len(raw) > MaxRecordKeyBytes || TooDeep(raw, MaxDepth) || !validUTF8(raw) {
+	if raw == nil || len(raw) > MaxRecordKeyBytes || BeyondLimits(raw) || !validUTF8(raw) {
 		return bad() // the limits first: the token reader has no depth limit of its own
 	}
 	parsed, err := ParseOrdered(raw)
@@ -328,9 +328,10 @@ func Decode(rawKey, rawValue []byte) (RecordKey, Record, error) {
 		return key, nil, formatError(CodeTooLarge, "value of %s is %d bytes, more than the limit of %d", where,
 			len(rawValue), MaxRecordValueBytes)
 	}
-	if TooDeep(rawValue, MaxDepth) {
+	if BeyondLimits(rawValue) {
 		// The code of any value that is not JSON: a value can be both, and every port must agree.
-		return key, nil, formatError(CodeMalformedValue, "value of %s is nested deeper than %d", where, MaxDepth)
+		return key, nil, formatError(CodeMalformedValue,
+			"value of %s is nested deeper than %d or has an integer of more than %d digits", where, MaxDepth, MaxIntegerDigits)
 	}
 	parsed, err := ParseOrdered(rawValue)
 	if err != nil || !validUTF8(rawValue) {

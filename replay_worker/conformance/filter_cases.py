@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..filters import FilterSpecError, Undecodable, published_filter
-from ..json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES
+from ..json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, MAX_INTEGER_DIGITS
 from .encoding import Repeated, headers_to_json, to_json
 
 Headers = list[tuple[str, bytes | None]] | None
@@ -446,6 +446,22 @@ def limit_cases() -> list[dict[str, Any]]:
             KIND_EVEN,
             sized(limit + 1),
             note="the size (step 5) is checked before the single-field prefix rule",
+        ),
+        c(
+            f"an integer of {MAX_INTEGER_DIGITS} digits (the limit): parsed",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":-', 1), ("7", MAX_INTEGER_DIGITS), ("}", 1)),
+        ),
+        c(
+            f"an integer of {MAX_INTEGER_DIGITS + 1} digits: undecodable",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":', 1), ("7", MAX_INTEGER_DIGITS + 1), ("}", 1)),
+        ),
+        c(
+            "a number of 6000 digits with a fraction: parsed",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":', 1), ("7", 6000), (".5}", 1)),
+            note="only integers have a digit limit",
         ),
         c("10 MB: undecodable", KIND_IN, sized(10_000_000, '{"kind":"odd","note":"even","pad":"')),
         c("10 MB and a keys filter: the value is not read", {"keys": ["k"]}, sized(10_000_000), key=b"k"),

@@ -26,7 +26,7 @@ from ..wire import (
     decode,
     encode,
 )
-from ..json_limits import MAX_DEPTH, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES
+from ..json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES
 from .encoding import Repeated, to_json
 
 RID = "shop/orders-fix/3f2a9c1e-77b0-4d0e-9a51-0c6f1f7a2b10"
@@ -279,6 +279,16 @@ def limit_cases() -> list[dict[str, Any]]:
             k_start,
             nested(MAX_DEPTH + 1, start.replace('"v":1', '"v":2')),
             note="the depth is checked before anything in the value is read",
+        ),
+        d(
+            f"an unknown field with an integer of {MAX_INTEGER_DIGITS} digits (the limit)",
+            k_start,
+            Repeated((start + ',"big":', 1), ("7", MAX_INTEGER_DIGITS), ("}", 1)),
+        ),
+        d(
+            f"an unknown field with an integer of {MAX_INTEGER_DIGITS + 1} digits",
+            k_start,
+            Repeated((start + ',"big":', 1), ("7", MAX_INTEGER_DIGITS + 1), ("}", 1)),
         ),
         d(
             "brackets inside strings are not nesting",

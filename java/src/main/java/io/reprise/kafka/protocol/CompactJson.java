@@ -1,6 +1,7 @@
 package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
@@ -43,8 +44,9 @@ public final class CompactJson {
     /**
      * {@link #STRICT} with the protocol's nesting limit, for the records the protocol reads (handover keys and
      * values, filtered values): deeper than {@link JsonLimits#MAX_DEPTH} fails like any value that is not JSON.
-     * Names and strings get no limit of Jackson's own (its defaults, 50 000 and 20 000 000 characters, are not
-     * the protocol's: the size limit of the whole value bounds them), so Jackson refuses nothing Python and Go read.
+     * Names, strings and numbers get no limit of Jackson's own (its defaults, 50 000, 20 000 000 and 1000 characters,
+     * are not the protocol's: the size of the whole value bounds them, and integers have the protocol's digit limit),
+     * so Jackson refuses nothing Python and Go read.
      */
     static final JsonFactory RECORDS = JsonFactory.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
@@ -53,6 +55,7 @@ public final class CompactJson {
                     .maxNestingDepth(JsonLimits.MAX_DEPTH)
                     .maxNameLength(Integer.MAX_VALUE)
                     .maxStringLength(Integer.MAX_VALUE)
+                    .maxNumberLength(Integer.MAX_VALUE) // integers: JsonLimits.MAX_INTEGER_DIGITS, checked in tree()
                     .build())
             .build();
 
@@ -146,6 +149,12 @@ public final class CompactJson {
                 return NODES.textNode(parser.getText());
             case VALUE_NUMBER_INT:
                 if (bigIntegers) {
+                    int digits = parser.getTextLength() - (parser.getTextCharacters()[parser.getTextOffset()] == '-' ? 1 : 0);
+                    if (digits > JsonLimits.MAX_INTEGER_DIGITS) {
+                        // Python's rule (its parser refuses more); Jackson's own default was 1000 for any number.
+                        throw new JsonParseException(parser, "an integer of " + digits + " digits, more than "
+                                + JsonLimits.MAX_INTEGER_DIGITS);
+                    }
                     return NODES.numberNode(parser.getBigIntegerValue());
                 }
                 return switch (parser.getNumberType()) {

@@ -21,6 +21,13 @@ public final class JsonLimits {
     /** Longest record value a JSON filter reads (bytes); longer is undecodable before any other test. */
     public static final int MAX_FILTER_VALUE_BYTES = 1 << 20;
 
+    /**
+     * Longest integer literal (digits, without the sign) the protocol reads; longer makes the value not JSON the
+     * protocol reads. Python's own default limit; Jackson's default (1000 characters for any number) and Go (none)
+     * disagreed with it.
+     */
+    public static final int MAX_INTEGER_DIGITS = 4300;
+
     private JsonLimits() {
     }
 }
