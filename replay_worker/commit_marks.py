@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .json_limits import loads, too_deep
+
 from .wire import FORMAT_VERSION
 
 
@@ -66,9 +68,11 @@ class CommitMark:
             text = text[: text.index("\0")]
         if not text or not text.startswith("{"):
             return None
+        if too_deep(text.encode("utf-8", "surrogatepass")):
+            return None  # not JSON the protocol reads (HANDOVER.md section 2, "Limits"): someone else's, as text is
         try:
-            body = json.loads(text)
-        except ValueError:
+            body = loads(text)
+        except (ValueError, RecursionError):
             return None
         if not isinstance(body, dict) or "reprise" not in body:
             return None

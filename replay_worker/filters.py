@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, decoder, loads, too_deep
+
 Headers = Sequence[tuple[str, bytes | None]] | None
 
 
@@ -301,6 +303,8 @@ class RecordFilter:
         if value is None:
             # A tombstone has no fields: a JSON condition cannot hold (not a poison record).
             return all(c.exists is False for c in self.json_conditions)
+        if len(value) > MAX_FILTER_VALUE_BYTES:
+            raise Undecodable(f"value of {len(value)} bytes, more than {MAX_FILTER_VALUE_BYTES}")
         plain = value.find(b"\\") < 0  # memchr; `in` takes twice as long for one byte
         if plain:
             for cond in self.json_conditions:
@@ -311,10 +315,7 @@ class RecordFilter:
                             return False
                     elif not any(n in value for n in needles):
                         return False
-        try:
-            document = parse_json(value)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise Undecodable(f"value is not JSON: {exc}") from None
+        document = parse_record_value(value)
         for cond in self.json_conditions:
             found = _lookup(document, cond.path)
             if cond.exists is not None:
@@ -348,16 +349,40 @@ class RecordFilter:
         return lambda value: matches(None, None, value)
 
 
-_decode_document = json.JSONDecoder().decode
+_decode_document = decoder.decode
+
+
+_NOT_PLAIN_UTF8 = (b"\xef", b"\x00", b"\xff", b"\xfe")
 
 
 def parse_json(value: bytes) -> Any:
     """`json.loads` of a record value. UTF-8 (what Kafka records carry) is decoded directly, skipping
     `json.loads`' encoding detection, which costs as much as parsing a small record; a BOM or a UTF-16/32
     value goes the general way."""
-    if value[:1] in (b"\xef", b"\x00", b"\xff", b"\xfe") or value[1:2] == b"\x00":
-        return json.loads(value)
+    if value[:1] in _NOT_PLAIN_UTF8 or value[1:2] == b"\x00":
+        return loads(value)
     return _decode_document(value.decode("utf-8"))
+
+
+def parse_record_value(value: bytes) -> Any:
+    """A record value as a JSON condition reads it (HANDOVER.md section 4, step 8), or `Undecodable`: for a
+    value nested deeper than `MAX_DEPTH` (checked before the parser, whose own limit differs by language and
+    by the stack's depth), and for every way the parser fails. The caller has checked the size (step 5)."""
+    try:
+        if value[:1] in _NOT_PLAIN_UTF8 or value[1:2] == b"\x00":
+            # UTF-16 or UTF-32 (or a BOM): the depth is counted in the text, which `json.loads` decodes so too.
+            text = value.decode(json.detect_encoding(value), "surrogatepass")
+            if too_deep(text.encode("utf-8", "surrogatepass")):
+                raise Undecodable(f"value is nested deeper than {MAX_DEPTH}")
+            return decoder.decode(text)
+        if value.count(b"[") + value.count(b"{") > MAX_DEPTH and too_deep(value):
+            raise Undecodable(f"value is nested deeper than {MAX_DEPTH}")
+        return _decode_document(value.decode("utf-8"))
+    except Undecodable:
+        raise
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # Every way the parser fails is the protocol's undecodable, never an exception of the parser's own.
+        raise Undecodable(f"value is not JSON: {exc}") from None
 
 
 def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[bytes | None], bool]:
@@ -369,7 +394,7 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
     would win, is excluded), and it is the wanted string exactly when it reads `needle`. Otherwise a value
     without the needle cannot match; the rest is parsed. `rfind` looks for the key again because CPython's
     reverse search is about twice as fast as the forward one on long values."""
-    loads = parse_json
+    loads = parse_record_value
     key_token = json.dumps(key, ensure_ascii=False).encode("utf-8")
     head = b"{" + key_token + b":"
     start = len(head)
@@ -379,6 +404,8 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
     def match(value: bytes | None) -> bool:
         if value is None:
             return False
+        if len(value) > MAX_FILTER_VALUE_BYTES:
+            raise Undecodable(f"value of {len(value)} bytes, more than {MAX_FILTER_VALUE_BYTES}")
         if value.find(b"\\") < 0:  # memchr; `in` takes twice as long for one byte
             if value.startswith(opens) and value.rfind(key_token, start) < 0:
                 if value.startswith(hits):
@@ -388,10 +415,7 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
                 # The wanted string, then not `,` or `}` (whitespace, or not JSON): the parser judges.
             elif needle not in value:
                 return False  # the same shortcut as `RecordFilter.matches`
-        try:
-            document = loads(value)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise Undecodable(f"value is not JSON: {exc}") from None
+        document = loads(value)
         if type(document) is not dict:
             return False
         found = document.get(key, _MISSING)

@@ -156,24 +156,26 @@ class HandoverView:
         #: Malformed records seen (skipped, never fatal: one bad writer must not stop every guard).
         self.malformed = 0
 
-    def apply(self, raw_key: bytes | None, raw_value: bytes | None) -> None:
+    def apply(self, raw_key: bytes | None, raw_value: bytes | None) -> str | None:
+        """Apply one message; the wire code (`malformed-key`, `too-large`, ...) when it is malformed, else None."""
         try:
             key, record = decode(raw_key, raw_value)
         except HandoverFormatError as exc:
             self.malformed += 1
             self._unreadable(raw_key, exc.code)
-            return
+            return exc.code
         self._applied += 1
         replay = self.replays.get(key.replay_id)
         if replay is None:
             if record is None:
-                return
+                return None
             replay = self.replays[key.replay_id] = ReplayHandover(key.replay_id, order=self._applied)
         if key.kind == "replay" and record is not None and replay.replay is None:
             replay.order = self._applied
         replay.apply(key, raw_key or b"", record)
         if not replay.live_keys:
             del self.replays[key.replay_id]
+        return None
 
     def _unreadable(self, raw_key: bytes | None, code: str) -> None:
         """A governing record that cannot be read (malformed, or written by a newer version) hides what its key

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from .json_limits import MAX_DEPTH, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES, loads, too_deep
+
 FORMAT_VERSION = 1
 Mode = Literal["Parallel", "Handover", "Drain"]
 MODES: tuple[str, ...] = ("Parallel", "Handover", "Drain")
@@ -150,16 +152,21 @@ def encode_key(replay_id: str, kind: RecordKind, topic: str | None = None, parti
 
 
 def decode_key(raw: bytes | str | None) -> RecordKey:
-    """The key of a handover-topic message; `HandoverFormatError` (code `malformed-key`) when it is not one."""
-    try:
-        parts = json.loads(raw) if raw is not None else None
-    except (ValueError, UnicodeDecodeError):
-        parts = None
+    """The key of a handover-topic message; `HandoverFormatError` (code `malformed-key`) when it is not one,
+    also when it is longer than `MAX_RECORD_KEY_BYTES` or nested deeper than `MAX_DEPTH` (HANDOVER.md 2)."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    parts: Any = None
+    if data is not None and len(data) <= MAX_RECORD_KEY_BYTES and not too_deep(data):
+        try:
+            parts = loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            # Every way a key fails to parse is the protocol's malformed-key, never an exception of the parser's.
+            parts = None
     if not isinstance(parts, list) or len(parts) not in (2, 4) or not all(isinstance(p, str) for p in parts[:2]):
-        raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
+        raise HandoverFormatError(f"not a handover key: {_shown(raw)}", code="malformed-key")
     if len(parts) == 4:
         if not isinstance(parts[2], str) or type(parts[3]) is not int:
-            raise HandoverFormatError(f"not a handover key: {raw!r}", code="malformed-key")
+            raise HandoverFormatError(f"not a handover key: {_shown(raw)}", code="malformed-key")
         return RecordKey(parts[0], parts[1], parts[2], parts[3])
     return RecordKey(parts[0], parts[1])
 
@@ -241,22 +248,59 @@ def encode(record: HandoverRecord) -> tuple[bytes, bytes]:
     else:
         body = {"kind": "result", "result": dict(record.body)}
     value = {"v": FORMAT_VERSION, "replay_id": record.replay_id, **body, "at_ms": record.at_ms}
-    return _key_of(record), json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    key = _key_of(record)
+    raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    _refuse_unreadable(record, key, raw)
+    return key, raw
+
+
+def _refuse_unreadable(record: HandoverRecord, key: bytes, value: bytes) -> None:
+    """A writer never publishes what every reader would refuse (HANDOVER.md section 2, "Limits")."""
+    kind = type(record).__name__.removesuffix("Info").lower()
+    if len(key) > MAX_RECORD_KEY_BYTES:
+        raise HandoverFormatError(
+            f"the {kind} record of replay {record.replay_id!r} has a key of {len(key)} bytes, more than the"
+            f" handover topic's limit of {MAX_RECORD_KEY_BYTES}: shorten the replay id or the topic name",
+            code="malformed-key",
+        )
+    if len(value) > MAX_RECORD_VALUE_BYTES:
+        raise HandoverFormatError(
+            f"the {kind} record of replay {record.replay_id!r} is {len(value)} bytes, more than the handover"
+            f" topic's limit of {MAX_RECORD_VALUE_BYTES}: a replay record carries its filter's keys inline, so"
+            " a filter with that many keys cannot be published (replay fewer keys at a time)",
+            code="too-large",
+        )
+    if too_deep(value):
+        raise HandoverFormatError(
+            f"the {kind} record of replay {record.replay_id!r} is nested deeper than {MAX_DEPTH}: a filter's"
+            " values (equals, in) must be shallower",
+            code="malformed-value",
+        )
 
 
 def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[RecordKey, HandoverRecord | None]:
     """The record of one handover-topic message; None for a tombstone. `HandoverFormatError` says why a
     record is malformed, with a `code` that is the same in every language (checked in this order):
-    `malformed-key`, `malformed-value` (not a JSON object, or `v` not an integer), `newer-version`
+    `malformed-key` (also a key above `MAX_RECORD_KEY_BYTES` or `MAX_DEPTH`), `too-large` (a value above
+    `MAX_RECORD_VALUE_BYTES`), `malformed-value` (nested deeper than `MAX_DEPTH`, not JSON, not a JSON
+    object, or `v` not an integer), `newer-version`
     (`v` above FORMAT_VERSION), `kind-mismatch` (the value's `kind` is not the key's), `unknown-kind`,
     `key-mismatch` (the key has the wrong shape for its kind, or the value names another partition),
     `bad-field` (a field is missing or has the wrong JSON type; unknown fields are ignored)."""
     key = decode_key(raw_key)
     if raw_value is None:
         return key, None
+    data = raw_value.encode("utf-8", "surrogatepass") if isinstance(raw_value, str) else raw_value
+    if len(data) > MAX_RECORD_VALUE_BYTES:
+        raise HandoverFormatError(
+            f"value of {key} is {len(data)} bytes, more than the limit of {MAX_RECORD_VALUE_BYTES}", code="too-large"
+        )
+    if too_deep(data):
+        # The same code as any other value that is not JSON: a value can be both, and every port must agree.
+        raise HandoverFormatError(f"value of {key} is nested deeper than {MAX_DEPTH}", code="malformed-value")
     try:
-        v = json.loads(raw_value)
-    except (ValueError, UnicodeDecodeError):
+        v = loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise HandoverFormatError(f"value of {key} is not JSON", code="malformed-value") from None
     if not isinstance(v, dict) or not _is_int(v.get("v", 0)):
         raise HandoverFormatError(f"value of {key} is not a handover record", code="malformed-value")
@@ -335,6 +379,13 @@ def decode(raw_key: bytes | str | None, raw_value: bytes | str | None) -> tuple[
 
 
 _REQUIRED = object()
+
+
+def _shown(raw: bytes | str | None) -> str:
+    """A key for a message, cut at 200 characters: a key may be megabytes, and messages reach the logs."""
+    if raw is None or len(raw) <= 200:
+        return repr(raw)
+    return f"{raw[:200]!r}... ({len(raw)} bytes)"
 
 
 def _is_int(value: Any) -> bool:

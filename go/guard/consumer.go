@@ -64,6 +64,9 @@ type Stats struct {
 	Seeks            int64
 	Acks             int64
 	ActivePartitions int
+	// HandoverRecordsFailed counts handover-topic records the guard's follower could not apply (malformed,
+	// or an error applying them); the records after them were applied.
+	HandoverRecordsFailed int64
 }
 
 // Consumer is a guarded confluent-kafka-go consumer (see the package doc).
@@ -193,10 +196,14 @@ func truthy(v any) bool {
 
 // Stats returns the guard's counts.
 func (c *Consumer) Stats() Stats {
+	failures := c.follower.Failures() // before c.mu: the follower's tick takes its own lock, then c.mu
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats
 	s.Handed, s.Skipped = c.handed.Load(), c.skipped.Load()
+	for _, n := range failures {
+		s.HandoverRecordsFailed += n
+	}
 	return s
 }
 

@@ -3,6 +3,7 @@ package handovertopic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -37,12 +38,15 @@ type Follower[T any] struct {
 	done      chan struct{}
 	// Err is the last error of the tail ("" once it reads again).
 	err atomic.Pointer[string]
+	// failures counts the records not applied, by reason (a wire code, or apply-error); under mu.
+	failures map[string]int64
 }
 
 // NewFollower returns a follower (not started) of the handover topic.
 func NewFollower[T any](base kafka.ConfigMap, topic string, derive func(*protocol.HandoverView) T) *Follower[T] {
 	f := &Follower[T]{topic: New(base, topic), derive: derive, Interval: 100 * time.Millisecond,
-		view: protocol.NewHandoverView(), stop: make(chan struct{}), done: make(chan struct{}), Log: slog.Default()}
+		view: protocol.NewHandoverView(), stop: make(chan struct{}), done: make(chan struct{}), Log: slog.Default(),
+		failures: map[string]int64{}}
 	s := derive(f.view)
 	f.snapshot.Store(&s)
 	return f
@@ -101,6 +105,40 @@ func (f *Follower[T]) WaitSynced(ctx context.Context, ticket int64) bool {
 		}
 	}
 	return true
+}
+
+// Failures returns how many records the follower could not apply, by reason: the wire code of a malformed
+// record (malformed-key, too-large, malformed-value, ...) or apply-error. The records after them were applied.
+func (f *Follower[T]) Failures() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int64, len(f.failures))
+	for reason, n := range f.failures {
+		out[reason] = n
+	}
+	return out
+}
+
+// apply applies one record on its own: whatever it holds, and whatever goes wrong applying it (a panic
+// included), the records after it are applied, so no record can hide a later `handover` from the guard.
+func (f *Follower[T]) apply(key, value []byte, offset int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			f.failures["apply-error"]++
+			f.Log.Warn("handover record not applied", "offset", offset, "error", fmt.Sprint(r))
+		}
+	}()
+	if err := f.view.Apply(key, value); err != nil {
+		reason := "apply-error"
+		var fe *protocol.FormatError
+		if errors.As(err, &fe) {
+			reason = fe.Code
+		}
+		f.failures[reason]++
+		f.Log.Warn("skipped a malformed handover record", "offset", offset, "error", err)
+	}
 }
 
 // Err returns the last error of the tail, or "".
@@ -209,11 +247,7 @@ func (f *Follower[T]) run() {
 						if e.TopicPartition.Error != nil {
 							continue
 						}
-						f.mu.Lock()
-						if err := f.view.Apply(e.Key, e.Value); err != nil {
-							f.Log.Warn("skipped a malformed handover record", "offset", int64(e.TopicPartition.Offset), "error", err)
-						}
-						f.mu.Unlock()
+						f.apply(e.Key, e.Value, int64(e.TopicPartition.Offset))
 						changed = true
 						position = max(position, int64(e.TopicPartition.Offset)+1)
 					case kafka.PartitionEOF:

@@ -5,6 +5,7 @@ package protocol
 // REPRISE_VECTORS points at another folder (a kit not merged yet).
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -63,13 +64,26 @@ func cases(t *testing.T, file *Object, section string) []*Object {
 
 func name(c *Object) string { return c.Values["name"].(string) }
 
-// vbytes decodes the vectors' bytes: {"utf8": ...} or {"base64": ...}; null is absent.
+// vbytes decodes the vectors' bytes: {"utf8": ...}, {"base64": ...} or {"utf8_repeat": [[text, n], ...]}; null is
+// absent.
 func vbytes(t *testing.T, v any) []byte {
 	t.Helper()
 	if v == nil {
 		return nil
 	}
 	obj := v.(*Object)
+	if parts, ok := obj.Values["utf8_repeat"].([]any); ok && len(obj.Keys) == 1 {
+		var out []byte
+		for _, part := range parts {
+			pair := part.([]any)
+			times, err := pair[1].(json.Number).Int64()
+			if err != nil {
+				t.Fatalf("bad utf8_repeat count %v: %v", pair[1], err)
+			}
+			out = append(out, bytes.Repeat([]byte(pair[0].(string)), int(times))...)
+		}
+		return out
+	}
 	if s, ok := obj.Values["utf8"].(string); ok && len(obj.Keys) == 1 {
 		return []byte(s)
 	}

@@ -417,6 +417,9 @@ func (f *RecordFilter) Match(key []byte, headers []Header, value []byte) (bool, 
 		}
 		return true, nil
 	}
+	if len(value) > MaxFilterValueBytes {
+		return false, fmt.Errorf("%w: a value of %d bytes, more than %d", ErrUndecodable, len(value), MaxFilterValueBytes)
+	}
 	if bytes.IndexByte(value, '\\') < 0 {
 		for _, c := range f.conditions {
 			if c.needles == nil {
@@ -498,6 +501,9 @@ func stringFieldPredicate(key, wanted string, needleBytes []byte) func([]byte) (
 		if value == nil {
 			return false, nil
 		}
+		if len(value) > MaxFilterValueBytes {
+			return false, fmt.Errorf("%w: a value of %d bytes, more than %d", ErrUndecodable, len(value), MaxFilterValueBytes)
+		}
 		if bytes.IndexByte(value, '\\') < 0 {
 			if bytes.HasPrefix(value, opens) && bytes.LastIndex(value[start:], keyToken) < 0 {
 				if bytes.HasPrefix(value, hitComma) || bytes.HasPrefix(value, hitBrace) {
@@ -543,6 +549,11 @@ func ParseValue(value []byte) (any, error) {
 	text, err := decodeJSONBytes(value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	if BeyondLimits([]byte(text)) {
+		// Checked in the decoded text (UTF-16 too), before encoding/json, whose own depth limit is 10 000.
+		return nil, fmt.Errorf("%w: nested deeper than %d or an integer of more than %d digits", ErrUndecodable,
+			MaxDepth, MaxIntegerDigits)
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()

@@ -65,8 +65,8 @@ const (
 // use comes back with Problem set and no fields. The text ends at its first NUL.
 func DecodeMark(text string) *CommitMark {
 	text = MetadataText(text)
-	if text == "" || !strings.HasPrefix(text, "{") {
-		return nil
+	if text == "" || !strings.HasPrefix(text, "{") || BeyondLimits([]byte(text)) {
+		return nil // deeper than the protocol reads (HANDOVER.md section 2, Limits): like text that is not JSON
 	}
 	parsed, err := ParseOrdered([]byte(text))
 	if err != nil {

@@ -41,6 +41,7 @@ var ErrFormat = errors.New("not a handover record")
 // Reasons a record is malformed, the same in every language (checked in this order).
 const (
 	CodeMalformedKey   = "malformed-key"
+	CodeTooLarge       = "too-large"
 	CodeMalformedValue = "malformed-value"
 	CodeNewerVersion   = "newer-version"
 	CodeKindMismatch   = "kind-mismatch"
@@ -268,10 +269,14 @@ func Encode(r Record) (key, value []byte) {
 // DecodeKey parses a handover-topic key (code malformed-key when it is not one).
 func DecodeKey(raw []byte) (RecordKey, error) {
 	bad := func() (RecordKey, error) {
-		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key: %q", raw)
+		shown := raw // a key may be megabytes, and the message reaches the logs
+		if len(shown) > 200 {
+			shown = shown[:200]
+		}
+		return RecordKey{}, formatError(CodeMalformedKey, "not a handover key (%d bytes): %q", len(raw), shown)
 	}
-	if raw == nil || !validUTF8(raw) {
-		return bad()
+	if raw == nil || len(raw) > MaxRecordKeyBytes || BeyondLimits(raw) || !validUTF8(raw) {
+		return bad() // the limits first: the token reader has no depth limit of its own
 	}
 	parsed, err := ParseOrdered(raw)
 	parts, ok := parsed.([]any)
@@ -319,6 +324,15 @@ func Decode(rawKey, rawValue []byte) (RecordKey, Record, error) {
 		return key, nil, nil
 	}
 	where := describeKey(key)
+	if len(rawValue) > MaxRecordValueBytes {
+		return key, nil, formatError(CodeTooLarge, "value of %s is %d bytes, more than the limit of %d", where,
+			len(rawValue), MaxRecordValueBytes)
+	}
+	if BeyondLimits(rawValue) {
+		// The code of any value that is not JSON: a value can be both, and every port must agree.
+		return key, nil, formatError(CodeMalformedValue,
+			"value of %s is nested deeper than %d or has an integer of more than %d digits", where, MaxDepth, MaxIntegerDigits)
+	}
 	parsed, err := ParseOrdered(rawValue)
 	if err != nil || !validUTF8(rawValue) {
 		return key, nil, formatError(CodeMalformedValue, "value of %s is not JSON", where)

@@ -37,6 +37,7 @@ from .connection_cache import ConnectionCache, Retirable
 from .kafka_addresses import normal_bootstrap
 from .kafka_admin import TopicPartitionKey, connection_key
 from .kafka_pool import KafkaPool
+from .metrics import HANDOVER_RECORDS_FAILED
 
 T = TypeVar("T")
 
@@ -80,6 +81,7 @@ class _HandoverConnection(Retirable):
                     derive=lambda view: 0,
                     interval=0.2,
                     client_id="reprise-operator-follower",
+                    failures=HANDOVER_RECORDS_FAILED,
                 ).start()
                 self.caught_up_at = self.follower.request_sync()
             return self.follower, self.caught_up_at

@@ -65,6 +65,13 @@ BARRIER_STALLED = Gauge(
     ["namespace", "name", "group"],
     registry=REGISTRY,
 )
+HANDOVER_RECORDS_FAILED = Counter(
+    "reprise_handover_follower_records_failed",
+    "Handover-topic records the operator's follower could not apply, by topic and reason (a malformed record's"
+    " wire code, or apply-error); the records after them are applied.",
+    ["topic", "reason"],
+    registry=REGISTRY,
+)
 KAFKA_ADMIN_REQUESTS = Counter(
     "reprise_kafka_admin_requests",
     "Admin requests sent to Kafka, by cluster bootstrap address.",
@@ -120,6 +127,7 @@ METRIC_NAMES = frozenset(
         "reprise_backfill_barrier_remaining_records",
         "reprise_backfill_barrier_stalled",
         "reprise_kafka_admin_requests_total",
+        "reprise_handover_follower_records_failed_total",
     }
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..commit_marks import CommitMark
+from ..json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS
 
 
 def _fields(mark: CommitMark) -> dict[str, Any]:
@@ -97,6 +98,28 @@ def decode_cases() -> list[dict[str, Any]]:
         ),
         d("a NUL alone is no metadata", "\0"),
         d("someone else's text and a NUL", "batch 7\0"),
+        d(
+            f"a mark nested {MAX_DEPTH} deep (the limit)",
+            '{"reprise":1,"replay":"r","skip_from":5,"x":' + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}",
+        ),
+        d(
+            f"a mark nested {MAX_DEPTH + 1} deep is no mark",
+            '{"reprise":1,"replay":"r","skip_from":5,"x":' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}",
+            note="deeper than the protocol reads (HANDOVER.md section 2, Limits): like text that is not JSON",
+        ),
+        d(
+            f"a mark with an integer of {MAX_INTEGER_DIGITS} digits (the limit)",
+            '{"reprise":1,"replay":"r","skip_from":5,"x":' + "7" * MAX_INTEGER_DIGITS + "}",
+        ),
+        d(
+            f"a mark with an integer of {MAX_INTEGER_DIGITS + 1} digits is no mark",
+            '{"reprise":1,"replay":"r","skip_from":5,"x":' + "7" * (MAX_INTEGER_DIGITS + 1) + "}",
+        ),
+        d(
+            "a mark nested 4000 deep is no mark",
+            '{"reprise":1,"replay":"r","x":' + "[" * 4000 + "]" * 4000 + "}",
+            note="metadata holds up to 4096 bytes by default; Python's parser alone breaks near 1000 levels",
+        ),
     ]
     return cases
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..filters import FilterSpecError, Undecodable, published_filter
-from .encoding import headers_to_json, to_json
+from ..json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, MAX_INTEGER_DIGITS
+from .encoding import Repeated, headers_to_json, to_json
 
 Headers = list[tuple[str, bytes | None]] | None
 
@@ -345,6 +346,131 @@ def cases() -> list[dict[str, Any]]:
             "json given as one object instead of a list",
             {"json": {"path": "status", "equals": "paid"}},
             b'{"status":"paid"}',
+        ),
+    ] + limit_cases()
+
+
+#: Parses whenever the value holds `"even"` or `"odd"` (two values: no single-field prefix rule).
+KIND_IN = {"json": [{"path": "kind", "in": ["even", "odd"]}]}
+#: Always parses (no byte rule for `exists`).
+KIND_EXISTS = {"json": [{"path": "kind", "exists": True}]}
+#: The single-field prefix rule applies.
+KIND_EVEN = {"json": [{"path": "kind", "equals": "even"}]}
+
+
+def limit_cases() -> list[dict[str, Any]]:
+    """The size and nesting limits of filtered values (HANDOVER.md section 4, steps 5 and 8), at the limit and
+    one past it, and where the byte rules answer before either limit is looked at."""
+    c = _case
+    even = '{"kind":"even","deep":'
+
+    def nested(depth: int, head: str = even, closed: bool = True) -> Repeated:
+        levels = depth - 1  # the object holding `kind` is the first level
+        if not closed:
+            return Repeated((head, 1), ("[", levels))
+        return Repeated((head, 1), ("[", levels), ("]", levels), ("}", 1))
+
+    def sized(size: int, head: str = '{"kind":"even","pad":"') -> Repeated:
+        return Repeated((head, 1), ("x", size - len(head) - 2), ('"}', 1))
+
+    limit = MAX_FILTER_VALUE_BYTES
+    return [
+        c(f"nested {MAX_DEPTH} deep (the limit): parsed", KIND_IN, nested(MAX_DEPTH)),
+        c(f"nested {MAX_DEPTH + 1} deep: undecodable", KIND_IN, nested(MAX_DEPTH + 1)),
+        c(
+            f"nested {MAX_DEPTH} deep in objects: parsed",
+            KIND_IN,
+            Repeated((even, 1), ('{"a":', MAX_DEPTH - 1), ("1", 1), ("}", MAX_DEPTH)),
+        ),
+        c(
+            f"nested {MAX_DEPTH + 1} deep in objects: undecodable",
+            KIND_IN,
+            Repeated((even, 1), ('{"a":', MAX_DEPTH), ("1", 1), ("}", MAX_DEPTH + 1)),
+        ),
+        c("nested 5000 deep: undecodable", KIND_IN, nested(5000), note="the review's poison record (H3)"),
+        c("nested 5000 deep, not closed: undecodable", KIND_IN, nested(5000, closed=False)),
+        c(
+            "nested 5000 deep without the wanted bytes: no match",
+            KIND_IN,
+            Repeated(("[", 5000), ("]", 5000)),
+            note="the byte shortcut (step 6) answers before the value is parsed",
+        ),
+        c(
+            "nested 5000 deep after a compact prefix: match",
+            KIND_EVEN,
+            nested(5000),
+            note="the single-field prefix rule (step 7) answers before the value is parsed",
+        ),
+        c(
+            "brackets inside strings are not nesting",
+            KIND_IN,
+            Repeated(('{"kind":"even","s":"', 1), ("[{", 5000), ('\\"', 1), ("]}", 5000), ('"}', 1)),
+        ),
+        c(
+            f"an escaped backslash ends a string: the brackets after it nest, {MAX_DEPTH} deep",
+            KIND_IN,
+            nested(MAX_DEPTH, '{"s":"\\\\","kind":"even","deep":'),
+        ),
+        c(
+            f"an escaped backslash ends a string: the brackets after it nest, {MAX_DEPTH + 1} deep",
+            KIND_IN,
+            nested(MAX_DEPTH + 1, '{"s":"\\\\","kind":"even","deep":'),
+        ),
+        c(
+            f"UTF-16 nested {MAX_DEPTH} deep: parsed",
+            KIND_EXISTS,
+            ('{"kind":"even","deep":' + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}").encode("utf-16"),
+        ),
+        c(
+            f"UTF-16 nested {MAX_DEPTH + 1} deep: undecodable",
+            KIND_EXISTS,
+            ('{"kind":"even","deep":' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}").encode("utf-16"),
+            note="the depth is that of the text, whatever its encoding",
+        ),
+        c(
+            "a member name of 60000 characters: parsed",
+            KIND_IN,
+            Repeated(('{"kind":"even","', 1), ("n", 60000), ('":1}', 1)),
+        ),
+        c("a string of a million characters: parsed", KIND_IN, sized(1_000_010)),
+        c(f"{limit} bytes (the limit): parsed", KIND_IN, sized(limit)),
+        c(f"{limit + 1} bytes: undecodable", KIND_IN, sized(limit + 1)),
+        c(
+            f"{limit + 1} bytes without the wanted bytes: undecodable",
+            KIND_IN,
+            sized(limit + 1, '{"kind":"none","pad":"'),
+            note="the size (step 5) is checked before the byte shortcut",
+        ),
+        c(
+            f"{limit + 1} bytes after a compact prefix: undecodable",
+            KIND_EVEN,
+            sized(limit + 1),
+            note="the size (step 5) is checked before the single-field prefix rule",
+        ),
+        c(
+            f"an integer of {MAX_INTEGER_DIGITS} digits (the limit): parsed",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":-', 1), ("7", MAX_INTEGER_DIGITS), ("}", 1)),
+        ),
+        c(
+            f"an integer of {MAX_INTEGER_DIGITS + 1} digits: undecodable",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":', 1), ("7", MAX_INTEGER_DIGITS + 1), ("}", 1)),
+        ),
+        c(
+            "a number of 6000 digits with a fraction: parsed",
+            KIND_IN,
+            Repeated(('{"kind":"even","n":', 1), ("7", 6000), (".5}", 1)),
+            note="only integers have a digit limit",
+        ),
+        c("10 MB: undecodable", KIND_IN, sized(10_000_000, '{"kind":"odd","note":"even","pad":"')),
+        c("10 MB and a keys filter: the value is not read", {"keys": ["k"]}, sized(10_000_000), key=b"k"),
+        c(
+            "a tombstone with a 10 MB key: only the value has a limit",
+            {"json": [{"path": "kind", "exists": False}]},
+            None,
+            key=Repeated(("k", 10_000_000)),
+            note="a key of any size: only the value has a limit",
         ),
     ]
 

@@ -26,7 +26,8 @@ from ..wire import (
     decode,
     encode,
 )
-from .encoding import to_json
+from ..json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES
+from .encoding import Repeated, to_json
 
 RID = "shop/orders-fix/3f2a9c1e-77b0-4d0e-9a51-0c6f1f7a2b10"
 
@@ -210,7 +211,96 @@ def decode_cases() -> list[dict[str, Any]]:
         ),
         d("result: result not an object", b'["r1","result"]', b'{"v":1,"kind":"result","result":[1]}'),
     ]
-    return cases
+    return cases + limit_cases()
+
+
+def limit_cases() -> list[dict[str, Any]]:
+    """The size and nesting limits (HANDOVER.md section 2, "Limits"), at the limit and one past it."""
+    d = _decode_case
+    k_start = b'["r1","start","orders",0]'
+    start = '{"v":1,"replay_id":"r1","kind":"start","topic":"orders","partition":0,"offset":5'
+    # A key of exactly the limit: the topic name fills it (the value must name the same topic).
+    key_head, key_tail = '["r1","start","', '",0]'
+    long_topic = MAX_RECORD_KEY_BYTES - len(key_head) - len(key_tail)
+
+    def long_key(topic_length: int) -> tuple[Repeated, Repeated]:
+        return (
+            Repeated((key_head, 1), ("t", topic_length), (key_tail, 1)),
+            Repeated(('{"v":1,"kind":"start","topic":"', 1), ("t", topic_length), ('","partition":0,"offset":5}', 1)),
+        )
+
+    def padded(size: int) -> Repeated:
+        head, tail = start + ',"pad":"', '"}'
+        return Repeated((head, 1), ("x", size - len(head) - len(tail)), (tail, 1))
+
+    def nested(depth: int, head: str = start, closed: bool = True) -> Repeated:
+        """The start record with a member `deep` at `depth` (the record itself is depth 1)."""
+        levels = depth - 1
+        if not closed:
+            return Repeated((head + ',"deep":', 1), ("[", levels))
+        return Repeated((head + ',"deep":', 1), ("[", levels), ("]", levels), ("}", 1))
+
+    return [
+        d(f"key of {MAX_RECORD_KEY_BYTES} bytes (the limit)", *long_key(long_topic)),
+        d(f"key of {MAX_RECORD_KEY_BYTES + 1} bytes", *long_key(long_topic + 1)),
+        d(
+            "key nested 5000 deep, not closed",
+            Repeated(("[", 5000)),
+            start.encode() + b"}",
+            note="the review's attack A3: it broke the Python reader and hid the records after it",
+        ),
+        d("key nested 5000 deep", Repeated(("[", 5000), ("]", 5000)), None, note="a tombstone's key is read too"),
+        d(f"key nested {MAX_DEPTH + 1} deep", Repeated(("[", MAX_DEPTH + 1), ("]", MAX_DEPTH + 1)), None),
+        d(f"value of {MAX_RECORD_VALUE_BYTES} bytes (the limit)", k_start, padded(MAX_RECORD_VALUE_BYTES)),
+        d(f"value of {MAX_RECORD_VALUE_BYTES + 1} bytes", k_start, padded(MAX_RECORD_VALUE_BYTES + 1)),
+        d("value of 10 MB", k_start, padded(10_000_000)),
+        d(
+            f"value of {MAX_RECORD_VALUE_BYTES + 1} bytes, not JSON",
+            k_start,
+            Repeated(("x", MAX_RECORD_VALUE_BYTES + 1)),
+            note="the size is checked before the value is parsed",
+        ),
+        d(f"value nested {MAX_DEPTH} deep (the limit)", k_start, nested(MAX_DEPTH)),
+        d(f"value nested {MAX_DEPTH + 1} deep", k_start, nested(MAX_DEPTH + 1)),
+        d(
+            f"value nested {MAX_DEPTH} deep in objects",
+            k_start,
+            Repeated((start + ',"deep":', 1), ('{"a":', MAX_DEPTH - 1), ("1", 1), ("}", MAX_DEPTH)),
+        ),
+        d(
+            f"value nested {MAX_DEPTH + 1} deep in objects",
+            k_start,
+            Repeated((start + ',"deep":', 1), ('{"a":', MAX_DEPTH), ("1", 1), ("}", MAX_DEPTH + 1)),
+        ),
+        d("value nested 5000 deep", k_start, nested(5000)),
+        d("value nested 5000 deep, not closed", k_start, nested(5000, closed=False)),
+        d(
+            f"value nested {MAX_DEPTH + 1} deep with a newer version",
+            k_start,
+            nested(MAX_DEPTH + 1, start.replace('"v":1', '"v":2')),
+            note="the depth is checked before anything in the value is read",
+        ),
+        d(
+            f"an unknown field with an integer of {MAX_INTEGER_DIGITS} digits (the limit)",
+            k_start,
+            Repeated((start + ',"big":', 1), ("7", MAX_INTEGER_DIGITS), ("}", 1)),
+        ),
+        d(
+            f"an unknown field with an integer of {MAX_INTEGER_DIGITS + 1} digits",
+            k_start,
+            Repeated((start + ',"big":', 1), ("7", MAX_INTEGER_DIGITS + 1), ("}", 1)),
+        ),
+        d(
+            "brackets inside strings are not nesting",
+            k_start,
+            Repeated((start + ',"s":"', 1), ("[{", 5000), ('\\"', 1), ("]}", 5000), ('"}', 1)),
+        ),
+        d(
+            f"an escaped backslash ends a string: the brackets after it nest, {MAX_DEPTH + 1} deep",
+            k_start,
+            nested(MAX_DEPTH + 1, start + ',"s":"\\\\"'),
+        ),
+    ]
 
 
 def document() -> dict[str, Any]:

@@ -53,6 +53,12 @@ func Base(t testing.TB) kafka.ConfigMap {
 // CreateTopic creates a topic with n partitions and waits until it is usable.
 func CreateTopic(t testing.TB, name string, partitions int) {
 	t.Helper()
+	CreateTopicWithConfig(t, name, partitions, nil)
+}
+
+// CreateTopicWithConfig creates a topic with n partitions and topic settings, and waits until it is usable.
+func CreateTopicWithConfig(t testing.TB, name string, partitions int, config map[string]string) {
+	t.Helper()
 	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": Bootstrap(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +66,8 @@ func CreateTopic(t testing.TB, name string, partitions int) {
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}})
+	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1,
+		Config: config}})
 	if err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
@@ -98,8 +105,9 @@ type Record struct {
 // Produce writes records and waits until Kafka has them all.
 func Produce(t testing.TB, topic string, records []Record) {
 	t.Helper()
+	// Room for the 10 MB poison records of the limit tests (their topics allow them).
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": Bootstrap(t), "enable.idempotence": true,
-		"acks": "all", "linger.ms": 5})
+		"acks": "all", "linger.ms": 5, "message.max.bytes": 12000000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ GO_MODULES = {
         "TestPoisonRecordsAreDeadLetteredOrSkipped",
         "TestSettingsErrorsNameTheVariable",
         "TestGuardWithBadInputSkipsNothingAndSaysWhy",
+        "TestPoisonRecords",
     ),
     "examples/seed003-go": ("TestSeedBugShownAndFixed",),
 }

@@ -38,6 +38,7 @@ MIN_TESTS = 450
 INTEGRATION_CLASSES = (
     "io.reprise.kafka.topic.HandoverTopicIntegrationTest",
     "io.reprise.kafka.guard.GuardedConsumerIntegrationTest",
+    "io.reprise.kafka.guard.PoisonRecordsIntegrationTest",
     "io.reprise.kafka.spring.GuardedConsumerFactoryIntegrationTest",
     "io.reprise.kafka.replay.ReplayRoleBrokerTest",
     "io.reprise.kafka.replay.ReplayRoleProcessTest",

@@ -19,9 +19,12 @@ def ids(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def raw(obj: Any) -> bytes | None:
-    """Bytes as the vectors write them: {"utf8": ...}, {"base64": ...}, or null."""
+    """Bytes as the vectors write them: {"utf8": ...}, {"base64": ...}, {"utf8_repeat": [[text, n], ...]}
+    (each text n times, concatenated), or null."""
     if obj is None:
         return None
+    if "utf8_repeat" in obj:
+        return b"".join(text.encode("utf-8") * times for text, times in obj["utf8_repeat"])
     if "utf8" in obj:
         return obj["utf8"].encode("utf-8")
     return base64.b64decode(obj["base64"], validate=True)

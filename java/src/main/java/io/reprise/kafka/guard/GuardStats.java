@@ -7,6 +7,7 @@ public final class GuardStats {
     volatile long seeks;
     volatile long acks;
     volatile int activePartitions;
+    volatile long handoverRecordsFailed;
 
     /** Records the guard did not hand to the service (the replay covers them). */
     public long skipped() {
@@ -31,9 +32,17 @@ public final class GuardStats {
         return activePartitions;
     }
 
+    /**
+     * Handover-topic records the guard's follower could not apply (malformed, or an error applying them); the
+     * records after them were applied.
+     */
+    public long handoverRecordsFailed() {
+        return handoverRecordsFailed;
+    }
+
     @Override
     public String toString() {
         return "GuardStats[skipped=" + skipped + ", handed=" + handed + ", seeks=" + seeks + ", acks=" + acks
-                + ", activePartitions=" + activePartitions + "]";
+                + ", activePartitions=" + activePartitions + ", handoverRecordsFailed=" + handoverRecordsFailed + "]";
     }
 }

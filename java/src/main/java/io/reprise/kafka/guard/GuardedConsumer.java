@@ -171,6 +171,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     }
 
     public GuardStats stats() {
+        stats.handoverRecordsFailed = follower.failures().values().stream().mapToLong(Long::longValue).sum();
         return stats;
     }
 

@@ -65,8 +65,8 @@ public record CommitMark(String replayId, String finished, Long skipFrom, Long r
         }
         JsonNode body;
         try {
-            body = CompactJson.parse(text);
-        } catch (IOException e) {
+            body = CompactJson.parseRecord(text); // deeper than MAX_DEPTH: not JSON the protocol reads, so no mark
+        } catch (IOException | RuntimeException e) {
             return null;
         }
         if (!body.isObject() || !body.has("reprise")) {

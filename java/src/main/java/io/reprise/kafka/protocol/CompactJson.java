@@ -1,9 +1,11 @@
 package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -39,6 +41,24 @@ public final class CompactJson {
             .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
             .build();
 
+    /**
+     * {@link #STRICT} with the protocol's nesting limit, for the records the protocol reads (handover keys and
+     * values, filtered values): deeper than {@link JsonLimits#MAX_DEPTH} fails like any value that is not JSON.
+     * Names, strings and numbers get no limit of Jackson's own (its defaults, 50 000, 20 000 000 and 1000 characters,
+     * are not the protocol's: the size of the whole value bounds them, and integers have the protocol's digit limit),
+     * so Jackson refuses nothing Python and Go read.
+     */
+    static final JsonFactory RECORDS = JsonFactory.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+            .disable(StreamReadFeature.AUTO_CLOSE_SOURCE)
+            .streamReadConstraints(StreamReadConstraints.builder()
+                    .maxNestingDepth(JsonLimits.MAX_DEPTH)
+                    .maxNameLength(Integer.MAX_VALUE)
+                    .maxStringLength(Integer.MAX_VALUE)
+                    .maxNumberLength(Integer.MAX_VALUE) // integers: JsonLimits.MAX_INTEGER_DIGITS, checked in tree()
+                    .build())
+            .build();
+
     /** Parses as a default {@code ObjectMapper}'s {@code readTree}: strict JSON, the first value only. */
     private static final JsonFactory PLAIN = new JsonFactory();
 
@@ -50,6 +70,23 @@ public final class CompactJson {
     /** Parses JSON text; {@link IOException} when it is not exactly one JSON document. */
     public static JsonNode parse(byte[] bytes) throws IOException {
         try (JsonParser parser = STRICT.createParser(bytes)) {
+            return document(parser);
+        }
+    }
+
+    /**
+     * Parses a record the protocol reads, with its nesting limit ({@link #RECORDS}); {@link IOException} when it
+     * is not exactly one JSON document or nests deeper than {@link JsonLimits#MAX_DEPTH}. The caller checks sizes.
+     */
+    public static JsonNode parseRecord(byte[] bytes) throws IOException {
+        try (JsonParser parser = RECORDS.createParser(bytes)) {
+            return document(parser);
+        }
+    }
+
+    /** {@link #parseRecord(byte[])} of text (commit-offset metadata). */
+    public static JsonNode parseRecord(String text) throws IOException {
+        try (JsonParser parser = RECORDS.createParser(text)) {
             return document(parser);
         }
     }
@@ -112,6 +149,12 @@ public final class CompactJson {
                 return NODES.textNode(parser.getText());
             case VALUE_NUMBER_INT:
                 if (bigIntegers) {
+                    int digits = parser.getTextLength() - (parser.getTextCharacters()[parser.getTextOffset()] == '-' ? 1 : 0);
+                    if (digits > JsonLimits.MAX_INTEGER_DIGITS) {
+                        // Python's rule (its parser refuses more); Jackson's own default was 1000 for any number.
+                        throw new JsonParseException(parser, "an integer of " + digits + " digits, more than "
+                                + JsonLimits.MAX_INTEGER_DIGITS);
+                    }
                     return NODES.numberNode(parser.getBigIntegerValue());
                 }
                 return switch (parser.getNumberType()) {

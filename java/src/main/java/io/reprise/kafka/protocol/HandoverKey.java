@@ -35,11 +35,11 @@ public record HandoverKey(String replayId, String kind, String topic, Integer pa
 
     public static HandoverKey decode(byte[] raw) throws HandoverFormatException {
         JsonNode parts = null;
-        if (raw != null) {
+        if (raw != null && raw.length <= JsonLimits.MAX_RECORD_KEY_BYTES) {
             try {
-                parts = CompactJson.parse(raw);
-            } catch (IOException e) {
-                parts = null;
+                parts = CompactJson.parseRecord(raw);
+            } catch (IOException | RuntimeException e) {
+                parts = null; // every way a key fails to parse is the protocol's malformed-key
             }
         }
         if (parts == null || !parts.isArray() || (parts.size() != 2 && parts.size() != 4)
@@ -57,8 +57,13 @@ public record HandoverKey(String replayId, String kind, String topic, Integer pa
         return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), null, null);
     }
 
+    /** The key for a message, cut at 200 characters (a key may be megabytes). */
     static String show(byte[] raw) {
-        return raw == null ? "null" : new String(raw, StandardCharsets.UTF_8);
+        if (raw == null) {
+            return "null";
+        }
+        String text = new String(raw, 0, Math.min(raw.length, 200), StandardCharsets.UTF_8);
+        return raw.length > 200 ? text + "... (" + raw.length + " bytes)" : text;
     }
 
     @Override

@@ -33,6 +33,7 @@ public final class HandoverView {
     private long applied;
     private long malformed;
     private String lastMalformed;
+    private String lastMalformedCode;
 
     private record CompiledFilter(Object spec, RecordFilter filter) {
     }
@@ -45,6 +46,7 @@ public final class HandoverView {
         } catch (HandoverFormatException e) {
             malformed++;
             lastMalformed = e.getMessage();
+            lastMalformedCode = e.code();
             log.warn("a malformed handover record ({}): {}", e.code(), e.getMessage());
             unreadable(rawKey, e.code());
             return false;
@@ -99,6 +101,11 @@ public final class HandoverView {
     public ReplayHandover replay(String replayId) {
         ReplayHandover found = replays.get(replayId);
         return found != null ? found : new ReplayHandover(replayId);
+    }
+
+    /** The wire code of the last malformed record ({@code malformed-key}, {@code too-large}, ...), or null. */
+    public String lastMalformedCode() {
+        return lastMalformedCode;
     }
 
     /** How many malformed records were seen, and the last one's reason (null if none). */

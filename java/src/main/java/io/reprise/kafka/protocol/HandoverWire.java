@@ -91,7 +91,9 @@ public final class HandoverWire {
 
     /**
      * The record of one handover-topic message (a null record for a tombstone). Refusals carry a code, checked in
-     * this order: {@code malformed-key}, {@code malformed-value} (not a JSON object, or {@code v} not an integer),
+     * this order: {@code malformed-key} (also longer than 4096 bytes or nested deeper than 64), {@code too-large} (a
+     * value above 1 MiB), {@code malformed-value} (nested deeper than 64, not a JSON object, or {@code v} not an
+     * integer),
      * {@code newer-version}, {@code kind-mismatch}, {@code unknown-kind}, {@code key-mismatch} (the key's shape is
      * not its kind's, or the value names another partition), {@code bad-field} (a required field missing or null,
      * or a field of the wrong JSON type; unknown fields are ignored).
@@ -101,11 +103,17 @@ public final class HandoverWire {
         if (rawValue == null) {
             return new Decoded(key, null);
         }
+        if (rawValue.length > JsonLimits.MAX_RECORD_VALUE_BYTES) {
+            throw new HandoverFormatException("value of " + key + " is " + rawValue.length
+                    + " bytes, more than the limit of " + JsonLimits.MAX_RECORD_VALUE_BYTES, "too-large");
+        }
         JsonNode v;
         try {
-            v = CompactJson.parse(rawValue);
-        } catch (IOException e) {
-            throw new HandoverFormatException("value of " + key + " is not JSON", "malformed-value");
+            v = CompactJson.parseRecord(rawValue);
+        } catch (IOException | RuntimeException e) {
+            // Nested deeper than MAX_DEPTH or not JSON: one code, as a value can be both and every port must agree.
+            throw new HandoverFormatException("value of " + key + " is not JSON nested at most " + JsonLimits.MAX_DEPTH
+                    + " deep", "malformed-value");
         }
         if (!v.isObject() || (v.has("v") && !isInteger(v.get("v")))) {
             throw new HandoverFormatException("value of " + key + " is not a handover record", "malformed-value");

@@ -163,6 +163,7 @@ public final class RecordFilter {
             }
             return true;
         }
+        tooLarge(value);
         if (indexOf(value, BACKSLASH, 0) < 0) {
             for (Compiled c : conditions) {
                 if (c.needles() != null) {
@@ -205,9 +206,18 @@ public final class RecordFilter {
         return true;
     }
 
+    /** HANDOVER.md section 4, step 5: a value above the size limit is undecodable before any other test of it. */
+    static void tooLarge(byte[] value) throws UndecodableValueException {
+        if (value.length > JsonLimits.MAX_FILTER_VALUE_BYTES) {
+            throw new UndecodableValueException("a value of " + value.length + " bytes, more than "
+                    + JsonLimits.MAX_FILTER_VALUE_BYTES);
+        }
+    }
+
+    /** Step 8: the value parsed, or undecodable (nested deeper than the protocol's limit, or any parser error). */
     static JsonNode parse(byte[] value) throws UndecodableValueException {
         try {
-            return CompactJson.parse(value);
+            return CompactJson.parseRecord(value);
         } catch (IOException | RuntimeException e) {
             String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse("");
             throw new UndecodableValueException("value is not JSON: " + message);
@@ -345,6 +355,7 @@ public final class RecordFilter {
             if (value == null) {
                 return false;
             }
+            tooLarge(value);
             if (indexOf(value, BACKSLASH, 0) < 0) {
                 if (startsWith(value, opens, 0) && indexOf(value, keyToken, start) < 0) {
                     if (startsWith(value, hitComma, 0) || startsWith(value, hitBrace, 0)) {

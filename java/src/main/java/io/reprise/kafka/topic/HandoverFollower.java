@@ -38,6 +38,7 @@ public final class HandoverFollower<T> implements AutoCloseable {
     private final String clientId;
     private final Object lock = new Object();
     private final HandoverView view = new HandoverView();
+    private final java.util.concurrent.ConcurrentHashMap<String, Long> failures = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile T snapshot;
     private volatile long version;
     private long requested;
@@ -192,9 +193,7 @@ public final class HandoverFollower<T> implements AutoCloseable {
                         + timeout.toSeconds() + "s (reached " + consumer.position(tp) + ")");
             }
             for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
-                synchronized (lock) {
-                    view.apply(record.key(), record.value());
-                }
+                applyOne(record);
                 changed = true;
             }
         }
@@ -205,6 +204,36 @@ public final class HandoverFollower<T> implements AutoCloseable {
             }
             return read.apply(view);
         }
+    }
+
+    /**
+     * Applies one record on its own: the consumer has moved past the whole batch, so an error that escaped here
+     * would lose every record after this one (a {@code handover} among them: a guard that never learns H). A
+     * malformed record is the view's to judge (HANDOVER.md section 2); an error while applying one is logged
+     * and counted, and the next record is applied.
+     */
+    private void applyOne(ConsumerRecord<byte[], byte[]> record) {
+        String reason;
+        try {
+            synchronized (lock) {
+                reason = view.apply(record.key(), record.value()) ? null : view.lastMalformedCode();
+            }
+        } catch (RuntimeException | StackOverflowError e) {
+            reason = "apply-error";
+            log.warn("handover record at offset {} not applied: {}", record.offset(), e.toString());
+        }
+        if (reason != null) {
+            failures.merge(reason, 1L, Long::sum);
+        }
+    }
+
+    /**
+     * How many records the follower could not apply, by reason: the wire code of a malformed record
+     * ({@code malformed-key}, {@code too-large}, {@code malformed-value}, ...) or {@code apply-error}. The
+     * records after them were applied.
+     */
+    public Map<String, Long> failures() {
+        return Map.copyOf(failures);
     }
 
     private void notStarted(String what) {
@@ -255,9 +284,7 @@ public final class HandoverFollower<T> implements AutoCloseable {
                 if (assigned) {
                     boolean changed = false;
                     for (ConsumerRecord<byte[], byte[]> record : consumer.poll(interval)) {
-                        synchronized (lock) {
-                            view.apply(record.key(), record.value());
-                        }
+                        applyOne(record);
                         changed = true;
                     }
                     if (changed) {

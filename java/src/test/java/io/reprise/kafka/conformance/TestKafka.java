@@ -57,8 +57,13 @@ public final class TestKafka {
      * until its delivery timeout, leaving the partition short of what the test wrote.
      */
     public static void createTopic(String name, int partitions) {
+        createTopic(name, partitions, Map.of());
+    }
+
+    /** {@link #createTopic(String, int)} with topic settings (e.g. {@code max.message.bytes}). */
+    public static void createTopic(String name, int partitions, Map<String, String> config) {
         try (Admin admin = Admin.create(connection())) {
-            admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(config))).all().get(30, TimeUnit.SECONDS);
             Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
             for (int p = 0; p < partitions; p++) {
                 ends.put(new TopicPartition(name, p), OffsetSpec.latest());

@@ -64,10 +64,20 @@ public final class Vectors {
         assertTrue(!seen.isEmpty(), what + ": no cases");
     }
 
-    /** {@code {"utf8": "..."}}, {@code {"base64": "..."}} or null. */
+    /** {@code {"utf8": "..."}}, {@code {"base64": "..."}}, {@code {"utf8_repeat": [["text", n], ...]}} or null. */
     public static byte[] bytes(JsonNode node) {
         if (node == null || node.isNull()) {
             return null;
+        }
+        if (node.has("utf8_repeat")) {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            for (JsonNode part : node.get("utf8_repeat")) {
+                byte[] text = part.get(0).textValue().getBytes(StandardCharsets.UTF_8);
+                for (long i = part.get(1).longValue(); i > 0; i--) {
+                    out.write(text, 0, text.length);
+                }
+            }
+            return out.toByteArray();
         }
         if (node.has("utf8")) {
             return node.get("utf8").textValue().getBytes(StandardCharsets.UTF_8);
