@@ -10,10 +10,11 @@ is refused here with the operator's reason and message, so `plan` is a dry run o
 from __future__ import annotations
 
 import asyncio
+import difflib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import yaml
 from pydantic import ValidationError
@@ -133,9 +134,27 @@ def parse_spec(body: dict) -> ReconsumeSpec:
     try:
         return ReconsumeSpec.model_validate(body.get("spec") or {})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise PlanRefused("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+        raise PlanRefused("InvalidSpec", spec_error(exc.errors())) from None
+
+
+def spec_error(errors: Sequence[Mapping[str, Any]]) -> str:
+    """The first problem of a spec, named as the API server names it. An unknown field comes first: a misspelled
+    `consumerGrup` also makes `consumerGroup` missing, and the misspelling is the one to show (with the field of
+    the same object it is closest to). The API server says `strict decoding error: unknown field "spec.x"`."""
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    if not unknown:
+        first = errors[0]
+        return f"spec.{_path(first.get('loc', ()))}: {first.get('msg')}"
+    loc = tuple(unknown[0].get("loc", ()))
+    missing = [tuple(e.get("loc", ())) for e in errors if e.get("type") == "missing"]
+    siblings = [str(m[-1]) for m in missing if m[:-1] == loc[:-1]]
+    close = difflib.get_close_matches(str(loc[-1]), siblings, n=1)
+    meant = f' (did you mean "spec.{_path((*loc[:-1], close[0]))}"?)' if close else ""
+    return f'unknown field "spec.{_path(loc)}"{meant}'
+
+
+def _path(loc: Sequence[Any]) -> str:
+    return ".".join(str(p) for p in loc)
 
 
 def compute(target: Target, body: dict, namespace: str, rate: float, now: datetime | None = None) -> ManifestPlan:
