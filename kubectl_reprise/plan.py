@@ -28,7 +28,11 @@ from reprise_operator.planning import Plan, retention_message
 from reprise_operator.runtime import Runtime
 from reprise_operator.settings import OperatorSettings
 
+from reprise_operator import bootstrap_aliases
+from reprise_operator.bootstrap_aliases import aliased_spec
+
 from .connection import PluginError, Target, kind_of_manifest
+from .kafka_address import KafkaAddressing
 
 
 class PlanRefused(PluginError):
@@ -153,15 +157,27 @@ def spec_error(errors: Sequence[Mapping[str, Any]]) -> str:
     return f'unknown field "spec.{_path(loc)}"{meant}'
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _path(loc: Sequence[Any]) -> str:
     return ".".join(str(p) for p in loc)
 
 
-def compute(target: Target, body: dict, namespace: str, rate: float, now: datetime | None = None) -> ManifestPlan:
-    """The manifest's plan, or PlanRefused with the operator's reason and message."""
-    spec = parse_spec(body)
+def compute(
+    target: Target,
+    body: dict,
+    namespace: str,
+    rate: float,
+    now: datetime | None = None,
+    kafka: KafkaAddressing = KafkaAddressing(),
+) -> ManifestPlan:
+    """The manifest's plan, or PlanRefused with the operator's reason and message. Kafka is reached through
+    `kafka`'s mapping of in-cluster names, as the operator reaches it (kafka_address)."""
+    spec = aliased_spec(parse_spec(body), kafka.aliases)
     name = (body.get("metadata") or {}).get("name") or "(unnamed)"
-    rt = Runtime(settings=OperatorSettings(), kube=target.kube)
+    rt = Runtime(settings=OperatorSettings(kafka_bootstrap_aliases=kafka.aliases), kube=target.kube)
     resource = Resource(
         "Reconsume",
         reconsume.PLURAL,
@@ -177,9 +193,16 @@ def compute(target: Target, body: dict, namespace: str, rate: float, now: dateti
     except Failure as failure:
         raise PlanRefused(failure.reason, failure.message) from None
     except KafkaUnavailable as exc:
+        written = (body.get("spec") or {}).get("kafka", {}).get("bootstrapServers")
+        mapped = f" (mapped from {written} by {kafka.source})" if written != spec.kafka.bootstrap_servers else ""
+        hint = (
+            ""
+            if mapped
+            else f"; if the operator maps that name ({bootstrap_aliases.ENV}), export the same mapping here"
+        )
         raise PluginError(
-            f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "
-            "spec.kafka.bootstrapServers and that this machine can reach it"
+            f"Kafka at {spec.kafka.bootstrap_servers}{mapped} did not answer ({_first_line(exc)}); check "
+            f"spec.kafka.bootstrapServers and that this machine can reach it{hint}"
         ) from None
     status_plan = reconsume.plan_partitions_status(plan)
     if plan.at_risk:

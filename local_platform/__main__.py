@@ -210,11 +210,6 @@ def _run_foreground(argv: list[str], env: dict[str, str]) -> int:
         return 0
 
 
-#: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
-#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.bootstrap_aliases).
-IN_CLUSTER_KAFKA = "*.kafka:*"
-
-
 def _operator_env(kubeconfig: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ, KUBECONFIG=kubeconfig, **(extra or {}))
     paths = [str(REPO_ROOT), str(REPO_ROOT / "operator")]
@@ -239,7 +234,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
 
     from reprise_operator.api import KINDS  # the one list of kinds: the plurals asked for below
 
-    from .platform import LocalPlatform
+    from .platform import IN_CLUSTER_KAFKA, LocalPlatform
 
     crds = sorted(glob.glob(str(REPO_ROOT / "crds" / "*.yaml")))
     if not crds:
@@ -311,7 +306,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
             f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log"
         )
-        aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
+        aliases = platform.kafka_bootstrap_aliases or ""
         _say(
             f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})"

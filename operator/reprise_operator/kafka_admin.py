@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ from replay_worker.contract import ClientType, settings_for
 from .metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
+
+#: librdkafka's own log lines (a broker it cannot resolve, a reconnect) come through Python logging under this
+#: name, not raw on stderr: the operator's log shows them at their level, the plugin keeps them off the terminal.
+LIBRDKAFKA_LOG = logging.getLogger("reprise_operator.librdkafka")
 
 #: Seconds any one admin request may take before it is treated as a temporary error.
 REQUEST_TIMEOUT_S = 15.0
@@ -91,7 +96,7 @@ class KafkaCluster:
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin = AdminClient(settings_for("admin", config))
+        self._admin = AdminClient({**settings_for("admin", config), "logger": LIBRDKAFKA_LOG})
         self._readers: dict[str, Consumer] = {}
         self._snapshot_lock = threading.Lock()
         self._snapshot: dict[TopicPartitionKey, int] = {}
@@ -257,6 +262,7 @@ class KafkaCluster:
                         "group.id": group,
                         "enable.auto.commit": False,
                         "client.id": "reprise-operator-offsets",
+                        "logger": LIBRDKAFKA_LOG,
                     }
                 )
             self._readers[group] = reader  # most recently used last
@@ -396,7 +402,12 @@ IO_TIMEOUT_S = 15.0
 
 
 def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, client: ClientType) -> dict[str, Any]:
-    return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
+    return {
+        **settings_for(client, config),
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "logger": LIBRDKAFKA_LOG,
+    }
 
 
 def produce_one(
