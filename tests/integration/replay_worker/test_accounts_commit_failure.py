@@ -87,6 +87,7 @@ def test_a_commit_refused_in_a_rebalance_is_logged_and_the_batch_takes_effect_on
             outcome[name] = exc
         finally:
             consumer.close()
+            store.close()  # SQLite: in the thread that opened it
 
     threads = [threading.Thread(target=replica, args=("first", first, lambda: SlowFirstBatch(db, left_behind)))]
     threads[0].start()
@@ -117,8 +118,6 @@ def test_a_commit_refused_in_a_rebalance_is_logged_and_the_batch_takes_effect_on
         running["yes"] = False
         for thread in threads:
             thread.join(60)
-        for store in stores:
-            store.close()
     assert not isinstance(outcome.get("first"), BaseException), f"the first replica crashed: {outcome['first']!r}"
     check = AccountsStore(db)
     try:
