@@ -9,7 +9,7 @@ import sys
 
 import kopf
 
-from . import handlers
+from . import handlers, routine_logs
 from .kube import Kube, load_client_config
 from .leadership import Leadership
 from .metrics import serve
@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","message":"%(message)s"}',
     )
+    routine_logs.install()
     try:
         settings = OperatorSettings.from_env()
     except SettingsError as exc:

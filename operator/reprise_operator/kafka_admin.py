@@ -43,6 +43,36 @@ class KafkaUnavailable(RuntimeError):
     """A temporary failure talking to Kafka: the caller backs off and retries."""
 
 
+#: Errors of a cluster in motion: a partition whose leader is being elected (a topic created a moment ago), a
+#: coordinator that moves or loads, a broker away. librdkafka does not mark every one of them retriable on
+#: every path (a NOT_LEADER_FOR_PARTITION of a topic being created reached reconcile raw, with a traceback).
+TRANSIENT_CODES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+    }
+)
+
+
+def retriable_error(exc: BaseException) -> str | None:
+    """The name of the error when `exc` is a Kafka error of a cluster in motion (`TRANSIENT_CODES`, or one
+    librdkafka marks retriable), else None. Such an error is transient: the caller retries it like
+    KafkaUnavailable, with one line, not a traceback."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(error, KafkaError) and (error.retriable() or error.code() in TRANSIENT_CODES):
+        return str(error.name())
+    return None
+
+
 @dataclass(frozen=True)
 class OffsetAtTime:
     """What `offsets_for_times` found: the first offset at or after a time, and that record's timestamp."""
@@ -96,7 +126,8 @@ class KafkaCluster:
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin = AdminClient({**settings_for("admin", config), "logger": LIBRDKAFKA_LOG})
+        admin: dict[str, Any] = {**settings_for("admin", config), "logger": LIBRDKAFKA_LOG}
+        self._admin = AdminClient(admin)
         self._readers: dict[str, Consumer] = {}
         self._snapshot_lock = threading.Lock()
         self._snapshot: dict[TopicPartitionKey, int] = {}

@@ -29,4 +29,6 @@ def test_every_example_that_reads_s3a_is_named_in_the_docs_as_not_for_the_local_
         text = doc.read_text()
         missing = [name for name in examples if name not in text]
         assert not missing, f"{doc.relative_to(REPO)} does not say that {missing} need s3a"
-        assert "s3a" in text and "cannot read" in text, f"{doc.relative_to(REPO)} does not say the platform cannot read s3a"
+        assert "s3a" in text and "cannot read" in text, (
+            f"{doc.relative_to(REPO)} does not say the platform cannot read s3a"
+        )

@@ -108,8 +108,10 @@ def test_a_commit_refused_in_a_rebalance_is_logged_and_the_batch_takes_effect_on
         left_behind.set()
         ends = end_offsets(bootstrap, topic_name, PARTITIONS)
         wait_for(
-            lambda: all(committed(bootstrap, group, topic_name, PARTITIONS).get(p, (-1, None))[0] >= ends[p] for p in ends)
-            or "first" in outcome,
+            lambda: (
+                all(committed(bootstrap, group, topic_name, PARTITIONS).get(p, (-1, None))[0] >= ends[p] for p in ends)
+                or "first" in outcome
+            ),
             120,
             "the group at the end of the topic",
         )
