@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","message":"%(message)s"}',
     )
     routine_logs.install()
+    # confluent-kafka's RuntimeWarnings (a bootstrap producer closed while a fenced init is still under way) are
+    # log lines like any other, not raw lines on the terminal.
+    logging.captureWarnings(True)
     try:
         settings = OperatorSettings.from_env()
     except SettingsError as exc:

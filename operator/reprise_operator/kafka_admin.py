@@ -50,6 +50,8 @@ TRANSIENT_CODES = frozenset(
     {
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -101,16 +103,7 @@ def _result(future, what: str):
         return future.result(timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
         error: KafkaError | None = exc.args[0] if exc.args else None
-        if (
-            error is not None
-            and not error.retriable()
-            and error.code()
-            not in (
-                KafkaError._TIMED_OUT,
-                KafkaError._TRANSPORT,
-                KafkaError._ALL_BROKERS_DOWN,
-            )
-        ):
+        if error is not None and retriable_error(exc) is None:
             raise
         raise KafkaUnavailable(f"{what}: {exc}") from None
     except TimeoutError:

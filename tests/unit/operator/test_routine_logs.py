@@ -76,5 +76,7 @@ def test_a_retriable_kafka_error_is_a_transient_wait_and_anything_else_a_reconci
     not_leader = KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
     reason, message = failure_of(not_leader)
     assert reason == "KafkaUnavailable" and message.startswith("NOT_LEADER_FOR_PARTITION (retriable)")
+    # Seen under load from a list_offsets of the operator's shared admin client: a cluster in motion too.
+    assert failure_of(KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH)))[0] == "KafkaUnavailable"
     assert failure_of(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))[0] == "ReconcileError"
     assert failure_of(ValueError("a bug"))[0] == "ReconcileError"
