@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import sys
+import warnings
 
 import kopf
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     # confluent-kafka's RuntimeWarnings (a bootstrap producer closed while a fenced init is still under way) are
     # log lines like any other, not raw lines on the terminal.
     logging.captureWarnings(True)
+    warnings.formatwarning = routine_logs.one_line_warning
     try:
         settings = OperatorSettings.from_env()
     except SettingsError as exc:

@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from replay_worker.librdkafka_levels import LibrdkafkaLevels, level_of
 from reprise_operator.lifecycle import failure_of
-from reprise_operator.routine_logs import RoutineAtDebug, is_routine
+from reprise_operator.routine_logs import FencedAtInfo, RoutineAtDebug, is_routine, one_line_warning
 
 
 class Kept(logging.Handler):
@@ -80,3 +80,20 @@ def test_a_retriable_kafka_error_is_a_transient_wait_and_anything_else_a_reconci
     assert failure_of(KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH)))[0] == "KafkaUnavailable"
     assert failure_of(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))[0] == "ReconcileError"
     assert failure_of(ValueError("a bug"))[0] == "ReconcileError"
+
+
+def test_the_warning_of_a_closed_fenced_bootstrap_producer_is_one_info_line(logger):
+    found, kept = logger
+    found.addFilter(FencedAtInfo())
+    found.setLevel(logging.INFO)
+    text = one_line_warning(
+        "Producer abort_transaction failed during close: Local: This instance has been fenced by a newer instance",
+        RuntimeWarning,
+        "replay_worker/bootstrap.py",
+        274,
+        "            producer.close()\n",
+    )
+    assert "\n" not in text and text.startswith("RuntimeWarning: Producer abort_transaction failed")
+    found.warning("%s", text + "\n  producer.close()\n")
+    found.warning("something else")
+    assert [(r.levelname, "\n" in r.getMessage()) for r in kept.records] == [("INFO", False), ("WARNING", False)]
