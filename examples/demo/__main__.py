@@ -118,6 +118,8 @@ def main(cluster: Cluster) -> bool:
     ]
     replay["spec"]["completion"]["drainedFor"] = "5s"
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
+    # An earlier run's Reconsume (kept 600 s after it finished) would be Complete already: start a new one.
+    cluster.fresh(NAMESPACE, "reconsume", replay["metadata"]["name"])
     cluster.apply(NAMESPACE, replay)
     name = replay["metadata"]["name"]
     say(
