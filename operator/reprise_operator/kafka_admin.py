@@ -42,6 +42,9 @@ MAX_OFFSET_READERS = 512
 class KafkaUnavailable(RuntimeError):
     """A temporary failure talking to Kafka: the caller backs off and retries."""
 
+    #: The Kafka error code, when Kafka gave one.
+    code: int | None = None
+
 
 #: Errors of a cluster in motion: a partition whose leader is being elected (a topic created a moment ago), a
 #: coordinator that moves or loads, a broker away. librdkafka does not mark every one of them retriable on
@@ -63,6 +66,10 @@ TRANSIENT_CODES = frozenset(
         KafkaError._ALL_BROKERS_DOWN,
     }
 )
+
+
+#: A leader epoch the client holds that is not the partition's (its metadata is behind).
+STALE_LEADER_EPOCH = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
 
 
 def retriable_error(exc: BaseException) -> str | None:
@@ -105,7 +112,9 @@ def _result(future, what: str):
         error: KafkaError | None = exc.args[0] if exc.args else None
         if error is not None and retriable_error(exc) is None:
             raise
-        raise KafkaUnavailable(f"{what}: {exc}") from None
+        unavailable = KafkaUnavailable(f"{what}: {exc}")
+        unavailable.code = error.code() if error is not None else None
+        raise unavailable from None
     except TimeoutError:
         raise KafkaUnavailable(f"{what}: no answer within {REQUEST_TIMEOUT_S:.0f}s") from None
 
@@ -197,6 +206,10 @@ class KafkaCluster:
         for tp, future in futures.items():
             try:
                 info = _result(future, what)
+            except KafkaUnavailable as exc:
+                if exc.code in STALE_LEADER_EPOCH:
+                    self._refresh_metadata({t for t, _ in specs})
+                raise
             except KafkaException as exc:
                 # In a batch shared by many replays, one deleted topic must not fail all the others.
                 if skip_missing and exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -205,6 +218,17 @@ class KafkaCluster:
             ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
             answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
         return answer
+
+    def _refresh_metadata(self, topics: set[str]) -> None:
+        """Ask for the topics' metadata again. Seen under load on the local platform: after the partitions' leader
+        epoch moved on (a broker briefly fenced by its controller), every ListOffsets of the shared admin client
+        was refused with FENCED_LEADER_EPOCH for minutes, its cached epoch never refreshed; a metadata request
+        for the topics brings the current epoch, so the next attempt asks with it."""
+        for topic in sorted(topics):
+            try:
+                self._admin.list_topics(topic=topic, timeout=REQUEST_TIMEOUT_S)
+            except KafkaException:
+                return  # the retry that follows reports what is wrong
 
     def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """The offset the next record of each partition will get (the high watermark)."""
