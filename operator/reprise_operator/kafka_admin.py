@@ -32,6 +32,7 @@ TopicPartitionKey = tuple[str, int]
 #: librdkafka's own log lines (a broker it cannot resolve, a reconnect) come through Python logging under this
 #: name, not raw on stderr: the operator's log shows them at their level, the plugin keeps them off the terminal.
 LIBRDKAFKA_LOG = logging.getLogger("reprise_operator.librdkafka")
+log = logging.getLogger("reprise.kafka_admin")
 
 #: Seconds any one admin request may take before it is treated as a temporary error.
 REQUEST_TIMEOUT_S = 15.0
@@ -128,8 +129,8 @@ class KafkaCluster:
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        admin: dict[str, Any] = {**settings_for("admin", config), "logger": LIBRDKAFKA_LOG}
-        self._admin = AdminClient(admin)
+        self._admin_config: dict[str, Any] = {**settings_for("admin", config), "logger": LIBRDKAFKA_LOG}
+        self._admin = AdminClient(self._admin_config)
         self._readers: dict[str, Consumer] = {}
         self._snapshot_lock = threading.Lock()
         self._snapshot: dict[TopicPartitionKey, int] = {}
@@ -208,7 +209,7 @@ class KafkaCluster:
                 info = _result(future, what)
             except KafkaUnavailable as exc:
                 if exc.code in STALE_LEADER_EPOCH:
-                    self._refresh_metadata({t for t, _ in specs})
+                    self._new_admin_client({t for t, _ in specs})
                 raise
             except KafkaException as exc:
                 # In a batch shared by many replays, one deleted topic must not fail all the others.
@@ -219,16 +220,13 @@ class KafkaCluster:
             answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
         return answer
 
-    def _refresh_metadata(self, topics: set[str]) -> None:
-        """Ask for the topics' metadata again. Seen under load on the local platform: after the partitions' leader
+    def _new_admin_client(self, topics: set[str]) -> None:
+        """Start again with a new admin client. Seen under load on the local platform: after the partitions' leader
         epoch moved on (a broker briefly fenced by its controller), every ListOffsets of the shared admin client
-        was refused with FENCED_LEADER_EPOCH for minutes, its cached epoch never refreshed; a metadata request
-        for the topics brings the current epoch, so the next attempt asks with it."""
-        for topic in sorted(topics):
-            try:
-                self._admin.list_topics(topic=topic, timeout=REQUEST_TIMEOUT_S)
-            except KafkaException:
-                return  # the retry that follows reports what is wrong
+        was refused with FENCED_LEADER_EPOCH for minutes (its cached epoch was never refreshed), while a new
+        client's succeeded at once. Calls under way finish on the old client; the next ones use the new one."""
+        log.warning("Kafka refused a stale leader epoch of %s: a new admin client", ", ".join(sorted(topics)))
+        self._admin = AdminClient(self._admin_config)
 
     def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """The offset the next record of each partition will get (the high watermark)."""
