@@ -20,6 +20,7 @@ run it; `python -m benchmarks.guard_path`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -224,8 +225,18 @@ def java() -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    which = argv or ["go", "java"]
     parts = {"go": go, "go-process": go_process, "java": java}
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.guard_path",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("parts", nargs="*", metavar="{go,go-process,java}", help="which figures (default: go java)")
+    which = parser.parse_args(argv).parts or ["go", "java"]
+    unknown = [name for name in which if name not in parts]
+    if unknown:
+        parser.error(f"invalid choice: {unknown[0]!r} (choose from {', '.join(map(repr, parts))})")
     results = {name: parts[name]() for name in which}
     print(json.dumps(results, indent=2))
     return 0

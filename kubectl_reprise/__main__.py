@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -24,10 +25,14 @@ from replay_worker.contract import utc_now
 
 from . import controls, live_progress, plan as planning, tables
 from .connection import PluginError, Target, connect, find, list_all
+from .kafka_address import KafkaAddressing, addressing
 
 EXAMPLES = {
     "plan": "kubectl reprise plan -f examples/reconsume-handover.yaml -n accounts\n"
-    "  kubectl reprise plan -f rewind.yaml -o json",
+    "  kubectl reprise plan -f rewind.yaml -o json\n\n"
+    "Kafka is reached as the operator reaches it: names like kafka-bootstrap.kafka:9092 are mapped by\n"
+    "REPRISE_KAFKA_BOOTSTRAP_ALIASES when it is set here, else, against `make run`'s cluster, by the\n"
+    "mapping the local platform gives its operator.",
     "get": "kubectl reprise get -n accounts\n  kubectl reprise get -A",
     "status": "kubectl reprise status accounts-add-locale -n accounts\n  kubectl reprise status reconsume/accounts-add-locale -o yaml",
     "watch": "kubectl reprise watch accounts-add-locale -n accounts\n"
@@ -164,6 +169,9 @@ def _now() -> datetime:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    # librdkafka's own lines (one per retry: "Failed to resolve ...", hundreds while a broker is unreachable)
+    # stay off the terminal: a command that cannot reach Kafka says so in one line that names the address.
+    logging.getLogger("reprise_operator.librdkafka").disabled = True
     target = _target(args)
     if args.command == "plan":
         return _plan(args, target)
@@ -210,11 +218,14 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _plan(args: argparse.Namespace, target: Target) -> int:
     status = 0
+    kafka = _kafka_addressing(target)
     for body in planning.read_manifests(args.filename):
         # As kubectl apply: -n wins, then the manifest's namespace, then the context's.
         namespace = args.namespace or (body.get("metadata") or {}).get("namespace") or target.namespace or "default"
         try:
-            found = planning.compute(target, body, namespace, args.rate, token_endpoints=_token_endpoints(args))
+            found = planning.compute(
+                target, body, namespace, args.rate, token_endpoints=_token_endpoints(args), kafka=kafka
+            )
         except planning.PlanRefused as refused:
             if refused.shown is not None and args.output == "table":
                 print(tables.plan_text(refused.shown, _now()))
@@ -230,6 +241,17 @@ def _plan(args: argparse.Namespace, target: Target) -> int:
             continue
         print(planning_report(found, args))
     return status
+
+
+def _kafka_addressing(target: Target) -> KafkaAddressing:
+    """The operator's mapping of in-cluster Kafka names, as far as the plugin can know it (kafka_address)."""
+    try:
+        from local_platform.platform import read_state
+    except ImportError:  # an installed plugin, without a checkout's local platform
+        state = None
+    else:
+        state = read_state()
+    return addressing(target.kube.api_client.configuration.host, os.environ, state)
 
 
 def planning_report(found: planning.ManifestPlan, args: argparse.Namespace) -> str:

@@ -11,10 +11,11 @@ is refused here with the operator's reason and message, so `plan` is a dry run o
 from __future__ import annotations
 
 import asyncio
+import difflib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import yaml
 from pydantic import ValidationError
@@ -28,7 +29,11 @@ from reprise_operator.planning import Plan, retention_message
 from reprise_operator.runtime import Runtime
 from reprise_operator.settings import OperatorSettings
 
+from reprise_operator import bootstrap_aliases
+from reprise_operator.bootstrap_aliases import aliased_spec
+
 from .connection import PluginError, Target, kind_of_manifest
+from .kafka_address import KafkaAddressing
 
 
 class PlanRefused(PluginError):
@@ -134,9 +139,31 @@ def parse_spec(body: dict) -> ReconsumeSpec:
     try:
         return ReconsumeSpec.model_validate(body.get("spec") or {})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise PlanRefused("InvalidSpec", f"spec.{where}: {first.get('msg')}") from None
+        raise PlanRefused("InvalidSpec", spec_error(exc.errors())) from None
+
+
+def spec_error(errors: Sequence[Mapping[str, Any]]) -> str:
+    """The first problem of a spec, named as the API server names it. An unknown field comes first: a misspelled
+    `consumerGrup` also makes `consumerGroup` missing, and the misspelling is the one to show (with the field of
+    the same object it is closest to). The API server says `strict decoding error: unknown field "spec.x"`."""
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    if not unknown:
+        first = errors[0]
+        return f"spec.{_path(first.get('loc', ()))}: {first.get('msg')}"
+    loc = tuple(unknown[0].get("loc", ()))
+    missing = [tuple(e.get("loc", ())) for e in errors if e.get("type") == "missing"]
+    siblings = [str(m[-1]) for m in missing if m[:-1] == loc[:-1]]
+    close = difflib.get_close_matches(str(loc[-1]), siblings, n=1)
+    meant = f' (did you mean "spec.{_path((*loc[:-1], close[0]))}"?)' if close else ""
+    return f'unknown field "spec.{_path(loc)}"{meant}'
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _path(loc: Sequence[Any]) -> str:
+    return ".".join(str(p) for p in loc)
 
 
 def compute(
@@ -146,14 +173,19 @@ def compute(
     rate: float,
     now: datetime | None = None,
     token_endpoints: tuple[str, ...] = (),
+    kafka: KafkaAddressing = KafkaAddressing(),
 ) -> ManifestPlan:
     """The manifest's plan, or PlanRefused with the operator's reason and message. The Secret's settings go
     through the operator's allow-list (`Resource.kafka`): a reviewer who plans a tenant's manifest runs none
     of the tenant's file, URL or plugin settings on their own machine. `token_endpoints`: the OAuth token
-    endpoints an OAUTHBEARER Secret may name (`--oauth-token-endpoint`, as the chart's list)."""
-    spec = parse_spec(body)
+    endpoints an OAUTHBEARER Secret may name (`--oauth-token-endpoint`, as the chart's list). Kafka is reached
+    through `kafka`'s mapping of in-cluster names, as the operator reaches it (kafka_address)."""
+    spec = aliased_spec(parse_spec(body), kafka.aliases)
     name = (body.get("metadata") or {}).get("name") or "(unnamed)"
-    rt = Runtime(settings=OperatorSettings(oauth_token_endpoints=token_endpoints), kube=target.kube)
+    rt = Runtime(
+        settings=OperatorSettings(oauth_token_endpoints=token_endpoints, kafka_bootstrap_aliases=kafka.aliases),
+        kube=target.kube,
+    )
     resource = Resource(
         "Reconsume",
         reconsume.PLURAL,
@@ -171,9 +203,16 @@ def compute(
     except ClientRefused as exc:
         raise PlanRefused("InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {exc}") from None
     except KafkaUnavailable as exc:
+        written = (body.get("spec") or {}).get("kafka", {}).get("bootstrapServers")
+        mapped = f" (mapped from {written} by {kafka.source})" if written != spec.kafka.bootstrap_servers else ""
+        hint = (
+            ""
+            if mapped
+            else f"; if the operator maps that name ({bootstrap_aliases.ENV}), export the same mapping here"
+        )
         raise PluginError(
-            f"Kafka at {spec.kafka.bootstrap_servers} did not answer ({exc}); check "
-            "spec.kafka.bootstrapServers and that this machine can reach it"
+            f"Kafka at {spec.kafka.bootstrap_servers}{mapped} did not answer ({_first_line(exc)}); check "
+            f"spec.kafka.bootstrapServers and that this machine can reach it{hint}"
         ) from None
     status_plan = reconsume.plan_partitions_status(plan)
     if plan.at_risk:

@@ -98,10 +98,17 @@ def _wait_for_signal() -> None:
         pass
 
 
-def _platform_summary(platform: Any) -> None:
-    _say(
-        f"local platform up in {platform.started_in:.1f}s (control plane {platform.control_plane.startup_seconds:.1f}s)"
+def summary_line(total_s: float, platform_s: float, control_plane_s: float) -> str:
+    """The headline once everything is up: the time that passed since the command started (what the user waited),
+    then the parts (Kafka, Kubernetes and the node agent together; the control plane alone)."""
+    return (
+        f"local platform up in {total_s:.1f}s (Kafka, Kubernetes and the node agent {platform_s:.1f}s, "
+        f"of which the control plane {control_plane_s:.1f}s)"
     )
+
+
+def _platform_summary(platform: Any, began: float) -> None:
+    _say(summary_line(time.monotonic() - began, platform.started_in, platform.control_plane.startup_seconds))
     _say(f"  kubeconfig: {platform.kubeconfig}")
     _say(f"  export KUBECONFIG={platform.kubeconfig}")
     if platform.bootstrap:
@@ -118,9 +125,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     platform = LocalPlatform(kafka=not args.no_kafka)
+    began = time.monotonic()
     try:
+        _say("starting the local platform (Kafka, the control plane, the node agent) ...")
         platform.up()
-        _platform_summary(platform)
+        _platform_summary(platform, began)
         _say("running; Ctrl-C (or `python -m local_platform down`) stops it")
         _wait_for_signal()
     except (KeyboardInterrupt, _Stop):
@@ -210,11 +219,6 @@ def _run_foreground(argv: list[str], env: dict[str, str]) -> int:
         return 0
 
 
-#: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
-#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.bootstrap_aliases).
-IN_CLUSTER_KAFKA = "*.kafka:*"
-
-
 def _operator_env(kubeconfig: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ, KUBECONFIG=kubeconfig, **(extra or {}))
     paths = [str(REPO_ROOT), str(REPO_ROOT / "operator")]
@@ -239,7 +243,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
 
     from reprise_operator.api import KINDS  # the one list of kinds: the plurals asked for below
 
-    from .platform import LocalPlatform
+    from .platform import IN_CLUSTER_KAFKA, LocalPlatform
 
     crds = sorted(glob.glob(str(REPO_ROOT / "crds" / "*.yaml")))
     if not crds:
@@ -248,8 +252,11 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     platform = LocalPlatform()
     spark_controller = None
+    began = time.monotonic()
     try:
+        _say("starting the local platform (Kafka, the control plane, the node agent) ...")
         platform.up()
+        _say(f"  Kafka and Kubernetes up in {platform.started_in:.1f}s; installing the Reprise CRDs ...")
         applied = subprocess.run(
             [
                 str(platform.kubectl),
@@ -301,19 +308,20 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         from .spark_controller import NOTICE, install_crd, start_spark_controller
         from .spark_jars import pyspark_version
 
+        _say(f"  CRDs served after {time.monotonic() - began:.1f}s; starting the Spark operator ...")
         install_crd(platform.kubeconfig)
         spark_controller = start_spark_controller(platform.kubeconfig, platform.workdir / "spark-operator")
         for process in (spark_controller.controller, spark_controller.webhook):
             if process is not None:
                 platform.record_process(process.name, process.pid)
-        _platform_summary(platform)
+        _platform_summary(platform, began)
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")
         _say(
             f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
             f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log"
         )
-        aliases = f"{IN_CLUSTER_KAFKA}={platform.bootstrap}"
+        aliases = platform.kafka_bootstrap_aliases or ""
         _say(
             f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})"

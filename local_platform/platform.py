@@ -28,6 +28,11 @@ DEFAULT_WORKDIR = REPO_ROOT / ".reprise" / "platform"
 STATE_FILE = REPO_ROOT / ".reprise" / "platform.json"
 
 
+#: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
+#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.bootstrap_aliases).
+IN_CLUSTER_KAFKA = "*.kafka:*"
+
+
 class LocalPlatform:
     """Kafka + Kubernetes on loopback, all under `workdir` (replaced at each `up()`)."""
 
@@ -50,6 +55,12 @@ class LocalPlatform:
     @property
     def bootstrap(self) -> str | None:
         return self.kafka.bootstrap if self.kafka is not None else None
+
+    @property
+    def kafka_bootstrap_aliases(self) -> str | None:
+        """REPRISE_KAFKA_BOOTSTRAP_ALIASES for this platform's operator: every Kafka name of the namespace `kafka`
+        is the local broker. Also in the state file, where `kubectl reprise plan` reads it (kubectl_reprise.kafka_address)."""
+        return f"{IN_CLUSTER_KAFKA}={self.bootstrap}" if self.bootstrap else None
 
     @property
     def kubectl(self) -> Path:
@@ -140,6 +151,7 @@ class LocalPlatform:
             "kubeconfig": str(self.kubeconfig),
             "api_server": self.control_plane.server,
             "bootstrap": self.bootstrap,
+            "kafka_bootstrap_aliases": self.kafka_bootstrap_aliases,
             "node": self.agent.node_name,
             "processes": procs,
             "container_pid_file": str(self.agent.workdir / "processes.json"),

@@ -175,7 +175,8 @@ def bootstrap_replay(
                 return _bootstrap_once(settings, base, handover, timeout)
             except (StartOlderThanRetention, SpecError):
                 raise
-            except (KafkaException, BootstrapError, HandoverTopicError) as exc:
+            except (KafkaException, BootstrapError, HandoverTopicError, SystemError) as exc:
+                # (SystemError: a KafkaException confluent-kafka-python#1708 turned into one; see kafka_clients.)
                 last_error = exc
                 if attempt + 1 == attempts:
                     break

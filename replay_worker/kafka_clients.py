@@ -21,9 +21,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .librdkafka_levels import LibrdkafkaLevels
 from .setting_scopes import settings_for
 
 _client_log = logging.getLogger("replay_worker.librdkafka")
+_client_log.addFilter(LibrdkafkaLevels())
 
 #: Fetch defaults of the replay consumer (`consumer`): prefetch generously (the Python side is the bottleneck;
 #: librdkafka fills its queue meanwhile) within the worker's memory budget. fetch.wait.max.ms: a partition's
@@ -149,12 +151,12 @@ def producer_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]
     config = settings_for("producer", base)
     config.update({"enable.idempotence": True, "acks": "all"})
     config.update(overrides)
-    if "transactional.id" in config:
-        # confluent-kafka calls the Python logger from librdkafka's log callback even while a transactional
-        # call is raising (confluent-kafka-python#1708), which turns the KafkaException into a SystemError.
-        # Transactional producers therefore log the librdkafka way (stderr), at warning level and up.
-        config.pop("logger", None)
-        config.setdefault("log_level", 4)
+    # Transactional producers (the bootstrap's) log through Python logging too: their raw stderr lines were the
+    # FATAL/TXNERR of a routine fence on the operator's terminal (librdkafka_levels). They logged to stderr
+    # because of confluent-kafka-python#1708 (a log line served while a transactional call raises turned the
+    # KafkaException into a SystemError); with confluent-kafka 2.16 a fenced producer's calls raise
+    # KafkaException with the logger set (its log lines are served by the next poll), and the bootstrap retries
+    # a SystemError as well, should it come back.
     return config
 
 

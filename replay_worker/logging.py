@@ -48,3 +48,6 @@ def setup(level: str = "INFO", **static: Any) -> None:
     root.setLevel(level.upper())
     # librdkafka reports every refused connection while a broker restarts; keep those at warning and up.
     logging.getLogger("replay_worker.librdkafka").setLevel(max(logging.WARNING, root.level))
+    # confluent-kafka's RuntimeWarnings (a bootstrap producer closed while a fenced init is still under way)
+    # become log lines like any other, not raw lines on stderr.
+    logging.captureWarnings(True)

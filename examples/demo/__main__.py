@@ -4,8 +4,9 @@ It creates a `users` topic with a few hundred thousand records, starts the accou
 (`examples/accounts_service`: a live consumer with the handover guard, writing to a SQLite ledger) as a
 Deployment, applies `examples/reconsume-handover.yaml` (its Kafka address as it is, its replay consumers
 calling the same service's handler), keeps producing live traffic, and shows the replay's progress until it
-is Complete and torn down. Last, it reads the ledger: every record from each partition's handover offset on
-was applied exactly once, by one of the two groups.
+is Complete and torn down. Last, it reads the ledger and holds it to what Reprise guarantees (exactly_once.py):
+from each partition's first skipped record on, no record applied by both groups and none lost; records the same
+group was given again (a commit refused in a rebalance) are counted apart, with their cause.
 """
 
 from __future__ import annotations
@@ -13,10 +14,26 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 
 from examples.accounts_service.store import AccountsStore
 
-from .cluster import WORKDIR, Cluster, create_topic, end_offsets, example, follow, produce, run, say, wait_caught_up
+from .cluster import (
+    WORKDIR,
+    Cluster,
+    check,
+    committed,
+    create_topic,
+    end_offsets,
+    example,
+    follow,
+    produce,
+    run,
+    say,
+    wait_caught_up,
+)
+from .exactly_once import PartitionLedger
+from .exactly_once import check as check_ledger
 
 NAMESPACE = "accounts"
 TOPIC = "users"
@@ -79,6 +96,8 @@ def main(cluster: Cluster) -> bool:
     cluster.apply(NAMESPACE, service)
     say("the accounts service (2 replicas, with the handover guard) is catching up on the topic ...")
     wait_caught_up(cluster.bootstrap, LIVE_GROUP, {TOPIC: PARTITIONS}, "live group")
+    # Everything below this was the live group's history before the replay: the check starts here.
+    since = committed(cluster.bootstrap, LIVE_GROUP, TOPIC, PARTITIONS)
 
     stop = threading.Event()
 
@@ -90,12 +109,17 @@ def main(cluster: Cluster) -> bool:
 
     threading.Thread(target=live_traffic, daemon=True).start()
     replay = example("reconsume-handover")
+    # This run's replay writes the ledger under a name of its own: an earlier run's replay rows are not its.
+    replay_by = f"replay-{int(time.time())}"
     replay["spec"]["consumer"]["env"] = [
         {"name": "REPRISE_HANDLER", "value": "examples.accounts_service.handlers:apply_batch"},
         {"name": "ACCOUNTS_DB", "value": str(DB)},
+        {"name": "ACCOUNTS_APPLIED_BY", "value": replay_by},
     ]
     replay["spec"]["completion"]["drainedFor"] = "5s"
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
+    # An earlier run's Reconsume (kept 600 s after it finished) would be Complete already: start a new one.
+    cluster.fresh(NAMESPACE, "reconsume", replay["metadata"]["name"])
     cluster.apply(NAMESPACE, replay)
     name = replay["metadata"]["name"]
     say(
@@ -114,35 +138,55 @@ def main(cluster: Cluster) -> bool:
         status = follow(cluster, NAMESPACE, "reconsume", name, describe)["status"]
     finally:
         stop.set()
+    say("live traffic stopped; the accounts service takes the last of it ...")
+    wait_caught_up(cluster.bootstrap, LIVE_GROUP, {TOPIC: PARTITIONS}, "live group")
     children = cluster.kubectl("get", "deployments", "-n", NAMESPACE, "-l", f"reprise.io/replay={name}", "-o", "name")
     say(
         f"{status.get('phase')}: standby Deployment {'still there' if children.strip() else 'deleted'}; "
         f"replay group and handover records removed by the operator"
     )
-    exact = ledger_check(status)
+    exact = ledger_check(status, since, end_offsets(cluster.bootstrap, TOPIC, PARTITIONS), replay_by)
     return status.get("phase") == "Complete" and exact
 
 
-def ledger_check(status: dict) -> bool:
-    """From each partition's handover offset on, every record the ledger holds was applied exactly once."""
-    boundaries = {
-        (p["topic"], p["partition"]): p.get("handoverOffset")
+def ledger_check(status: dict, since: dict[int, int], ends: dict[int, int], replay_by: str) -> bool:
+    """The ledger held to Reprise's guarantee (exactly_once.py), from the live group's offsets at the start."""
+    handover = {
+        p["partition"]: p.get("handoverOffset")
         for p in (status.get("progress") or {}).get("partitions") or []
+        if p.get("topic") == TOPIC
     }
     store = AccountsStore(str(DB))
     try:
-        counts = store.applied_counts()
+        rows = store.rows(TOPIC)
+        failures = store.commit_failures().get(LIVE_GROUP, [])
     finally:
         store.close()
-    after = {
-        key: n for key, n in counts.items() if boundaries.get(key[:2]) is not None and key[2] >= boundaries[key[:2]]
-    }
-    wrong = sum(1 for n in after.values() if n != 1)
-    say(
-        f"ledger: {len(counts):,} records applied; {len(after):,} from the handover offsets on, "
-        f"{wrong} of them applied other than exactly once"
+    partitions = {}
+    for p in range(PARTITIONS):
+        mine = [r for r in rows if r.partition == p and r.applied_by in (LIVE_GROUP, replay_by)]
+        partitions[p] = PartitionLedger(
+            live={r.offset: r.applied for r in mine if r.applied_by == LIVE_GROUP},
+            replay={r.offset: r.applied for r in mine if r.applied_by == replay_by},
+            since=since.get(p, 0),
+            end=ends[p],
+            handover=handover.get(p),
+            redelivered=sum(r.redelivered for r in mine if r.offset >= since.get(p, 0)),
+        )
+    verdict = check_ledger(partitions)
+    cause = (
+        f"the live group's commit failed {len(failures)} times while it rebalanced "
+        f"({', '.join(sorted(set(failures)))}) and the new owner read from the last commit"
+        if failures
+        else "a process stopped before it committed, and the new owner read from the last commit"
     )
-    return wrong == 0
+    for line in verdict.lines(cause):
+        say(line)
+    return check(
+        verdict.ok,
+        "from the first skipped offsets on, no record applied by both groups and none lost",
+        "the handover was not exact (see the ledger line above)",
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ func With(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigMap {
 // small: confluent-kafka-go sizes the events and produce channels for a million entries by default, 23 MB of
 // pointers that every garbage collection of the service marks again (16% of a guarded loop's CPU), for a
 // producer that writes a few records a second.
+// Of base, only what applies to a producer (setting_scopes.go).
 func ProducerConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigMap {
-	c := With(base, kafka.ConfigMap{"enable.idempotence": true, "acks": "all", "go.logs.channel.enable": false,
+	c := With(Scoped(Producer, base), kafka.ConfigMap{"enable.idempotence": true, "acks": "all", "go.logs.channel.enable": false,
 		"go.events.channel.size": 1000, "go.produce.channel.size": 1000})
 	for k, v := range overrides {
 		(*c)[k] = v
@@ -68,9 +69,19 @@ func ProducerConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.Conf
 	return c
 }
 
+// ConsumerConfig is a consumer: of base, only what applies to a consumer (setting_scopes.go), overrides on top.
+func ConsumerConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigMap {
+	return With(Scoped(Consumer, base), overrides)
+}
+
+// AdminConfig is an admin client: of base, only what applies to one (setting_scopes.go), overrides on top.
+func AdminConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigMap {
+	return With(Scoped(Admin, base), overrides)
+}
+
 // ReaderConfig is a consumer used with Assign only (no group): the tail of the handover topic.
 func ReaderConfig(base kafka.ConfigMap) *kafka.ConfigMap {
-	return With(base, kafka.ConfigMap{
+	return ConsumerConfig(base, kafka.ConfigMap{
 		"group.id":                 "reprise-reader-unused", // required by librdkafka, never joined
 		"enable.auto.commit":       false,
 		"enable.auto.offset.store": false,
@@ -105,7 +116,7 @@ func (t *Topic) adminClient() (*kafka.AdminClient, error) {
 	if t.admin == nil {
 		// Metadata requests of an admin client would create a missing topic with the broker's defaults
 		// (not compacted, any partition count): the handover topic is created only by Ensure.
-		admin, err := kafka.NewAdminClient(With(t.base, kafka.ConfigMap{"allow.auto.create.topics": false}))
+		admin, err := kafka.NewAdminClient(AdminConfig(t.base, kafka.ConfigMap{"allow.auto.create.topics": false}))
 		if err != nil {
 			return nil, fmt.Errorf("handover topic admin client: %w", err)
 		}

@@ -87,7 +87,7 @@ func bootstrapOnce(ctx context.Context, s Settings, base kafka.ConfigMap, topic 
 		}
 	}()
 	defer producer.Close()
-	consumer, err := kafka.NewConsumer(handovertopic.With(base, kafka.ConfigMap{"group.id": s.ReplayGroup,
+	consumer, err := kafka.NewConsumer(handovertopic.ConsumerConfig(base, kafka.ConfigMap{"group.id": s.ReplayGroup,
 		"enable.auto.commit": false, "isolation.level": "read_committed"}))
 	if err != nil {
 		return nil, err

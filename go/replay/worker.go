@@ -177,8 +177,8 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		defer w.dlq.Close()
 	}
-	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(*handovertopic.With(GroupTuning, w.base),
-		ConsumerSettings), kafka.ConfigMap{"group.id": s.ReplayGroup}))
+	consumer, err := kafka.NewConsumer(handovertopic.With(*handovertopic.With(*handovertopic.With(GroupTuning,
+		handovertopic.Scoped(handovertopic.Consumer, w.base)), ConsumerSettings), kafka.ConfigMap{"group.id": s.ReplayGroup}))
 	if err != nil {
 		return err
 	}
@@ -710,7 +710,7 @@ func (w *Worker) backgroundChecks(ctx context.Context) {
 				continue
 			}
 			if w.liveReader == nil {
-				reader, err := kafka.NewConsumer(handovertopic.With(w.base, kafka.ConfigMap{"group.id": w.s.LiveGroup,
+				reader, err := kafka.NewConsumer(handovertopic.ConsumerConfig(w.base, kafka.ConfigMap{"group.id": w.s.LiveGroup,
 					"enable.auto.commit": false}))
 				if err != nil {
 					w.log.Warn("the live group's offset reader", "error", err)

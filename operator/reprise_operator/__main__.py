@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import logging
 import sys
+import warnings
 
 import kopf
 
-from . import admission, handlers
+from . import admission, handlers, routine_logs
 from .kube import Kube, load_client_config
 from .leadership import Leadership
 from .metrics import serve
@@ -51,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","message":"%(message)s"}',
     )
+    routine_logs.install()
+    # confluent-kafka's RuntimeWarnings (a bootstrap producer closed while a fenced init is still under way) are
+    # log lines like any other, not raw lines on the terminal.
+    logging.captureWarnings(True)
+    warnings.formatwarning = routine_logs.one_line_warning
     try:
         settings = OperatorSettings.from_env()
     except SettingsError as exc:

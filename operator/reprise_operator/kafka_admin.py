@@ -17,6 +17,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -34,6 +35,11 @@ from .metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
 
+#: librdkafka's own log lines (a broker it cannot resolve, a reconnect) come through Python logging under this
+#: name, not raw on stderr: the operator's log shows them at their level, the plugin keeps them off the terminal.
+LIBRDKAFKA_LOG = logging.getLogger("reprise_operator.librdkafka")
+log = logging.getLogger("reprise.kafka_admin")
+
 #: Seconds any one admin request may take before it is treated as a temporary error.
 REQUEST_TIMEOUT_S = 15.0
 #: Committed-offset readers kept open per connection (one per consumer group being followed), by default.
@@ -45,6 +51,45 @@ MAX_CLUSTER_LABELS = 16
 
 class KafkaUnavailable(RuntimeError):
     """A temporary failure talking to Kafka: the caller backs off and retries."""
+
+    #: The Kafka error code, when Kafka gave one.
+    code: int | None = None
+
+
+#: Errors of a cluster in motion: a partition whose leader is being elected (a topic created a moment ago), a
+#: coordinator that moves or loads, a broker away. librdkafka does not mark every one of them retriable on
+#: every path (a NOT_LEADER_FOR_PARTITION of a topic being created reached reconcile raw, with a traceback).
+TRANSIENT_CODES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+    }
+)
+
+
+#: A leader epoch the client holds that is not the partition's (its metadata is behind).
+STALE_LEADER_EPOCH = frozenset({KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH})
+
+
+def retriable_error(exc: BaseException) -> str | None:
+    """The name of the error when `exc` is a Kafka error of a cluster in motion (`TRANSIENT_CODES`, or one
+    librdkafka marks retriable), else None. Such an error is transient: the caller retries it like
+    KafkaUnavailable, with one line, not a traceback."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(error, KafkaError) and (error.retriable() or error.code() in TRANSIENT_CODES):
+        return str(error.name())
+    return None
 
 
 class ClientRefused(ValueError):
@@ -88,18 +133,11 @@ def _result(future, what: str):
         return future.result(timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
         error: KafkaError | None = exc.args[0] if exc.args else None
-        if (
-            error is not None
-            and not error.retriable()
-            and error.code()
-            not in (
-                KafkaError._TIMED_OUT,
-                KafkaError._TRANSPORT,
-                KafkaError._ALL_BROKERS_DOWN,
-            )
-        ):
+        if error is not None and retriable_error(exc) is None:
             raise
-        raise KafkaUnavailable(f"{what}: {exc}") from None
+        unavailable = KafkaUnavailable(f"{what}: {exc}")
+        unavailable.code = error.code() if error is not None else None
+        raise unavailable from None
     except TimeoutError:
         raise KafkaUnavailable(f"{what}: no answer within {REQUEST_TIMEOUT_S:.0f}s") from None
 
@@ -142,7 +180,8 @@ class KafkaCluster(Retirable):
         config.setdefault("client.id", "reprise-operator")
         self.bootstrap_servers = bootstrap_servers
         self._config = config
-        self._admin: AdminClient | None = _built(AdminClient, settings_for("admin", config))
+        self._admin_config: dict[str, Any] = {**settings_for("admin", config), "logger": LIBRDKAFKA_LOG}
+        self._admin: AdminClient | None = _built(AdminClient, self._admin_config)
         self._readers: dict[str, Consumer] = {}
         self._max_readers = offset_readers
         self._metric_label = metric_label if metric_label is not None else bootstrap_servers
@@ -239,6 +278,10 @@ class KafkaCluster(Retirable):
         for tp, future in futures.items():
             try:
                 info = _result(future, what)
+            except KafkaUnavailable as exc:
+                if exc.code in STALE_LEADER_EPOCH:
+                    self._new_admin_client({t for t, _ in specs})
+                raise
             except KafkaException as exc:
                 # In a batch shared by many replays, one deleted topic must not fail all the others.
                 if skip_missing and exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -247,6 +290,17 @@ class KafkaCluster(Retirable):
             ts = info.timestamp if info.timestamp is not None and info.timestamp >= 0 else None
             answer[(tp.topic, tp.partition)] = OffsetAtTime(info.offset, ts)
         return answer
+
+    def _new_admin_client(self, topics: set[str]) -> None:
+        """Start again with a new admin client. Seen under load on the local platform: after the partitions' leader
+        epoch moved on (a broker briefly fenced by its controller), every ListOffsets of the shared admin client
+        was refused with FENCED_LEADER_EPOCH for minutes (its cached epoch was never refreshed), while a new
+        client's succeeded at once. Calls under way finish on the old client; the next ones use the new one. A
+        connection already closed (evicted from the cache) gets none."""
+        if self._admin is None:
+            return
+        log.warning("Kafka refused a stale leader epoch of %s: a new admin client", ", ".join(sorted(topics)))
+        self._admin = AdminClient(self._admin_config)
 
     @_while_open
     def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
@@ -334,6 +388,7 @@ class KafkaCluster(Retirable):
                         "group.id": group,
                         "enable.auto.commit": False,
                         "client.id": "reprise-operator-offsets",
+                        "logger": LIBRDKAFKA_LOG,
                     },
                 )
             self._readers[group] = reader  # most recently used last
@@ -521,7 +576,12 @@ IO_TIMEOUT_S = 15.0
 
 
 def _client_config(bootstrap: str, config: Mapping[str, str], client_id: str, client: ClientType) -> dict[str, Any]:
-    return {**settings_for(client, config), "bootstrap.servers": bootstrap, "client.id": client_id}
+    return {
+        **settings_for(client, config),
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "logger": LIBRDKAFKA_LOG,
+    }
 
 
 def produce_one(

@@ -28,7 +28,7 @@ from .bootstrap_aliases import aliased_spec
 from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
 from .constants import LABEL_KAFKA_CLIENT, replay_id
 from .handover_state import HandoverBehind
-from .kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable
+from .kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriable_error
 from .kafka_pool import on_behalf_of
 from .kube import KubeUnavailable, NotOwned, SecretNotLabelled
 from .progress import DrainClock, EtaWindow
@@ -348,6 +348,16 @@ async def run_reconcile(
                     break
 
 
+def failure_of(exc: Exception) -> tuple[str, str]:
+    """The Waiting reason and message of an exception no step turned into a Waiting or a Failure: a Kafka error
+    Kafka marks retriable (NOT_LEADER_OR_FOLLOWER while a new topic gets its leader) is KafkaUnavailable, a
+    transient wait like any other; anything else is ReconcileError, a bug or an unexpected answer."""
+    transient = retriable_error(exc)
+    if transient is not None:
+        return "KafkaUnavailable", f"{transient} (retriable): {exc}"
+    return "ReconcileError", f"{type(exc).__name__}: {exc}"
+
+
 async def _reconcile_once(
     kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory, step: Callable[[Resource, ObjectMemory], Any]
 ) -> tuple[Phase, Phase]:
@@ -386,8 +396,11 @@ async def _reconcile_once(
             failed = ("InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {refused}")
             log.warning("%s %s/%s: %s", kind, resource.namespace, resource.name, failed[1])
         else:
-            failed = ("ReconcileError", f"{type(exc).__name__}: {exc}")
-            log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+            failed = failure_of(exc)
+            if failed[0] == "KafkaUnavailable":  # a retriable Kafka error that reached us raw: one line, as above
+                log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, failed[1])
+            else:
+                log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
     if failed is None:
         memory.failures, memory.retry_at = 0, None
     else:

@@ -33,3 +33,18 @@ def test_the_instruction_count_runs_each_loop_over_the_same_batches():
         step = loop("benchmarks.handlers:noop")
         for item in made:
             step(None, item)
+
+
+def test_guard_path_help_shows_its_usage_and_an_unknown_part_is_named(capsys):
+    """`python -m benchmarks.guard_path --help` printed a KeyError (issue 32 item 5)."""
+    from benchmarks import guard_path
+
+    with pytest.raises(SystemExit) as done:
+        guard_path.main(["--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert "python -m benchmarks.guard_path" in shown and "go-process" in shown
+    with pytest.raises(SystemExit) as refused:
+        guard_path.main(["gopher"])
+    assert refused.value.code == 2
+    assert "invalid choice: 'gopher'" in capsys.readouterr().err

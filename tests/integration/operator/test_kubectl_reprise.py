@@ -26,14 +26,17 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
 
 
-def kubectl_reprise(kube, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def kubectl_reprise(
+    kube, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`kubectl reprise ARGS` through kubectl's plugin lookup; kubectl passes no flags of its own to a plugin,
     so the cluster comes from KUBECONFIG, as for a user."""
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "REPRISE_KAFKA_BOOTSTRAP_ALIASES"},
         "KUBECONFIG": str(kube.kubeconfig),
         "PATH": f"{REPO / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "REPRISE_PYTHON": sys.executable,
+        **(env or {}),
     }
     return subprocess.run(
         [str(kube.control_plane.kubectl), "reprise", *args],
@@ -99,6 +102,38 @@ def test_plan_agrees_offset_for_offset_with_the_operators_plan(kube, kafka, oper
     # The start lies inside the history: neither the first nor the end offset of every partition.
     assert 0 < planned["totalRecords"] < 3000
     assert all(0 < p["startOffset"] < p["endOffset"] for p in planned["partitions"])
+
+
+def test_plan_reaches_kafka_through_the_operators_mapping_and_says_in_one_line_when_it_cannot(
+    kube, kafka, namespace, topic_name, tmp_path
+):
+    """The examples name `kafka-bootstrap.kafka:9092`, which the operator maps (REPRISE_KAFKA_BOOTSTRAP_ALIASES);
+    `plan` maps it the same way, and without a mapping says so in one line instead of librdkafka's hundreds."""
+    kafka.create_topic(topic_name, PARTITIONS)
+    produce(kafka.bootstrap, topic_name, 300)
+    body = reconsume("in-cluster-name", "kafka-bootstrap.kafka:9092", topic_name, "Parallel", "accounts", str(tmp_path))
+    manifest = write_manifest(tmp_path, body)
+
+    mapped = kubectl_reprise(
+        kube,
+        "plan",
+        "-f",
+        str(manifest),
+        "-n",
+        namespace,
+        "-o",
+        "json",
+        env={"REPRISE_KAFKA_BOOTSTRAP_ALIASES": f"*.kafka:*={kafka.bootstrap}"},
+    )
+    assert mapped.returncode == 0, mapped.stderr
+    assert json.loads(mapped.stdout)["plan"]["totalRecords"] == 300
+
+    unmapped = kubectl_reprise(kube, "plan", "-f", str(manifest), "-n", namespace)
+    assert unmapped.returncode == 1
+    lines = unmapped.stderr.strip().splitlines()
+    assert len(lines) == 1, f"{len(lines)} lines on stderr:\n{unmapped.stderr[:2000]}"
+    assert lines[0].startswith("error: Kafka at kafka-bootstrap.kafka:9092 did not answer"), lines[0]
+    assert "REPRISE_KAFKA_BOOTSTRAP_ALIASES" in lines[0]
 
 
 def test_plan_refuses_a_start_older_than_retention_with_the_operators_message(

@@ -120,6 +120,29 @@ public final class HandoverTopic implements AutoCloseable {
     }
 
     private void ensure(boolean create, PartitionCount count) {
+        ensure(topic, create, count, () -> {
+            NewTopic spec = new NewTopic(topic, java.util.Optional.of(1), java.util.Optional.empty())
+                    .configs(Map.of("cleanup.policy", "compact", "min.compaction.lag.ms", "60000"));
+            try {
+                admin().createTopics(List.of(spec)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+                log.info("created the handover topic {}", topic);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw new HandoverTopicException("cannot create handover topic " + topic + ": " + e.getCause().getMessage(), e);
+                }
+            }
+        }, timeout);
+    }
+
+    /**
+     * The check of {@link #ensure(boolean)}: {@code count} looks at the topic's partitions (0: it does not exist),
+     * {@code creator} creates it. After a creation it returns only once {@code count} shows the topic, within
+     * {@code timeout}: CreateTopics returns when the controller has recorded the topic, and the metadata a client
+     * reads can show it later (seconds, on a loaded machine). Without the wait, what the caller does next with the
+     * same client (the replay role's catch-up) finds no topic, and a check like this one would refuse the topic it
+     * has just made. The Python and Go ports wait the same way.
+     */
+    static void ensure(String topic, boolean create, PartitionCount count, TopicCreator creator, Duration timeout) {
         try {
             int partitions = count.get();
             if (partitions == 0) {
@@ -127,16 +150,8 @@ public final class HandoverTopic implements AutoCloseable {
                     throw new HandoverTopicException("handover topic " + topic + " does not exist: create it (1 partition, "
                             + "cleanup.policy=compact) or let the operator create it");
                 }
-                NewTopic spec = new NewTopic(topic, java.util.Optional.of(1), java.util.Optional.empty())
-                        .configs(Map.of("cleanup.policy", "compact", "min.compaction.lag.ms", "60000"));
-                try {
-                    admin().createTopics(List.of(spec)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-                    log.info("created the handover topic {}", topic);
-                } catch (ExecutionException e) {
-                    if (!(e.getCause() instanceof TopicExistsException)) {
-                        throw new HandoverTopicException("cannot create handover topic " + topic + ": " + e.getCause().getMessage(), e);
-                    }
-                }
+                creator.create();
+                awaitVisible(topic, count, timeout);
                 return;
             }
             if (partitions != 1) {
@@ -166,10 +181,34 @@ public final class HandoverTopic implements AutoCloseable {
         }
     }
 
+    private static void awaitVisible(String topic, PartitionCount count, Duration timeout)
+            throws ExecutionException, InterruptedException, TimeoutException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int partitions;
+        while ((partitions = count.get()) == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new HandoverTopicException("handover topic " + topic + " was created but the metadata does not "
+                        + "show it after " + timeout.toMillis() + " ms: is the broker overloaded? (it is retried)");
+            }
+            Thread.sleep(50);
+        }
+        if (partitions != 1) {
+            throw new HandoverTopicException("handover topic " + topic + " has " + partitions
+                    + " partitions; the protocol needs exactly 1 (one total order of every replay's records): "
+                    + "recreate it with 1 partition");
+        }
+    }
+
     /** How many partitions the topic has now (0: it does not exist). */
     @FunctionalInterface
-    private interface PartitionCount {
+    interface PartitionCount {
         int get() throws ExecutionException, InterruptedException, TimeoutException;
+    }
+
+    /** Creates the topic; returns when Kafka accepted it (or it existed already). */
+    @FunctionalInterface
+    interface TopicCreator {
+        void create() throws ExecutionException, InterruptedException, TimeoutException;
     }
 
     /**
