@@ -27,7 +27,16 @@ CHART = Path(__file__).resolve().parents[3] / "charts" / "reprise"
 
 def chart_roles(kube: Kube) -> dict[str, dict]:
     """The chart's user ClusterRoles (reprise-edit, reprise-approver, ...) by name, as `helm install` makes them."""
-    rendered = kube.helm("template", "reprise", str(CHART), "--show-only", "templates/rbac/user-roles.yaml").stdout
+    # The NetworkPolicy needs its peers to render at all; only the roles are read here.
+    rendered = kube.helm(
+        "template",
+        "reprise",
+        str(CHART),
+        "--set",
+        "networkPolicy.enabled=false",
+        "--show-only",
+        "templates/rbac/user-roles.yaml",
+    ).stdout
     return {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all(rendered) if doc}
 
 
