@@ -27,6 +27,7 @@ from .common import (
     Completion,
     ConfigMapKeyReference,
     Consumer,
+    CreatedInKafka,
     Duration,
     Filter,
     GroupId,
@@ -368,10 +369,29 @@ class LakeReplayCleanup(ReplayCleanup):
     )
 
 
+#: The drain group's old name, refused with the new one named: "consumerGroup" is the live service's group
+#: everywhere else (Reconsume, then.reconsume), and a live group given here got drain members and was deleted.
+RENAMED_DRAIN_GROUP = (
+    "spec.consumerGroup: renamed spec.drainGroup, the drain consumers' own new group on the backfill topic "
+    "(Reprise creates it and deletes it when done); the live service's group goes in "
+    "spec.then.reconsume.consumerGroup"
+)
+
+
 class LakeReplaySpec(ApiModel):
     """Which history to read from the lake, how to write it to Kafka, and who consumes it."""
 
-    model_config = ConfigDict(json_schema_extra=validations(*presence_immutable("spec", "then")))
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            *presence_immutable("spec", "then"),
+            rule(
+                "!has(self.consumerGroup)",
+                RENAMED_DRAIN_GROUP,
+                field_path=".consumerGroup",
+                reason="FieldValueForbidden",
+            ),
+        )
+    )
 
     kafka: KafkaConnection = Field(description="The Kafka cluster of the backfill topic (and the live topics).")
     source: LakeSource = Field(
@@ -391,9 +411,17 @@ class LakeReplaySpec(ApiModel):
     consumer: Consumer = Field(
         description="The drain consumers of the backfill topic: a clone of the service, as for Reconsume."
     )
-    consumer_group: GroupId = Field(
-        description="The consumer group the drain consumers use on the backfill topic. Immutable.",
-        json_schema_extra=immutable("spec.consumerGroup"),
+    drain_group: GroupId = Field(
+        description=(
+            "The drain consumers' consumer group on the backfill topic: a new group, which Reprise creates "
+            "and deletes when done. Never the live service's group (that is then.reconsume.consumerGroup); a "
+            "group that already has members or committed offsets is refused when planning. Immutable."
+        ),
+        json_schema_extra=immutable("spec.drainGroup"),
+    )
+    consumer_group: Optional[Annotated[str, Field(max_length=255)]] = Field(
+        default=None,
+        description="Renamed drainGroup; refused (kept in the schema only to say so).",
     )
     then: Optional[Then] = Field(
         default=None,
@@ -421,6 +449,12 @@ class LakeReplaySpec(ApiModel):
             "annotation reprise.io/reverify=<any new value> runs the check again."
         ),
     )
+
+    @model_validator(mode="after")
+    def _renamed(self) -> "LakeReplaySpec":
+        if self.consumer_group is not None:
+            raise ValueError(RENAMED_DRAIN_GROUP)
+        return self
 
 
 class SparkStatus(StatusModel):
@@ -469,7 +503,7 @@ class LakeReplayChildren(StatusModel):
     spark_application: Optional[str] = Field(default=None, description="The SparkApplication.")
     deployment: Optional[str] = Field(default=None, description="The drain consumer Deployment.")
     replay_group: Optional[str] = Field(
-        default=None, description="The drain group on the backfill topic (spec.consumerGroup)."
+        default=None, description="The drain group on the backfill topic (spec.drainGroup)."
     )
     reconsume: Optional[str] = Field(default=None, description="The Reconsume of then.reconsume, if created.")
     config_maps: list[str] = Field(default_factory=list, description="ConfigMaps Reprise created.")
@@ -491,6 +525,10 @@ class LakeReplayStatus(ResourceStatus):
     spark: Optional[SparkStatus] = Field(default=None, description="The Spark application's state.")
     continuation: Optional[ContinuationStatus] = Field(default=None, description="then.reconsume's progress.")
     verification: Optional[VerificationStatus] = Field(default=None, description="spec.verify: the check's state.")
+    created: Optional[CreatedInKafka] = Field(
+        default=None,
+        description="What Reprise created in Kafka (the drain group, the backfill topic): deleted when done, and nothing else is.",
+    )
 
 
 class LakeReplay(ResourceObject):
