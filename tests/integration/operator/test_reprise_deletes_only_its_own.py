@@ -39,8 +39,10 @@ THEIR_OFFSETS = {0: 11, 1: 22, 2: 33}
 def commit_as_another_team(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
     """What a team's service leaves behind: committed offsets in its group, and no member right now."""
     client = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    partitions = [TopicPartition(topic, p, o) for p, o in offsets.items()]
     try:
-        client.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        # A broker that has just started answers NOT_COORDINATOR until the offsets topic is loaded: retried.
+        wait_for(lambda: client.commit(offsets=partitions, asynchronous=False), 60, f"a commit to group {group}")
     finally:
         client.close()
 
