@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
@@ -378,12 +378,20 @@ RENAMED_DRAIN_GROUP = (
 )
 
 
-class LakeReplaySpec(ApiModel):
-    """Which history to read from the lake, how to write it to Kafka, and who consumes it."""
-
-    model_config = ConfigDict(
-        json_schema_extra=validations(
+def _drain_group_rules(schema: dict[str, Any]) -> None:
+    """The spec's CEL rules. drainGroup is required by a rule, not by `required`: the API server runs the CEL
+    rules only once every other check passed, so a manifest written for the old name (consumerGroup, no
+    drainGroup) would only hear "drainGroup: Required value", never that consumerGroup is the name it replaced."""
+    schema["required"] = [name for name in schema.get("required", []) if name != "drainGroup"]
+    schema.update(
+        validations(
             *presence_immutable("spec", "then"),
+            rule(
+                "has(self.drainGroup)",
+                "spec.drainGroup: required: the drain consumers' own new group on the backfill topic",
+                field_path=".drainGroup",
+                reason="FieldValueRequired",
+            ),
             rule(
                 "!has(self.consumerGroup)",
                 RENAMED_DRAIN_GROUP,
@@ -392,6 +400,12 @@ class LakeReplaySpec(ApiModel):
             ),
         )
     )
+
+
+class LakeReplaySpec(ApiModel):
+    """Which history to read from the lake, how to write it to Kafka, and who consumes it."""
+
+    model_config = ConfigDict(json_schema_extra=_drain_group_rules)
 
     kafka: KafkaConnection = Field(description="The Kafka cluster of the backfill topic (and the live topics).")
     source: LakeSource = Field(

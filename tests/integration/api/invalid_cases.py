@@ -466,6 +466,7 @@ INVALID: tuple[Invalid, ...] = (
         {"spec.drainGroup": DELETE, "spec.consumerGroup": "accounts-service"},
         ("spec.consumerGroup", "renamed spec.drainGroup"),
     ),
+    Invalid("lake-drain-group-missing", LAKE, {"spec.drainGroup": DELETE}, ("spec.drainGroup", "required")),
     Invalid(
         "lake-consumer-group-next-to-drain-group",
         LAKE,
