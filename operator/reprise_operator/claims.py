@@ -37,7 +37,8 @@ def group_in_use(description: GroupDescription) -> bool:
 def group_in_use_message(field: str, description: GroupDescription) -> str:
     """Why a replay or drain group is refused: `field` names where the name came from."""
     if description.members:
-        held = f"{len(description.members)} member(s): {', '.join(description.members[:3])}"
+        # A count, not the members' client ids and hosts: whose group it is is not this resource's business.
+        held = f"{len(description.members)} member(s)"
     else:
         held = "committed offsets and no members"
     return (
