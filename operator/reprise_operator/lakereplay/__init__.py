@@ -69,7 +69,14 @@ from ..api import (
 )
 from ..conditions import is_true
 from ..constants import GROUP, VERSION, bounded_name, child_labels, replay_group_name
-from ..claims import claim, refuse_group_in_use, reprise_created_group, reprise_created_topic, topic_exists_message
+from ..claims import (
+    claim,
+    created_of,
+    refuse_group_in_use,
+    reprise_created_group,
+    reprise_created_topic,
+    topic_exists_message,
+)
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..planning import Plan, PlanError, make_plan, refuse_future
@@ -750,7 +757,8 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     rt = resource.rt
     ns = resource.namespace
     children = resource.status.get("children") or {}
-    if not children:
+    created = created_of(resource.status)
+    if not children and not created.groups and not created.topics:
         return
     cluster, config = await resource.kafka(spec.kafka)
     app = children.get("sparkApplication")
@@ -769,15 +777,13 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     pods = await rt.kube.aio.list_pods(ns, drain)
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
-    # Only what status.created says Reprise created (`claims`): a name recorded in children alone is not enough.
-    group = children.get("replayGroup")
-    if group and spec.cleanup.delete_replay_group and reprise_created_group(resource.status, group):
+    # What status.created lists, and nothing else (`claims`): also when a start stopped before it recorded children.
+    for group in created.groups if spec.cleanup.delete_replay_group else []:
         description = await cluster.aio.describe_group(group)
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"drain group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
-    topic = children.get("backfillTopic")
-    if topic and spec.cleanup.delete_backfill_topic and reprise_created_topic(resource.status, topic):
+    for topic in created.topics if spec.cleanup.delete_backfill_topic else []:
         await cluster.aio.delete_topic(topic)
     await rt.handovers.aio.tombstone(
         spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
