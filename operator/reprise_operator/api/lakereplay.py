@@ -464,11 +464,14 @@ class LakeReplaySpec(ApiModel):
         ),
     )
 
-    @model_validator(mode="after")
-    def _renamed(self) -> "LakeReplaySpec":
-        if self.consumer_group is not None:
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        # Before the fields: a LakeReplay stored by an older release fails with the new name, not "drainGroup
+        # missing".
+        if isinstance(data, dict) and data.get("consumerGroup", data.get("consumer_group")) is not None:
             raise ValueError(RENAMED_DRAIN_GROUP)
-        return self
+        return data
 
 
 class SparkStatus(StatusModel):

@@ -260,3 +260,15 @@ def test_examples_make_a_spark_application_and_drain_settings(example):
     spec = spec_of(raw(example))
     spark_application(owner=OWNER, namespace="ns", spec=spec)
     drain_settings(spec, rid="r", topic="bf", delivery={"REPRISE_HANDLER": "a.b:c"}, handover_topic="h")
+
+
+def test_a_lakereplay_stored_with_the_old_drain_group_name_fails_naming_the_new_one():
+    from reprise_operator.lifecycle import Failure, Resource
+
+    spec = raw()
+    spec["consumerGroup"] = spec.pop("drainGroup")
+    body = {"metadata": {"name": "old", "namespace": "accounts", "uid": "u"}, "spec": spec}
+    with pytest.raises(Failure) as refused:
+        Resource("LakeReplay", "lakereplays", body, {}, rt=None).spec_as(LakeReplaySpec)  # type: ignore[arg-type]
+    assert refused.value.reason == "InvalidSpec"
+    assert "spec.consumerGroup: renamed spec.drainGroup" in refused.value.message
