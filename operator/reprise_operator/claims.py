@@ -21,8 +21,10 @@ other party's group, the very thing this module prevents.
 
 from __future__ import annotations
 
+import time
+
 from .api import CreatedInKafka
-from .kafka_admin import GroupDescription, KafkaCluster
+from .kafka_admin import GroupDescription, KafkaCluster, KafkaUnavailable
 from .lifecycle import Failure, Resource
 
 #: The one state in which Kafka knows nothing of a group: no members and no committed offsets.
@@ -61,9 +63,22 @@ def created_of(status: dict) -> CreatedInKafka:
     return CreatedInKafka.model_validate(status.get("created") or {})
 
 
+#: Looks at a group whose coordinator is moving or loading before the answer counts as Kafka being unavailable.
+DESCRIBE_ATTEMPTS = 5
+DESCRIBE_PAUSE_S = 1.0
+
+
 def refuse_group_in_use(cluster: KafkaCluster, group: str, field: str) -> None:
-    """Failure (GroupInUse) when someone uses `group`. Blocking: `kubectl reprise plan` calls it too."""
-    description = cluster.describe_group(group)
+    """Failure (GroupInUse) when someone uses `group`. Blocking: `kubectl reprise plan` calls it too, once, so
+    a coordinator that is still loading (a broker that just started) is asked again for a few seconds."""
+    for attempt in range(DESCRIBE_ATTEMPTS):
+        try:
+            description = cluster.describe_group(group)
+            break
+        except KafkaUnavailable:
+            if attempt == DESCRIBE_ATTEMPTS - 1:
+                raise
+            time.sleep(DESCRIBE_PAUSE_S)
     if group_in_use(description):
         raise Failure("GroupInUse", group_in_use_message(field, description))
 

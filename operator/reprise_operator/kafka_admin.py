@@ -74,6 +74,11 @@ def _result(future, what: str):
                 KafkaError._TIMED_OUT,
                 KafkaError._TRANSPORT,
                 KafkaError._ALL_BROKERS_DOWN,
+                # A group coordinator that is moving or still loading (a broker that just started answers a
+                # group describe with NOT_COORDINATOR, which librdkafka does not mark retriable).
+                KafkaError.NOT_COORDINATOR,
+                KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                KafkaError.COORDINATOR_NOT_AVAILABLE,
             )
         ):
             raise
