@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from reprise_operator.api import GROUP, VERSION, KindDefinition
-from reprise_operator.constants import APPROVE_ANNOTATION, rollback_configmap_name
+from reprise_operator.constants import APPROVE_ANNOTATION, CREATED_FOR_ANNOTATION, rollback_configmap_name
 from reprise_operator.kafka_admin import ClientRefused, KafkaCluster, TopicPartitionKey
 from reprise_operator.lifecycle import Resource, Waiting
 from reprise_operator.api import ReconsumeSpec, KafkaConnection
@@ -226,6 +226,15 @@ def rollback(
         )
     snapshot = {(o["topic"], int(o["partition"])): int(o["offset"]) for o in json.loads(raw)}
     body = target.kube.get_custom(GROUP, VERSION, "reconsumes", target.namespace, name)
+    created_for = ((config_map.get("metadata") or {}).get("annotations") or {}).get(CREATED_FOR_ANNOTATION)
+    if body is not None and created_for != (body.get("metadata") or {}).get("uid"):
+        # Review L1: anyone who may create ConfigMaps can put one under this name; the operator refuses to
+        # adopt it, and the person restoring from it is told too.
+        raise PluginError(
+            f"ConfigMap {cm_name} was not written by Reprise for reconsume {name} (its {CREATED_FOR_ANNOTATION} "
+            f"is {created_for or 'missing'}, the Reconsume's uid is {body['metadata'].get('uid')}): it is not this "
+            "Rewind's snapshot, so it is not restored"
+        )
     cluster = _cluster(target, name, body, bootstrap, token_endpoints)
     try:
         description = cluster.describe_group(group)

@@ -195,7 +195,9 @@ def compute(
     )
     try:
         cluster, _ = asyncio.run(resource.kafka(spec.kafka))
-        plan = reconsume.plan_reconsume(cluster, spec, now or utc_now())
+        # The replay group is refused here as the operator refuses it when planning: someone uses it already.
+        group = None if spec.mode.value == "Rewind" else reconsume.replay_group_of(spec, namespace, name)
+        plan = reconsume.plan_reconsume(cluster, spec, now or utc_now(), group)
     except Waiting as waiting:
         raise PlanRefused(waiting.reason, waiting.message) from None
     except Failure as failure:

@@ -157,6 +157,8 @@ def status_text(kind: KindDefinition, body: dict, now: datetime) -> str:
     ]
     if spec.get("consumerGroup"):
         lines.append(f"live group {spec['consumerGroup']}, topics {', '.join(spec.get('topics') or [])}")
+    if spec.get("drainGroup"):
+        lines.append(f"drain group {spec['drainGroup']} on the backfill topic")
     if progress:
         lines.append(
             f"progress {progress.get('percent', 0)}%  {progress.get('processed', 0)}/{progress.get('totalRecords', 0)} "

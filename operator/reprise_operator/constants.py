@@ -14,6 +14,9 @@ VERSION = "v1alpha1"
 FINALIZER = "reprise.io/cleanup"
 #: Strimzi-style approval of a plan: `kubectl annotate reconsume NAME reprise.io/approve=true`.
 APPROVE_ANNOTATION = "reprise.io/approve"
+#: On a child that outlives its resource and so has no owner reference (Rewind's rollback ConfigMap): the uid
+#: of the resource Reprise created it for.
+CREATED_FOR_ANNOTATION = "reprise.io/created-for"
 
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_NAME = "app.kubernetes.io/name"

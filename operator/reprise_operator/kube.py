@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar, cast
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from .constants import GROUP, VERSION
+from .constants import CREATED_FOR_ANNOTATION, GROUP, VERSION
 
 T = TypeVar("T")
 
@@ -241,8 +241,12 @@ class Kube:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def create_owned(self, obj: dict, owner_uid: str | None = None) -> dict:
-        """Create `obj`; when it exists already and is ours, return it; when it is not ours, NotOwned."""
+    def create_owned(self, obj: dict, owner_uid: str) -> dict:
+        """Create `obj`; when it exists already and is ours, return it; when it is not ours, NotOwned.
+
+        Ours: it has an owner reference with `owner_uid`, or (a child that outlives its resource, so has no
+        owner reference) the annotation `reprise.io/created-for` with it. An object of that name that says
+        neither was put there by someone else, and is never adopted."""
         kind = obj["kind"]
         namespace = obj["metadata"].get("namespace")
         name = obj["metadata"]["name"]
@@ -256,7 +260,8 @@ class Kube:
                 raise
         existing = _json(read(name, namespace, _preload_content=False))
         owners = {ref.get("uid") for ref in existing["metadata"].get("ownerReferences") or []}
-        if owner_uid is not None and owner_uid not in owners:
+        created_for = (existing["metadata"].get("annotations") or {}).get(CREATED_FOR_ANNOTATION)
+        if owner_uid not in owners and created_for != owner_uid:
             raise NotOwned(f"{kind} {namespace}/{name} exists and is not owned by this resource: rename or delete it")
         return existing
 
@@ -389,7 +394,7 @@ class AsyncKube:
     async def list_pods(self, namespace: str, selector: str) -> list[dict]:
         return await asyncio.to_thread(self._kube.list_pods, namespace, selector)
 
-    async def create_owned(self, obj: dict, owner_uid: str | None = None) -> dict:
+    async def create_owned(self, obj: dict, owner_uid: str) -> dict:
         return await asyncio.to_thread(self._kube.create_owned, obj, owner_uid)
 
     async def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:

@@ -181,6 +181,14 @@ class Resource:
             if not (keep and key in self.status):
                 self.status[key] = value
 
+    async def persist(self, **fields: Any) -> None:
+        """`record` the fields and write them to the API server now, not after the step: for a claim that
+        must be there before the step acts on it (status.created, before a group or topic is used), so that a
+        crash between the two leaves a status that says whose the name is."""
+        written = STATUS_MODELS[self.kind](**fields).as_status()
+        self.record(**fields)
+        await self.rt.kube.aio.patch_status(self.plural, self.namespace, self.name, written)
+
     def updated(self, key: str, model: type[StatusT], **changes: Any) -> StatusT:
         """The part `key` of status as its model, with `changes` (by their Python names) applied: what to
         `record` when one field of a part moves (a Job added to `children`, `sentAt` to the signal)."""

@@ -94,6 +94,7 @@ def standby_deployment(
         kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,
         container_name=consumer.container,
         keep_command=consumer.entrypoint is Entrypoint.SERVICE,
+        pod_labels=consumer.pod_labels,
     )
     if consumer.resources is not None:
         manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()

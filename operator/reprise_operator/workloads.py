@@ -4,8 +4,9 @@ Each `*_manifest` function returns a plain dict, ready for `kube.Kube.create_own
 to the API, so every rule below is unit-tested as data:
 
 - A replay Deployment clones the live service's pod template (so its handler code, image, service
-  account and own settings come along) but never its labels: a Service selecting the live pods must not
-  send traffic to the replay pods.
+  account, own settings and annotations, injection annotations included, come along) but never its labels:
+  a Service selecting the live pods must not send traffic to the replay pods. The labels a platform's
+  policies select pods by are given as `consumer.podLabels` instead; Reprise's own labels win over them.
 - The replay settings are injected as environment; Kafka credentials only as a Secret volume, so they
   never appear in the pod spec, the resource's status or Events.
 - Every container gets the `restricted` Pod Security settings unless it already says otherwise.
@@ -124,9 +125,11 @@ def replay_deployment_manifest(
     container_name: str | None = None,
     command: list[str] | None = None,
     keep_command: bool = False,
+    pod_labels: Mapping[str, str] | None = None,
 ) -> dict:
     """The standby replay-consumer Deployment, a clone of `pod_template` running the replay worker (or, with
-    `keep_command`, the service's own command, which starts its replay role from the `REPRISE_*` env)."""
+    `keep_command`, the service's own command, which starts its replay role from the `REPRISE_*` env).
+    `pod_labels` (consumer.podLabels) go on the pods under Reprise's own `labels`, which the selector uses."""
     template = copy.deepcopy(pod_template)
     spec = dict(template.get("spec") or {})
     containers = [dict(c) for c in spec.get("containers") or []]
@@ -165,7 +168,8 @@ def replay_deployment_manifest(
     spec = restricted_pod(spec)
     selector = {k: labels[k] for k in (LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY) if k in labels}
     metadata = dict(template.get("metadata") or {})
-    metadata["labels"] = dict(labels)
+    # The API refuses podLabels that name Reprise's keys; applied first anyway, so the selector always holds.
+    metadata["labels"] = {**(pod_labels or {}), **labels}
     annotations = {
         k: v for k, v in (metadata.get("annotations") or {}).items() if not k.startswith("kubectl.kubernetes.io/")
     }

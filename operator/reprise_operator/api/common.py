@@ -522,6 +522,29 @@ ENTRYPOINT_DESCRIPTION = (
 )
 
 
+#: The labels Reprise puts on its replay pods to select them (`constants.child_labels`): podLabels cannot set
+#: them, or a platform's label could move a pod out of (or into) a replay's selector. Every `reprise.io/` key is
+#: Reprise's too.
+RESERVED_POD_LABELS = ("app.kubernetes.io/managed-by", "app.kubernetes.io/name", "app.kubernetes.io/component")
+RESERVED_LABEL_PREFIX = "reprise.io/"
+#: A label key: an optional DNS subdomain prefix and a name of at most 63 characters (Kubernetes' own rule).
+#: `[.]`, not an escaped dot: the pattern is also CEL string text, which has no such escape.
+LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+LabelValue = Annotated[str, Field(max_length=63, pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")]
+_RESERVED_LIST = ", ".join(f"'{k}'" for k in RESERVED_POD_LABELS)
+PODLABELS_RESERVED_MESSAGE = (
+    "consumer.podLabels: the keys Reprise selects its replay pods by (app.kubernetes.io/managed-by, "
+    "app.kubernetes.io/name, app.kubernetes.io/component and every reprise.io/ key) cannot be set"
+)
+PODLABELS_KEY_MESSAGE = (
+    "consumer.podLabels: every key must be a Kubernetes label key (an optional DNS subdomain prefix and '/', "
+    "then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
+)
+
+
 class Consumer(ApiModel):
     """The standby replay consumers: a Deployment Reprise creates, owns and deletes when done.
 
@@ -597,11 +620,36 @@ class Consumer(ApiModel):
         description=ENTRYPOINT_DESCRIPTION,
         json_schema_extra=immutable("consumer.entrypoint"),
     )
+    pod_labels: Optional[dict[str, LabelValue]] = Field(
+        default=None,
+        max_length=32,
+        description=(
+            "Labels the replay pods carry on top of Reprise's own, for a platform's label-keyed "
+            "NetworkPolicies, mesh policies and admission rules. The replay pods never carry the live pods' "
+            "labels (a Service selecting the live pods must not route to them), so what such a policy needs "
+            "is given here. The keys Reprise selects its pods by (app.kubernetes.io/managed-by, "
+            "app.kubernetes.io/name, app.kubernetes.io/component, every reprise.io/ key) are refused. A label "
+            "a Service of the live service selects makes it route to the replay pods too."
+        ),
+        json_schema_extra=validations(
+            rule(f"self.all(k, k.size() <= 316 && k.matches('{LABEL_KEY}'))", PODLABELS_KEY_MESSAGE),
+            rule(
+                f"self.all(k, !k.startsWith('{RESERVED_LABEL_PREFIX}') && !(k in [{_RESERVED_LIST}]))",
+                PODLABELS_RESERVED_MESSAGE,
+                reason="FieldValueForbidden",
+            ),
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> "Consumer":
         if (self.deployment_ref is None) == (self.template is None):
             raise ValueError("consumer: set exactly one of deploymentRef or template")
+        for key in self.pod_labels or {}:
+            if len(key) > 316 or not re.fullmatch(LABEL_KEY, key):
+                raise ValueError(f"{PODLABELS_KEY_MESSAGE} ({key!r})")
+            if key.startswith(RESERVED_LABEL_PREFIX) or key in RESERVED_POD_LABELS:
+                raise ValueError(f"{PODLABELS_RESERVED_MESSAGE} ({key!r})")
         if self.entrypoint is Entrypoint.SERVICE and any(e.name in DELIVERY_VARIABLES for e in self.env or []):
             raise ValueError(
                 "consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
@@ -671,6 +719,19 @@ class ReplayCleanup(Cleanup):
 
 # ---------------------------------------------------------------------------------------------------
 # Status parts
+
+
+class CreatedInKafka(StatusModel):
+    """What Reprise created in Kafka for this resource: at the end it deletes these, and nothing else.
+
+    A name is recorded when Reprise claims it, after checking that no group or topic of that name exists
+    (a group with members or committed offsets is someone's) and before anything uses it, so a restart
+    mid-way recognises its own."""
+
+    groups: list[str] = Field(
+        default_factory=list, description="Consumer groups Reprise created (the replay or drain group)."
+    )
+    topics: list[str] = Field(default_factory=list, description="Topics Reprise created (the backfill topic).")
 
 
 class Phase(str, Enum):

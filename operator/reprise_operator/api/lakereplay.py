@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AwareDatetime, ConfigDict, Field, model_validator
 
@@ -27,6 +27,7 @@ from .common import (
     Completion,
     ConfigMapKeyReference,
     Consumer,
+    CreatedInKafka,
     Duration,
     Filter,
     GroupId,
@@ -378,10 +379,43 @@ class LakeReplayCleanup(ReplayCleanup):
     )
 
 
+#: The drain group's old name, refused with the new one named: "consumerGroup" is the live service's group
+#: everywhere else (Reconsume, then.reconsume), and a live group given here got drain members and was deleted.
+RENAMED_DRAIN_GROUP = (
+    "spec.consumerGroup: renamed spec.drainGroup, the drain consumers' own new group on the backfill topic "
+    "(Reprise creates it and deletes it when done); the live service's group goes in "
+    "spec.then.reconsume.consumerGroup"
+)
+
+
+def _drain_group_rules(schema: dict[str, Any]) -> None:
+    """The spec's CEL rules. drainGroup is required by a rule, not by `required`: the API server runs the CEL
+    rules only once every other check passed, so a manifest written for the old name (consumerGroup, no
+    drainGroup) would only hear "drainGroup: Required value", never that consumerGroup is the name it replaced."""
+    schema["required"] = [name for name in schema.get("required", []) if name != "drainGroup"]
+    schema.update(
+        validations(
+            *presence_immutable("spec", "then"),
+            rule(
+                "has(self.drainGroup)",
+                "spec.drainGroup: required: the drain consumers' own new group on the backfill topic",
+                field_path=".drainGroup",
+                reason="FieldValueRequired",
+            ),
+            rule(
+                "!has(self.consumerGroup)",
+                RENAMED_DRAIN_GROUP,
+                field_path=".consumerGroup",
+                reason="FieldValueForbidden",
+            ),
+        )
+    )
+
+
 class LakeReplaySpec(ApiModel):
     """Which history to read from the lake, how to write it to Kafka, and who consumes it."""
 
-    model_config = ConfigDict(json_schema_extra=validations(*presence_immutable("spec", "then")))
+    model_config = ConfigDict(json_schema_extra=_drain_group_rules)
 
     kafka: KafkaConnection = Field(description="The Kafka cluster of the backfill topic (and the live topics).")
     source: LakeSource = Field(
@@ -401,9 +435,17 @@ class LakeReplaySpec(ApiModel):
     consumer: Consumer = Field(
         description="The drain consumers of the backfill topic: a clone of the service, as for Reconsume."
     )
-    consumer_group: GroupId = Field(
-        description="The consumer group the drain consumers use on the backfill topic. Immutable.",
-        json_schema_extra=immutable("spec.consumerGroup"),
+    drain_group: GroupId = Field(
+        description=(
+            "The drain consumers' consumer group on the backfill topic: a new group, which Reprise creates "
+            "and deletes when done. Never the live service's group (that is then.reconsume.consumerGroup); a "
+            "group that already has members or committed offsets is refused when planning. Immutable."
+        ),
+        json_schema_extra=immutable("spec.drainGroup"),
+    )
+    consumer_group: Optional[Annotated[str, Field(max_length=255)]] = Field(
+        default=None,
+        description="Renamed drainGroup; refused (kept in the schema only to say so).",
     )
     then: Optional[Then] = Field(
         default=None,
@@ -431,6 +473,15 @@ class LakeReplaySpec(ApiModel):
             "annotation reprise.io/reverify=<any new value> runs the check again."
         ),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        # Before the fields: a LakeReplay stored by an older release fails with the new name, not "drainGroup
+        # missing".
+        if isinstance(data, dict) and data.get("consumerGroup", data.get("consumer_group")) is not None:
+            raise ValueError(RENAMED_DRAIN_GROUP)
+        return data
 
 
 class SparkStatus(StatusModel):
@@ -479,7 +530,7 @@ class LakeReplayChildren(StatusModel):
     spark_application: Optional[str] = Field(default=None, description="The SparkApplication.")
     deployment: Optional[str] = Field(default=None, description="The drain consumer Deployment.")
     replay_group: Optional[str] = Field(
-        default=None, description="The drain group on the backfill topic (spec.consumerGroup)."
+        default=None, description="The drain group on the backfill topic (spec.drainGroup)."
     )
     reconsume: Optional[str] = Field(default=None, description="The Reconsume of then.reconsume, if created.")
     config_maps: list[str] = Field(default_factory=list, description="ConfigMaps Reprise created.")
@@ -501,6 +552,10 @@ class LakeReplayStatus(ResourceStatus):
     spark: Optional[SparkStatus] = Field(default=None, description="The Spark application's state.")
     continuation: Optional[ContinuationStatus] = Field(default=None, description="then.reconsume's progress.")
     verification: Optional[VerificationStatus] = Field(default=None, description="spec.verify: the check's state.")
+    created: Optional[CreatedInKafka] = Field(
+        default=None,
+        description="What Reprise created in Kafka (the drain group, the backfill topic): deleted when done, and nothing else is.",
+    )
 
 
 class LakeReplay(ResourceObject):

@@ -26,6 +26,7 @@ from .common import (
     ApiModel,
     Approval,
     Consumer,
+    CreatedInKafka,
     Filter,
     GroupId,
     KafkaConnection,
@@ -229,8 +230,10 @@ class ReconsumeSpec(ApiModel):
     replay_group: Optional[GroupId] = Field(
         default=None,
         description=(
-            "Parallel and Handover: the temporary consumer group of the replay consumers. Default: "
-            "reprise-<namespace>-<name>. It must not be the live group. Immutable."
+            "Parallel and Handover: the temporary consumer group of the replay consumers, which Reprise "
+            "creates and deletes when done. Default: reprise-<namespace>-<name>. It must not be the live "
+            "group, and a group that already has members or committed offsets is refused when planning "
+            "(it is someone's). Immutable."
         ),
         json_schema_extra=immutable("spec.replayGroup"),
     )
@@ -332,6 +335,13 @@ class ReconsumeStatus(ResourceStatus):
     )
     verification: Optional[VerificationStatus] = Field(
         default=None, description="spec.verify: the go/no-go check's state."
+    )
+    created: Optional[CreatedInKafka] = Field(
+        default=None,
+        description=(
+            "What Reprise created in Kafka (the replay group): deleted when done, and nothing else is. Absent "
+            "on a replay an older operator started, whose group is then left in place."
+        ),
     )
 
 

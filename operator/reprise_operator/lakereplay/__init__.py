@@ -23,7 +23,7 @@ every step is idempotent from there, so the operator can be killed at any point:
   (Running while it runs, Produced when COMPLETED, Failed with the controller's message when it gave up);
   a SparkApplication someone deleted before it completed is created again (the job resumes from its
   progress markers and writes no record twice). The drain consumer is a clone of the service (as for a
-  Reconsume) running the replay worker in mode Drain under `spec.consumerGroup`; it reads the backfill
+  Reconsume) running the replay worker in mode Drain under `spec.drainGroup`; it reads the backfill
   topic while Spark still writes to it, so it is given an end bound no record reaches and never finishes a
   partition by itself: the operator decides it is done when Spark has COMPLETED (so the end offsets are
   final) and the group's lag has stayed zero for `completion.drainedFor` (condition Drained).
@@ -71,7 +71,15 @@ from ..api import (
 )
 from ..cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
 from ..conditions import is_true
-from ..constants import GROUP, VERSION, bounded_name, child_labels
+from ..constants import GROUP, VERSION, bounded_name, child_labels, replay_group_name
+from ..claims import (
+    claim,
+    created_of,
+    refuse_group_in_use,
+    reprise_created_group,
+    reprise_created_topic,
+    topic_exists_message,
+)
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..planning import Plan, PlanError, make_plan, refuse_future
@@ -179,7 +187,7 @@ def drain_settings(
     delivery: dict[str, str],
     handover_topic: str,
 ) -> WorkerSettings:
-    """The drain consumers: the replay worker in mode Drain on the backfill topic, group spec.consumerGroup,
+    """The drain consumers: the replay worker in mode Drain on the backfill topic, group spec.drainGroup,
     from the topic's start, with an end no record reaches (see DRAIN_UNTIL_STOPPED_MS)."""
     return WorkerSettings(
         bootstrap_servers=spec.kafka.bootstrap_servers,
@@ -187,7 +195,7 @@ def drain_settings(
         topics=(topic,),
         role="replay",
         mode="Drain",
-        replay_group=spec.consumer_group,
+        replay_group=spec.drain_group,
         start=StartSpec("earliest"),
         end=EndSpec("timestamp", timestamp_ms=DRAIN_UNTIL_STOPPED_MS),
         handler=delivery.get("REPRISE_HANDLER"),
@@ -204,7 +212,7 @@ def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation
     text = (
         f"lake {source.uri} ({source.format.value}) from {start} to {rfc3339_exact(source.to)}"
         + (f" where {source.filter}" if source.filter else "")
-        + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.consumer_group}"
+        + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.drain_group}"
     )
     if spec.then is not None and continuation is not None:
         then = spec.then.reconsume
@@ -316,12 +324,16 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
             "TopicNotFound",
             f"spec.then.reconsume.topics: topic(s) {', '.join(missing)} do not exist in the Kafka cluster",
         )
-    if topic in found and (resource.status.get("children") or {}).get("backfillTopic") != topic:
-        raise Failure(
-            "BackfillTopicExists",
-            f"the backfill topic {topic} already exists in Kafka. Reprise creates the backfill topic and deletes "
-            "it when done, so it must be a new one: set spec.backfillTopic.name to a topic that does not exist",
-        )
+    if topic in found and not reprise_created_topic(resource.status, topic):
+        raise Failure("BackfillTopicExists", topic_exists_message("spec.backfillTopic", topic))
+    if not reprise_created_group(resource.status, spec.drain_group):
+        await cluster.aio.call(refuse_group_in_use, cluster, spec.drain_group, "spec.drainGroup")
+    if spec.then is not None and spec.then.reconsume.mode.value != "Rewind":
+        # The continuation's own plan refuses it too, but only after the whole lake range was drained.
+        then = spec.then.reconsume
+        then_group = then.replay_group or replay_group_name(resource.namespace, continuation_name(resource.name))
+        field = "spec.then.reconsume.replayGroup" + ("" if then.replay_group else " (unset: the default name)")
+        await cluster.aio.call(refuse_group_in_use, cluster, then_group, field)
     partitions = backfill_partitions(spec, found)
     refused = backfill_partitions_refusal(
         partitions, resource.rt.settings.max_backfill_partitions, spec.backfill_topic.partitions is not None
@@ -386,6 +398,8 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
         replicas=replay_replicas(consumer.replicas, partitions),
     )
 
+    # Checked again now (an approval may have taken days) and claimed before Spark or a drain pod uses them.
+    await claim(resource, cluster, {spec.drain_group: "spec.drainGroup"}, {topic: "spec.backfillTopic"})
     await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     created = await cluster.aio.ensure_topic(
         topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
@@ -453,7 +467,7 @@ def _record_started(
         backfill_topic=topic,
         spark_application=app_name,
         deployment=deployment_name,
-        replay_group=spec.consumer_group,
+        replay_group=spec.drain_group,
     )
     resource.record(
         children=children, spark=SparkStatus(application_name=app_name, state="", updated_at=resource.now())
@@ -467,7 +481,7 @@ def _record_started(
         "SparkApplicationCreated",
         f"SparkApplication {app_name} writes the lake range to {topic}; "
         f"{replay_replicas(spec.consumer.replicas, partitions)} drain consumer(s) in Deployment {deployment_name}, "
-        f"group {spec.consumer_group}" + (f" ({clamped})" if clamped else ""),
+        f"group {spec.drain_group}" + (f" ({clamped})" if clamped else ""),
     )
     if clamped:
         resource.event("ReplicasClamped", clamped)
@@ -579,7 +593,7 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
         name=resource.name,
         mode=mode,
         topics=topics,
-        replay_group=children.get("replayGroup") or spec.consumer_group,
+        replay_group=children.get("replayGroup") or spec.drain_group,
         live_group=spec.then.reconsume.consumer_group if spec.then is not None else None,
         bootstrap_servers=spec.kafka.bootstrap_servers,
         plan=plan,
@@ -781,7 +795,8 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     rt = resource.rt
     ns = resource.namespace
     children = resource.status.get("children") or {}
-    if not children:
+    created = created_of(resource.status)
+    if not children and not created.groups and not created.topics:
         return
     cluster, config = await resource.kafka(spec.kafka)
     app = children.get("sparkApplication")
@@ -800,14 +815,13 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     pods = await rt.kube.aio.list_pods(ns, drain)
     if pods:
         raise Retry(f"{len(pods)} drain pod(s) still terminating")
-    group = children.get("replayGroup")
-    if group and spec.cleanup.delete_replay_group:
+    # What status.created lists, and nothing else (`claims`): also when a start stopped before it recorded children.
+    for group in created.groups if spec.cleanup.delete_replay_group else []:
         description = await cluster.aio.describe_group(group)
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"drain group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
-    topic = children.get("backfillTopic")
-    if topic and spec.cleanup.delete_backfill_topic:
+    for topic in created.topics if spec.cleanup.delete_backfill_topic else []:
         await cluster.aio.delete_topic(topic)
     await rt.handovers.aio.tombstone(
         spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id

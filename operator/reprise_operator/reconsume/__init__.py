@@ -24,16 +24,19 @@ from typing import Any
 from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
 from .. import cutover, guard_report, metrics
+from ..claims import claim, refuse_group_in_use, reprise_created_group
 from ..cluster_caps import clamp_note, replay_replicas
 from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
 from ..api import Plan as PlanStatus
 from ..api.common import ConditionType, Entrypoint, Filter, Phase
 from ..constants import (
+    CREATED_FOR_ANNOTATION,
     replay_deployment_name,
     replay_group_name,
     rollback_configmap_name,
 )
 from ..kafka_admin import KafkaCluster, TopicPartitionKey
+from ..kube import NotOwned
 from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ..planning import Plan, PlanError, make_plan, retention_message, start_spec
 from ..progress import PartitionView, looks_soon
@@ -49,7 +52,7 @@ from ..standby import (
 from ..workloads import KAFKA_CONFIG_DIR
 from ..offset_plan_status import plan_from_status, plan_partitions_status
 from .drained import replay_drained, replay_views
-from .rewind import rollback_configmap
+from .rewind import is_own_snapshot, rollback_configmap
 
 log = logging.getLogger("reprise.reconsume")
 
@@ -58,6 +61,13 @@ PLURAL = "reconsumes"
 
 
 # ------------------------------------------------------------------------------------------ pure parts
+
+
+def replay_group_of(spec: ReconsumeSpec, namespace: str, name: str) -> tuple[str, str]:
+    """The replay group of a Parallel or Handover replay, and the field it comes from (for messages)."""
+    if spec.replay_group is not None:
+        return spec.replay_group, "spec.replayGroup"
+    return replay_group_name(namespace, name), "spec.replayGroup (unset: the default name)"
 
 
 def start_request(spec: ReconsumeSpec, now: datetime) -> StartSpec:
@@ -190,25 +200,36 @@ class ReconsumeLifecycle:
 LIFECYCLE = ReconsumeLifecycle()
 
 
-def plan_reconsume(cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime) -> Plan:
+def plan_reconsume(
+    cluster: KafkaCluster, spec: ReconsumeSpec, now: datetime, replay_group: tuple[str, str] | None = None
+) -> Plan:
     """The plan of a Reconsume from what Kafka says now, or Failure with the reason and message the resource
     would fail with. Blocking; the operator's planning step and `kubectl reprise plan` both call it, so a
-    plan shown before applying is the plan the operator then makes."""
+    plan shown before applying is the plan the operator then makes. `replay_group` (the group and its field,
+    Parallel and Handover) is refused when someone uses it already (`claims`)."""
     try:
         start = start_request(spec, now)
     except PlanError as exc:
         raise Failure(exc.reason, str(exc)) from None
     facts = gather_facts(cluster, list(spec.topics), start, now)
     try:
-        return make_plan(start, facts, now, allow_clamp=spec.start.allow_clamp)
+        plan = make_plan(start, facts, now, allow_clamp=spec.start.allow_clamp)
     except PlanError as exc:
         raise Failure(exc.reason, str(exc)) from None
+    if replay_group is not None:
+        refuse_group_in_use(cluster, *replay_group)
+    return plan
 
 
 async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase(Phase.PLANNING, "Planning", "computing the plan", event=False)
     cluster, _ = await resource.kafka(spec.kafka)
-    plan = await cluster.aio.call(plan_reconsume, cluster, spec, resource.now())
+    if spec.mode.value == "Rewind":
+        await _refuse_taken_rollback_name(resource, spec)
+        group = None
+    else:
+        group = replay_group_of(spec, resource.namespace, resource.name)
+    plan = await cluster.aio.call(plan_reconsume, cluster, spec, resource.now(), group)
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)
@@ -238,7 +259,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     consumer = spec.consumer
     assert consumer is not None
     rid = resource.replay_id
-    group = spec.replay_group or replay_group_name(resource.namespace, resource.name)
+    group, field = replay_group_of(spec, resource.namespace, resource.name)
     starts = {k: start for k, (start, _) in plan_from_status(resource.status.get("plan") or {}).items()}
     settings = replay_settings(
         spec=spec,
@@ -250,6 +271,8 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         has_secret=spec.kafka.config_from is not None,
         follow=spec.completion.hold is not None,
     )
+    # Checked again now (an approval may have taken days) and claimed before any pod or bootstrap uses it.
+    await claim(resource, cluster, {group: field}, {})
     await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     name = replay_deployment_name(resource.name)
     replicas, clamped = replay_replicas(consumer.replicas, len(starts)), clamp_note(consumer.replicas, len(starts))
@@ -479,13 +502,19 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         await rt.handovers.aio.force_handover(*where, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
             raise Retry("waiting for the live side to acknowledge the cancelled handover")
-    if spec.cleanup.delete_replay_group:
+    if spec.cleanup.delete_replay_group and reprise_created_group(resource.status, group):
         description = await _settled(
             lambda: cluster.aio.describe_group(group), lambda d: d.state in ("Empty", "Dead", "Unknown")
         )
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
+    elif spec.cleanup.delete_replay_group and children.get("replayGroup"):
+        resource.event(
+            "ReplayGroupKept",
+            f"replay group {group} is not in status.created (an older operator started this replay), so it is "
+            "left in Kafka: delete it by hand if nobody else uses it",
+        )
     await rt.handovers.aio.tombstone(*where, rid)
     metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
 
@@ -617,7 +646,18 @@ async def _take_snapshot(
     rollback = rollback.model_copy(update={"offsets": offsets, "taken_at": resource.now()})
     resource.record(rollback=rollback)
     cm_name = rollback_configmap_name(resource.name)
-    await resource.rt.kube.aio.create_owned(rollback_configmap(resource, spec, cm_name, before), None)
+    manifest = rollback_configmap(resource, spec, cm_name, before)
+    try:
+        existing = await resource.rt.kube.aio.create_owned(manifest, resource.uid)
+    except NotOwned:
+        existing = None
+    if existing is None or not is_own_snapshot(existing, manifest):
+        # Refused, not adopted: a person would restore the live group from what someone else wrote there.
+        assert spec.live_deployment is not None and rollback.deployment_replicas is not None
+        await resource.rt.kube.aio.scale_deployment(
+            resource.namespace, spec.live_deployment.name, rollback.deployment_replicas
+        )
+        raise Failure("RollbackNameTaken", _rollback_taken_message(resource, cm_name))
     resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
     rewound = PlanStatus.model_validate(resource.status["plan"])
     for part in rewound.partitions:
@@ -625,6 +665,26 @@ async def _take_snapshot(
         part.records = part.end_offset - part.start_offset
     rewound.total_records = sum(part.records for part in rewound.partitions)
     resource.record(plan=rewound)
+
+
+def _rollback_taken_message(resource: Resource, cm_name: str) -> str:
+    return (
+        f"ConfigMap {resource.namespace}/{cm_name} exists and is not this Rewind's snapshot: Reprise keeps the live "
+        "group's offsets from before the rewind under that name for a person to restore from, so it never adopts "
+        "one it did not write. Delete or rename that ConfigMap (nothing was moved), then create the Reconsume again"
+    )
+
+
+async def _refuse_taken_rollback_name(resource: Resource, spec: ReconsumeSpec) -> None:
+    """Planning a Rewind: its rollback ConfigMap's name must be free (or this resource's own), before anything
+    is scaled down."""
+    cm_name = rollback_configmap_name(resource.name)
+    existing = await resource.rt.kube.aio.get_configmap(resource.namespace, cm_name)
+    if existing is None:
+        return
+    marked = ((existing.get("metadata") or {}).get("annotations") or {}).get(CREATED_FOR_ANNOTATION)
+    if marked != resource.uid:
+        raise Failure("RollbackNameTaken", _rollback_taken_message(resource, cm_name))
 
 
 async def _follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:

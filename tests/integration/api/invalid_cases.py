@@ -471,6 +471,45 @@ INVALID: tuple[Invalid, ...] = (
         ('spec.spark.sparkConf["spark.driver.extraJavaOptions"]', "not allowed", "docs/lakereplay.md"),
     ),
     Invalid("lake-consumer-missing", LAKE, {"spec.consumer": DELETE}, ("spec.consumer", "Required value")),
+    # Review M4: the drain group was spec.consumerGroup, the live group's name everywhere else.
+    Invalid(
+        "lake-old-consumer-group-name",
+        LAKE,
+        {"spec.drainGroup": DELETE, "spec.consumerGroup": "accounts-service"},
+        ("spec.consumerGroup", "renamed spec.drainGroup"),
+    ),
+    Invalid("lake-drain-group-missing", LAKE, {"spec.drainGroup": DELETE}, ("spec.drainGroup", "required")),
+    Invalid(
+        "lake-consumer-group-next-to-drain-group",
+        LAKE,
+        {"spec.consumerGroup": "accounts-service"},
+        ("spec.consumerGroup", "renamed spec.drainGroup", "spec.then.reconsume.consumerGroup"),
+    ),
+    # Review L4: podLabels may not move a replay pod out of (or into) a replay's selector.
+    Invalid(
+        "pod-labels-reserved",
+        PARALLEL,
+        {"spec.consumer.podLabels": {"team": "billing", "reprise.io/replay": "other"}},
+        ("spec.consumer.podLabels", "the keys Reprise selects its replay pods by"),
+    ),
+    Invalid(
+        "pod-labels-app-component",
+        PARALLEL,
+        {"spec.consumer.podLabels": {"app.kubernetes.io/component": "web"}},
+        ("spec.consumer.podLabels", "the keys Reprise selects its replay pods by"),
+    ),
+    Invalid(
+        "pod-labels-bad-key",
+        PARALLEL,
+        {"spec.consumer.podLabels": {"a/b/c": "x"}},
+        ("spec.consumer.podLabels", "must be a Kubernetes label key"),
+    ),
+    Invalid(
+        "pod-labels-bad-value",
+        PARALLEL,
+        {"spec.consumer.podLabels": {"team": "not a label value"}},
+        ("spec.consumer.podLabels", "should match"),
+    ),
     Invalid(
         "lake-then-rewind-without-live-deployment",
         LAKE_THEN,

@@ -139,7 +139,7 @@ def lake_replay(
             "executor": {"instances": 1, "cores": 1, "memory": "1g"},
         },
         "consumer": consumer,
-        "consumerGroup": f"{name}-lake",
+        "drainGroup": f"{name}-lake",
         "completion": {"drainedFor": "2s"},
     }
     spec.update(extra)

@@ -96,6 +96,8 @@ def test_lake_range_is_replayed_through_the_backfill_topic_and_everything_is_tor
     assert status["spark"]["recordsWritten"] == len(expected)
     assert status["progress"]["lag"] == 0 and status["progress"]["processed"] == len(expected)
     assert "Running" in seen.phases and seen.phases[-1] == "Complete"
+    # Review M4: the drain group and the backfill topic are what status.created says Reprise made, and went.
+    assert status["created"] == {"groups": ["history-lake"], "topics": [topic]}
     assert_lake_children_gone(kube, kafka, namespace, "history", status)
     # ttlSecondsAfterFinished: the finished LakeReplay itself goes.
     wait_for(lambda: get(kube, namespace, "lakereplay", "history") is None, 60, "the TTL to delete the LakeReplay")

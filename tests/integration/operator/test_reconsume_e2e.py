@@ -78,9 +78,10 @@ def test_parallel_replay_group_reaches_the_live_group(kube, kafka, operator, nam
         assert stop >= HISTORY // PARTITIONS // 2, "the replay stops at the live group's position, past the history"
         # Parallel partitions end CaughtUp; HandedOver is the Handover mode's state (docs/reconsume.md, the CRD).
         assert part["state"] == "CaughtUp", part
-    assert_children_gone(
-        kube, kafka, namespace, "backfill-field", replay_group_name(namespace, "backfill-field"), topic_name
-    )
+    # Review M4: the group Reprise created is in status.created, and is what teardown deleted.
+    group = replay_group_name(namespace, "backfill-field")
+    assert done["status"]["created"] == {"groups": [group], "topics": []}
+    assert_children_gone(kube, kafka, namespace, "backfill-field", group, topic_name)
 
 
 def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(
@@ -98,6 +99,8 @@ def test_rewind_replays_the_live_group_and_keeps_a_rollback_snapshot(
     )
     rows = sorted(tuple(line.split(",")) for line in config_map["data"]["offsets.csv"].splitlines())
     assert rows == sorted((topic_name, str(p), str(o)) for p, o in before.items())
+    # Review L1: it says whose snapshot it is (it has no owner reference: it outlives the Reconsume).
+    assert config_map["metadata"]["annotations"]["reprise.io/created-for"] == done["metadata"]["uid"]
     ledger = Ledger.read(live_service, topic_name)
     for p in range(PARTITIONS):
         assert all(ledger.live[p][o] >= 2 for o in range(before[p])), (

@@ -109,7 +109,7 @@ def test_replay_defining_fields_are_immutable_and_lifecycle_fields_are_not() -> 
     immutable = {
         "Reconsume": {"topics", "consumerGroup", "mode", "start", "filter", "liveDeployment", "replayGroup"},
         "Backfill": {"topic", "keys", "keysFrom", "source"},
-        "LakeReplay": {"source", "backfillTopic", "consumerGroup", "then"},
+        "LakeReplay": {"source", "backfillTopic", "drainGroup", "then"},
     }
     mutable = {"suspend", "approval", "cleanup", "completion", "consumer", "downstreamGroups", "barrier", "spark"}
     for kind in KINDS:

@@ -332,3 +332,15 @@ def test_the_pins_are_off_unless_the_platform_sets_them():
     assert (plain.allow_image_override, plain.allow_service_account_override) == (True, True)
     with pytest.raises(SettingsError, match="REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE='no' must be true or false"):
         OperatorSettings.from_env({"REPRISE_SPARK_ALLOW_IMAGE_OVERRIDE": "no"})
+
+
+def test_a_lakereplay_stored_with_the_old_drain_group_name_fails_naming_the_new_one():
+    from reprise_operator.lifecycle import Failure, Resource
+
+    spec = raw()
+    spec["consumerGroup"] = spec.pop("drainGroup")
+    body = {"metadata": {"name": "old", "namespace": "accounts", "uid": "u"}, "spec": spec}
+    with pytest.raises(Failure) as refused:
+        Resource("LakeReplay", "lakereplays", body, {}, rt=None).spec_as(LakeReplaySpec)  # type: ignore[arg-type]
+    assert refused.value.reason == "InvalidSpec"
+    assert "spec.consumerGroup: renamed spec.drainGroup" in refused.value.message

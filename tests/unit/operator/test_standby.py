@@ -79,3 +79,58 @@ def test_a_container_name_the_template_lacks_waits_with_the_field_named():
         template_env(TEMPLATE, "service")
     assert waiting.value.reason == "ContainerNotFound"
     assert "spec.consumer.container 'service' is not in the pod template (it has: proxy, app)" in waiting.value.message
+
+
+def test_pod_labels_land_on_the_replay_pods_and_reprises_selector_labels_stay():
+    consumer = Consumer.model_validate(
+        {
+            "template": TEMPLATE,
+            "container": "app",
+            "podLabels": {"team": "accounts", "policy.example.com/egress": "kafka"},
+        }
+    )
+    manifest = standby_deployment(
+        resource(),
+        name="fix-replay",
+        component="replay-consumer",
+        template=TEMPLATE,
+        consumer=consumer,
+        settings=settings(),
+        kafka=KafkaConnection(bootstrap_servers="kafka:9092"),
+    )
+    labels = manifest["spec"]["template"]["metadata"]["labels"]
+    assert labels["team"] == "accounts" and labels["policy.example.com/egress"] == "kafka"
+    assert "app" not in labels, "the live pods' labels are still not copied"
+    selector = manifest["spec"]["selector"]["matchLabels"]
+    assert selector == {k: labels[k] for k in selector}, "the pods still match the Deployment's selector"
+    assert "team" not in manifest["metadata"]["labels"], "podLabels are the pods', not the Deployment's"
+
+
+@pytest.mark.parametrize(
+    "key", ["reprise.io/replay", "reprise.io/anything", "app.kubernetes.io/component", "app.kubernetes.io/managed-by"]
+)
+def test_pod_labels_cannot_set_the_labels_reprise_selects_its_pods_by(key: str):
+    with pytest.raises(ValueError, match="consumer.podLabels: the keys Reprise selects its replay pods by"):
+        Consumer.model_validate({"template": TEMPLATE, "podLabels": {key: "x"}})
+
+
+@pytest.mark.parametrize("key", ["-team", "a/b/c", "Example.com/x", "x" * 64])
+def test_pod_label_keys_must_be_label_keys(key: str):
+    with pytest.raises(ValueError, match="consumer.podLabels: every key must be a Kubernetes label key"):
+        Consumer.model_validate({"template": TEMPLATE, "podLabels": {key: "x"}})
+
+
+def test_reprise_labels_win_even_when_a_pod_label_names_one():
+    from reprise_operator.workloads import Owner, replay_deployment_manifest
+
+    manifest = replay_deployment_manifest(
+        owner=Owner("reprise.io/v1alpha1", "Reconsume", "fix", "uid"),
+        name="fix-replay",
+        namespace="accounts",
+        labels={"reprise.io/replay": "fix", "app.kubernetes.io/component": "replay-consumer"},
+        pod_template=TEMPLATE,
+        replicas=1,
+        worker_env={},
+        pod_labels={"reprise.io/replay": "other", "team": "a"},
+    )
+    assert manifest["spec"]["template"]["metadata"]["labels"]["reprise.io/replay"] == "fix"
