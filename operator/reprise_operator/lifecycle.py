@@ -29,6 +29,7 @@ from .handover_state import HandoverBehind
 from .kafka_admin import KafkaCluster, KafkaUnavailable
 from .kube import KubeUnavailable, NotOwned
 from .progress import DrainClock, EtaWindow
+from .replay_groups import groups_under_replay
 from .runtime import Runtime
 from .workloads import Owner
 
@@ -365,6 +366,12 @@ async def _reconcile_once(
             resource.event(reason, message[:1000], warning=True)
     resource.record(observed_generation=resource.generation)
     metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase.value)
+    metrics.REPLAY_GROUPS.set(
+        kind,
+        resource.namespace,
+        resource.name,
+        groups_under_replay(kind, resource.namespace, resource.name, resource.body.get("spec") or {}, resource.status),
+    )
     if resource.status != old:
         await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
         memory.status = resource.status
