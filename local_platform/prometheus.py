@@ -75,9 +75,14 @@ def chart_rules(helm: Path, out: Path, overrides: dict[str, Any] | None = None) 
 
 
 def scrape_config(
-    operator_port: int | None, targets_file: Path, rule_files: Sequence[Path], interval_s: int = INTERVAL_S
+    operator_port: int | None,
+    targets_file: Path,
+    rule_files: Sequence[Path],
+    interval_s: int = INTERVAL_S,
+    extra_targets: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    """prometheus.yml: the operator (static) and the replay pods (file_sd), the given rule files."""
+    """prometheus.yml: the operator (static) and the replay pods (file_sd), the given rule files, and
+    `extra_targets` (job name, host:port), such as a consumer-lag exporter."""
     jobs: list[dict[str, Any]] = []
     if operator_port is not None:
         jobs.append(
@@ -95,6 +100,7 @@ def scrape_config(
             "file_sd_configs": [{"files": [str(targets_file)], "refresh_interval": f"{interval_s}s"}],
         }
     )
+    jobs.extend({"job_name": job, "static_configs": [{"targets": [target]}]} for job, target in extra_targets)
     return {
         "global": {"scrape_interval": f"{interval_s}s", "evaluation_interval": f"{interval_s}s"},
         "rule_files": [str(p) for p in rule_files],
@@ -113,10 +119,11 @@ class PrometheusServer:
         operator_port: int | None,
         targets_file: Path,
         rule_files: Sequence[Path],
+        extra_targets: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.binary = binary
         self.workdir = Path(workdir)
-        self.config = scrape_config(operator_port, targets_file, rule_files)
+        self.config = scrape_config(operator_port, targets_file, rule_files, extra_targets=extra_targets)
         self.port = 0
         self.popen: subprocess.Popen[bytes] | None = None
 
