@@ -117,6 +117,7 @@ def alerts_of(server: PrometheusServer, namespace: str, **labels: str) -> list[d
     ]
 
 
+@pytest.mark.timeout(900)  # the stall must last 60 s past the rule's threshold and `for`, on a loaded machine
 def test_a_hanging_replay_fires_replay_stalled_and_a_slow_healthy_one_next_to_it_does_not(
     kube, kafka, operator, namespace, topic_name, tmp_path, prometheus
 ) -> None:
@@ -178,6 +179,7 @@ def lag_prometheus(kube, operator, kafka, topic_name, tmp_path) -> Iterator[Prom
         server.stop()
 
 
+@pytest.mark.timeout(900)
 def test_a_sanctioned_rewind_does_not_fire_the_lag_alert_that_fires_for_a_group_no_replay_covers(
     kube, kafka, operator, namespace, topic_name, tmp_path, lag_prometheus
 ) -> None:
