@@ -386,7 +386,7 @@ def parser() -> argparse.ArgumentParser:
     build = sub.add_parser(
         "build",
         help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
-        description="Build etcd, the Kubernetes control plane, kubectl, helm and the Spark operator from the Go module "
+        description="Build etcd, the Kubernetes control plane, kubectl, helm, the Spark operator, promtool and Prometheus from the Go module "
         "proxy and resolve Kafka's jars from Maven Central, unless already cached.",
     )
     build.add_argument("--skip-kafka", action="store_true", help="only the Go-built binaries")
