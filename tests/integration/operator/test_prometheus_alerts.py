@@ -210,10 +210,9 @@ def test_a_sanctioned_rewind_does_not_fire_the_lag_alert_that_fires_for_a_group_
     try:
         watch_the_rewind(kube, kafka, namespace, topic_name, out, lag_prometheus)
     finally:
-        for future in (
-            AdminClient({"bootstrap.servers": kafka.bootstrap}).delete_consumer_groups(["bystander-group"]).values()
-        ):
-            future.result()
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})  # kept in a name: its futures die with it
+        for future in admin.delete_consumer_groups(["bystander-group"], request_timeout=30).values():
+            future.result(timeout=60)
 
 
 def watch_the_rewind(kube, kafka, namespace: str, topic_name: str, out: Path, prometheus: PrometheusServer) -> None:
