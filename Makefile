@@ -37,7 +37,7 @@ $(STAMP): constraints.txt
 venv: $(STAMP) ## the Python environment (cached by the hash of constraints.txt)
 	@ln -sfn $(VENV) .venv
 
-platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kubectl, helm and the Spark operator into the cache
+platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kubectl, helm, the Spark operator, promtool and Prometheus into the cache
 	@$(PY) -m local_platform build
 
 run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG

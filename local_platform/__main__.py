@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import PlatformError
+from .processes import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -228,6 +229,28 @@ def _operator_env(kubeconfig: str, extra: dict[str, str] | None = None) -> dict[
     return env
 
 
+def start_prometheus(platform: Any, operator_port: int) -> Any:
+    """Prometheus with the chart's rules (as rendered, default windows) and the example lag alerts, scraping
+    the operator at `operator_port` and the node agent's pods; recorded so `down` stops it by PID."""
+    from .prometheus import CHART, PrometheusServer, chart_rules
+    from .toolchain import ensure_helm, ensure_prometheus
+
+    binary = ensure_prometheus(announce=_say)
+    folder = platform.workdir / "prometheus"
+    rules = chart_rules(ensure_helm(announce=_say), folder / "reprise-rules.yaml")
+    server = PrometheusServer(
+        binary,
+        folder,
+        operator_port=operator_port,
+        targets_file=platform.agent.scrape_targets_file,
+        rule_files=[rules, CHART / "monitoring" / "lag-alerts.rules.yaml"],
+    ).start()
+    assert server.pid is not None
+    platform.record_process("prometheus", server.pid)
+    platform.record_url("prometheus", server.url)
+    return server
+
+
 def cmd_run_operator(args: argparse.Namespace) -> int:
     argv = _operator_command(args.operator_args)
     kubeconfig = os.environ.get("KUBECONFIG")
@@ -253,6 +276,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     platform = LocalPlatform()
     spark_controller = None
     began = time.monotonic()
+    prometheus = None
     try:
         _say("starting the local platform (Kafka, the control plane, the node agent) ...")
         platform.up()
@@ -304,7 +328,6 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
                 raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
             time.sleep(0.2)
         from . import admission_webhook
-        from .processes import free_port
         from .spark_controller import NOTICE, install_crd, start_spark_controller
         from .spark_jars import pyspark_version
 
@@ -314,7 +337,14 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         for process in (spark_controller.controller, spark_controller.webhook):
             if process is not None:
                 platform.record_process(process.name, process.pid)
+        metrics_port = free_port()
+        prometheus = start_prometheus(platform, metrics_port)
         _platform_summary(platform, began)
+        _say(
+            f"  Prometheus (the chart's alert rules and the example lag alerts, no web UI): {prometheus.url}; "
+            f"alerts: curl -s {prometheus.url}/api/v1/alerts; a query: curl -s '{prometheus.url}/api/v1/query' "
+            "--data-urlencode 'query=reprise:consumergroup_under_replay'"
+        )
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
         _say(f"  {NOTICE}")
         _say(
@@ -337,12 +367,16 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
                     "REPRISE_SPARK_VERSION": pyspark_version(),
                     # Its admission webhook on 127.0.0.1, registered by the operator itself (the API server is local).
                     **admission_webhook.webhook_env(platform.workdir / "webhook-tls", free_port()),
+                    "REPRISE_METRICS_PORT": str(metrics_port),  # the port Prometheus scrapes
                 },
             ),
         )
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
+        if prometheus is not None:
+            _say("stopping Prometheus ...")
+            prometheus.stop()
         if spark_controller is not None:
             _say("stopping the Spark operator ...")
             spark_controller.stop()
@@ -363,7 +397,7 @@ def parser() -> argparse.ArgumentParser:
     build = sub.add_parser(
         "build",
         help="build/fetch every binary and Kafka's jars into the cache (once per machine)",
-        description="Build etcd, the Kubernetes control plane, kubectl, helm and the Spark operator from the Go module "
+        description="Build etcd, the Kubernetes control plane, kubectl, helm, the Spark operator, promtool and Prometheus from the Go module "
         "proxy and resolve Kafka's jars from Maven Central, unless already cached.",
     )
     build.add_argument("--skip-kafka", action="store_true", help="only the Go-built binaries")

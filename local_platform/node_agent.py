@@ -609,6 +609,25 @@ def declared_ports(container: Mapping[str, Any]) -> list[int]:
     return sorted({int(p["containerPort"]) for p in container.get("ports") or [] if p.get("containerPort")})
 
 
+#: The file_sd file the agent keeps current (in its workdir) for the platform's Prometheus: every running pod
+#: container with a port named `metrics`, at the host port it really got (see "Ports"). Pods have no IPs here,
+#: so Kubernetes discovery would find nothing to scrape; the agent is the one that knows where each pod listens.
+SCRAPE_TARGETS_FILE = "scrape-targets.json"
+
+
+def scrape_targets(containers: Iterable[tuple[str, str, Mapping[str, Any], Mapping[int, int]]]) -> list[dict[str, Any]]:
+    """Prometheus file_sd entries for (namespace, pod, container spec, {containerPort: host port}) of running
+    containers: one per port named `metrics`, labelled as the chart's PodMonitor would label it."""
+    entries = []
+    for namespace, pod, spec, host_ports in containers:
+        for port in spec.get("ports") or []:
+            host = host_ports.get(int(port.get("containerPort") or 0))
+            if port.get("name") == "metrics" and host:
+                labels = {"namespace": namespace, "pod": pod, "container": str(spec.get("name") or "")}
+                entries.append({"targets": [f"127.0.0.1:{host}"], "labels": labels})
+    return sorted(entries, key=lambda e: (e["labels"]["namespace"], e["labels"]["pod"], e["labels"]["container"]))
+
+
 def map_ports(env: Mapping[str, str], ports: Mapping[int, int]) -> dict[str, str]:
     """`env` with every value that is exactly a declared container port replaced by its host port."""
     by_text = {str(container): str(host) for container, host in ports.items()}
@@ -746,6 +765,7 @@ class NodeAgent:
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / "pods").mkdir(exist_ok=True)
+        self._write_pid_file()  # an empty target list, so Prometheus finds its file_sd file from the start
         self._server, self._ca_file = self._cluster_of_kubeconfig()
         self._api = config.new_client_from_config(config_file=str(self.kubeconfig))
         self._heartbeat_api = config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -1531,14 +1551,30 @@ class NodeAgent:
         pod.obj.setdefault("status", {})["conditions"] = status["conditions"]
 
     def _write_pid_file(self) -> None:
-        """The PIDs of running containers, for `python -m local_platform down` from another process."""
+        """The PIDs of running containers, for `python -m local_platform down` from another process; and the
+        metrics endpoints among them, for Prometheus (`SCRAPE_TARGETS_FILE`): both change when a process does."""
         try:
             pids = self.pids()
             tmp = self._pid_file.with_suffix(".tmp")
             tmp.write_text(json.dumps({"pids": [[pid, start_ticks(pid)] for pid in pids]}))
             tmp.replace(self._pid_file)
+            with self._pods_lock:
+                running = [
+                    (p.namespace, p.name, c.spec, dict(c.host_ports))
+                    for p in self._pods.values()
+                    for c in p.main
+                    if c.popen is not None and c.popen.poll() is None
+                ]
+            targets = self.workdir / SCRAPE_TARGETS_FILE
+            tmp = targets.with_suffix(".tmp")
+            tmp.write_text(json.dumps(scrape_targets(running), indent=1))
+            tmp.replace(targets)  # file_sd must never read a half-written file
         except OSError:
             pass
+
+    @property
+    def scrape_targets_file(self) -> Path:
+        return self.workdir / SCRAPE_TARGETS_FILE
 
 
 def _close(c: _Container) -> None:

@@ -47,6 +47,7 @@ class LocalPlatform:
         self.kafka: Any = None
         self.started_in = 0.0
         self._recorded: dict[str, int] = {}
+        self._urls: dict[str, str] = {}
 
     @property
     def kubeconfig(self) -> Path:
@@ -139,6 +140,11 @@ class LocalPlatform:
         self._recorded[name] = pid
         self._write_state()
 
+    def record_url(self, name: str, url: str) -> None:
+        """Record where a service of this platform answers (Prometheus's), for the demos to print."""
+        self._urls[name] = url
+        self._write_state()
+
     def state(self) -> dict[str, Any]:
         procs = {name: [pid, start_ticks(pid)] for name, pid in self.control_plane.pids().items()}
         procs.update({name: [pid, start_ticks(pid)] for name, pid in self._recorded.items()})
@@ -157,6 +163,7 @@ class LocalPlatform:
             "container_pid_file": str(self.agent.workdir / "processes.json"),
             "kubectl": str(self.kubectl),
             "helm": str(self.helm),
+            "urls": dict(self._urls),
         }
 
     def _write_state(self) -> None:

@@ -1,5 +1,6 @@
-"""The Go-built binaries of the local platform: etcd, the Kubernetes control plane, kubectl, helm and the
-Kubeflow Spark operator (controller and webhook in one binary).
+"""The Go-built binaries of the local platform: etcd, the Kubernetes control plane, kubectl, helm, the
+Kubeflow Spark operator (controller and webhook in one binary), and Prometheus with promtool (the chart's
+alerts are unit-tested by promtool and evaluated by a real Prometheus on the platform).
 
 Each is built once per machine by a script in `local_platform/build/` from the Go module proxy into
 `<cache>/<component>-<version>/bin/` (see `cache`), keyed by version; later calls find the binaries and
@@ -25,7 +26,8 @@ from .spark_operator import SPARK_OPERATOR_VERSION
 KUBE_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.16"  # kube-apiserver 1.35 wants etcd 3.5.13+; 3.6 is what it is tested with
 HELM_VERSION = "v3.20.2"  # built against k8s.io/client-go v0.35, the same minor as the control plane
-GO_MINIMUM = (1, 25)  # the `go` directive of k8s.io/kubernetes v1.35 and helm v3.20 (GOTOOLCHAIN=local)
+PROMETHEUS_VERSION = "v0.316.0"  # Prometheus 3.x's Go module tag; the trial built it with `-tags remove_all_sd`
+GO_MINIMUM = (1, 26)  # the `go` directive of prometheus v0.316.0 (1.26.7; kubernetes v1.35 and helm v3.20 need 1.25)
 
 BUILD_DIR = Path(__file__).resolve().parent / "build"
 
@@ -75,22 +77,25 @@ HELM = Component("helm", HELM_VERSION, "helm.sh", "HELM_VERSION", ("helm",))
 SPARK_OPERATOR = Component(
     "spark-operator", SPARK_OPERATOR_VERSION, "spark-operator.sh", "SPARK_OPERATOR_VERSION", ("spark-operator",)
 )
-COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR)
+PROMETHEUS = Component(
+    "prometheus", PROMETHEUS_VERSION, "prometheus.sh", "PROMETHEUS_VERSION", ("promtool", "prometheus")
+)
+COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR, PROMETHEUS)
 
 
 def go_problem() -> str | None:
     """The one-line problem with the Go toolchain, or None when it can build these versions."""
     go = shutil.which("go")
-    fix = "install Go 1.25 or newer (https://go.dev/doc/install) and put it on PATH"
+    fix = "install Go 1.26 or newer (https://go.dev/doc/install) and put it on PATH"
     if go is None:
-        return f"go not found on PATH, needed once to build etcd, Kubernetes, helm and the Spark operator: {fix}"
+        return f"go not found on PATH, needed once to build etcd, Kubernetes, helm, the Spark operator and Prometheus: {fix}"
     try:
         out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"`go env GOVERSION` failed ({exc}): {fix}"
     m = re.match(r"go(\d+)\.(\d+)", out.strip())
     if not m or (int(m.group(1)), int(m.group(2))) < GO_MINIMUM:
-        return f"{out.strip() or 'an unknown Go'} is too old to build Kubernetes {KUBE_VERSION}: {fix}"
+        return f"{out.strip() or 'an unknown Go'} is too old to build Kubernetes {KUBE_VERSION} and Prometheus {PROMETHEUS_VERSION}: {fix}"
     return None
 
 
@@ -169,3 +174,16 @@ def ensure_spark_operator(announce=None) -> Path:
 
 def helm_path() -> Path:
     return HELM.directory / "bin" / "helm"
+
+
+def ensure_promtool(announce=None) -> Path:
+    """promtool, without waiting for the server's build when promtool is already there (the build script makes
+    promtool first): the chart's unit tests need only promtool."""
+    promtool = PROMETHEUS.directory / "bin" / "promtool"
+    if promtool.is_file() and os.access(promtool, os.X_OK):
+        return promtool
+    return ensure(PROMETHEUS, announce)[0]
+
+
+def ensure_prometheus(announce=None) -> Path:
+    return ensure(PROMETHEUS, announce)[1]

@@ -230,7 +230,10 @@ the template says otherwise).
 - `metrics.podMonitor.enabled`: the replay workers (pods labelled `app.kubernetes.io/managed-by: reprise`,
   port `metrics`).
 - `metrics.prometheusRule.enabled`: RepriseReplayStalled, RepriseReplayFailed, RepriseHandoverNotProgressing,
-  RepriseBackfillBarrierStalled, RepriseReconcileErrors, and RepriseOperatorDown with the ServiceMonitor.
+  RepriseBackfillBarrierStalled, RepriseReconcileErrors, and RepriseOperatorDown with the ServiceMonitor;
+  the recording rule `reprise:consumergroup_under_replay` and the inhibition source
+  RepriseConsumerGroupUnderReplay, so lag alerts leave sanctioned replays alone (`monitoring/` has an example
+  lag alert with `unless` and an Alertmanager inhibition; docs/monitoring.md).
 - `metrics.dashboard.enabled`: the Grafana dashboard (`dashboards/reprise.json`) in a ConfigMap for the
   Grafana sidecar: replays by phase, lag, ETA and throughput per replay.
 

@@ -75,6 +75,9 @@ def connect() -> Cluster:
         raise SystemExit(2)
     cluster = Cluster(state)
     say(f"Kafka at {cluster.bootstrap}, kubeconfig {cluster.kubeconfig}")
+    prometheus = (state.get("urls") or {}).get("prometheus")
+    if prometheus:  # the chart's alerts, evaluated while the demo runs
+        say(f"Prometheus at {prometheus}: curl -s {prometheus}/api/v1/alerts (RepriseReplayStalled, lag alerts, ...)")
     WORKDIR.mkdir(parents=True, exist_ok=True)
     return cluster
 

@@ -113,6 +113,9 @@ def run_demo() -> bool:
         raise SystemExit(2)
     cluster = Cluster(state)
     say(f"Kafka at {cluster.bootstrap}, kubeconfig {cluster.kubeconfig}")
+    prometheus = (state.get("urls") or {}).get("prometheus")
+    if prometheus:  # the chart's alerts, evaluated while the demo runs
+        say(f"Prometheus at {prometheus}: curl -s {prometheus}/api/v1/alerts (RepriseReplayStalled, lag alerts, ...)")
     say("building examples/accounts-jvm with Maven (the Reprise Java library from java/, into the cache) ...")
     image = build_jvm_image(REPO / "examples" / "accounts-jvm", IMAGE)
     say(f"  {image.reference}: /app is {image.folder}")

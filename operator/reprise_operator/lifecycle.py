@@ -32,6 +32,7 @@ from .kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriabl
 from .kafka_pool import on_behalf_of
 from .kube import KubeUnavailable, NotOwned, SecretNotLabelled
 from .progress import DrainClock, EtaWindow
+from .replay_groups import groups_under_replay
 from .runtime import Runtime
 from .workloads import Owner
 
@@ -428,6 +429,12 @@ async def _reconcile_once(
     metrics.PHASES.set(kind, resource.namespace, resource.name, resource.phase.value)
     if resource.phase in FINISHED:
         rt.active.release(resource.uid)
+    metrics.REPLAY_GROUPS.set(
+        kind,
+        resource.namespace,
+        resource.name,
+        groups_under_replay(kind, resource.namespace, resource.name, resource.body.get("spec") or {}, resource.status),
+    )
     if resource.status != old:
         await rt.kube.aio.patch_status(plural, resource.namespace, resource.name, _patch_of(old, resource.status))
         memory.status = resource.status

@@ -94,6 +94,7 @@ class PhaseCollector:
     def forget(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
             self._phases.pop((kind, namespace, name), None)
+        REPLAY_GROUPS.forget(kind, namespace, name)
         for gauge in (REPLAY_LAG, REPLAY_ETA, REPLAY_PROCESSED, REPLAY_PROGRESS_AGE):
             try:
                 gauge.remove(kind, namespace, name)
@@ -114,6 +115,44 @@ class PhaseCollector:
 PHASES = PhaseCollector()
 REGISTRY.register(PHASES)
 
+
+class ReplayGroupCollector:
+    """`reprise_replay_consumer_group{consumergroup,namespace,role,kind,name} 1`: the consumer groups a replay
+    moves on purpose (`replay_groups`), so lag alerts can leave a sanctioned replay alone. No `job` or
+    `instance` label: the scrape target's would win and rename ours `exported_*`."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def set(self, kind: str, namespace: str, name: str, groups: Iterable[tuple[str, str]]) -> None:
+        """The (group, role) pairs of one resource now; none forgets it."""
+        with self._lock:
+            listed = sorted(set(groups))
+            if listed:
+                self._groups[(kind, namespace, name)] = listed
+            else:
+                self._groups.pop((kind, namespace, name), None)
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        self.set(kind, namespace, name, ())
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "reprise_replay_consumer_group",
+            "1 for each consumer group a running replay moves on purpose, by role (live, replay, drain, downstream).",
+            labels=["consumergroup", "namespace", "role", "kind", "name"],
+        )
+        with self._lock:
+            for (kind, namespace, name), groups in sorted(self._groups.items()):
+                for group, role in groups:
+                    family.add_metric([group, namespace, role, kind, name], 1)
+        yield family
+
+
+REPLAY_GROUPS = ReplayGroupCollector()
+REGISTRY.register(REPLAY_GROUPS)
+
 #: Every metric family the operator exports, as Prometheus exposes them (counters get `_total`).
 METRIC_NAMES = frozenset(
     {
@@ -128,6 +167,7 @@ METRIC_NAMES = frozenset(
         "reprise_backfill_barrier_stalled",
         "reprise_kafka_admin_requests_total",
         "reprise_handover_follower_records_failed_total",
+        "reprise_replay_consumer_group",
     }
 )
 

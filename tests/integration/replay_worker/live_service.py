@@ -4,7 +4,8 @@
 
 Appends `L <topic> <partition> <offset>` per processed record to `OUT_DIR/live-<pid>.log` (one write per
 batch), then commits synchronously, and again when partitions are revoked: at-least-once, with the batch as
-the duplicate window of a crash. SIGTERM stops it after the batch.
+the duplicate window of a crash. SIGTERM stops it after the batch. `LIVE_PAUSE_S` (default 0) sleeps after
+each batch: a live service slow enough that a rewind's lag is there to be seen for a while.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+import time
 
 from replay_worker.guard import GuardedConsumer
 
@@ -21,6 +23,7 @@ def main() -> int:
     bootstrap, group, topic, out_dir = sys.argv[1:5]
     handover_topic = sys.argv[5] if len(sys.argv) > 5 else "reprise.handover"
     batch = int(os.environ.get("LIVE_BATCH", "200"))
+    pause = float(os.environ.get("LIVE_PAUSE_S", "0"))
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s %(message)s %(__dict__)s"
@@ -64,6 +67,8 @@ def main() -> int:
                 consumer.commit(asynchronous=False)
             except Exception as exc:  # a commit refused during a rebalance: the batch is the duplicate window
                 print(f"commit failed: {exc}", file=sys.stderr, flush=True)
+            if pause:
+                time.sleep(pause)
     finally:
         consumer.close()
         os.close(fd)

@@ -27,7 +27,9 @@ ALL_ON = {
     }
 }
 # Series Prometheus makes itself for every target, and the labels it adds to every scraped series.
-PROMETHEUS_SERIES = {"up": set()}
+PROMETHEUS_SERIES = {"up": set(), "ALERTS": {"alertname", "alertstate"}}
+#: The chart's recording rules, and the labels they keep.
+RECORDED = {"reprise:consumergroup_under_replay": {"consumergroup", "group"}}
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
 # PromQL words that look like metric names.
 PROMQL_WORDS = {
@@ -75,6 +77,10 @@ def exported() -> dict[str, set[str]]:
     collector.set("Reconsume", "ns", "n", "Running")
     for family in collector.collect():
         names[family.name] = set(family.samples[0].labels)
+    groups = operator_metrics.ReplayGroupCollector()
+    groups.set("Reconsume", "ns", "n", [("orders", "live")])
+    for family in groups.collect():
+        names[family.name] = set(family.samples[0].labels)
     worker = WorkerMetrics("ns/r/1", "m-0")
     worker.partition("t", 0, position=1, end=2, state="replaying")
     for family in worker.registry.collect():
@@ -100,7 +106,7 @@ def check_expression(expr: str, known: dict[str, set[str]]) -> list[str]:
         if following == "(" and not selector:
             continue  # a function call
         used.append(name)
-        labels = known.get(name, PROMETHEUS_SERIES.get(name))
+        labels = known.get(name, PROMETHEUS_SERIES.get(name, RECORDED.get(name)))
         if labels is None:
             problems.append(f"unknown metric {name}")
             continue
@@ -135,7 +141,11 @@ def test_the_checker_catches_a_renamed_metric_and_a_wrong_label(known) -> None:
 
 def test_prometheus_rule_has_the_four_alerts_with_real_metric_names(render, known) -> None:
     rule = one(render(ALL_ON), "PrometheusRule", FULLNAME)
-    rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"] if "alert" in r}
+    recorded = {r["record"]: r for group in rule["spec"]["groups"] for r in group["rules"] if "record" in r}
+    assert set(recorded) == set(RECORDED)
+    for name, body in recorded.items():
+        assert check_expression(body["expr"], known) == [], name
     for alert in (
         "RepriseReplayStalled",
         "RepriseReplayFailed",
@@ -145,7 +155,8 @@ def test_prometheus_rule_has_the_four_alerts_with_real_metric_names(render, know
         assert alert in rules, alert
     for name, body in rules.items():
         assert check_expression(body["expr"], known) == [], name
-        assert body["labels"]["severity"] in ("warning", "critical")
+        # severity "none": the inhibition source RepriseConsumerGroupUnderReplay, routed to a null receiver.
+        assert body["labels"]["severity"] in ("warning", "critical") or name == "RepriseConsumerGroupUnderReplay"
         assert (
             body["annotations"]["summary"] and "{{" in body["annotations"]["summary"] or name == "RepriseOperatorDown"
         )
@@ -169,7 +180,7 @@ def test_alert_windows_and_labels_come_from_values(render) -> None:
     }
     rule = one(render(values), "PrometheusRule", FULLNAME)
     assert rule["metadata"]["labels"]["release"] == "kp"
-    rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    rules = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"] if "alert" in r}
     assert rules["RepriseReplayStalled"]["for"] == "1h"
     assert "[2h]" in rules["RepriseHandoverNotProgressing"]["expr"]
     assert all(r["labels"]["team"] == "data" for r in rules.values())

@@ -1,0 +1,81 @@
+"""Which consumer groups a replay moves on purpose (`replay_groups`), and how the operator exports them."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import generate_latest
+
+from reprise_operator import metrics
+from reprise_operator.constants import replay_group_name
+from reprise_operator.replay_groups import GroupUnderReplay, groups_under_replay
+
+
+def reconsume(mode: str, **extra: str) -> dict:
+    return {"mode": mode, "consumerGroup": "orders-svc", "topics": ["orders"], **extra}
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("Rewind", [GroupUnderReplay("orders-svc", "live")]),
+        ("Parallel", [GroupUnderReplay("reprise-shop-r1", "replay")]),
+        ("Handover", [GroupUnderReplay("orders-svc", "live"), GroupUnderReplay("reprise-shop-r1", "replay")]),
+    ],
+)
+def test_a_running_reconsume_moves_its_live_group_only_when_it_rewinds_or_hands_over(mode, expected) -> None:
+    status = {"phase": "Running", "children": {"replayGroup": "reprise-shop-r1"}}
+    assert groups_under_replay("Reconsume", "shop", "r1", reconsume(mode), status) == expected
+
+
+def test_the_replay_group_is_the_one_in_status_else_the_spec_s_else_the_default_name() -> None:
+    running = {"phase": "Running"}
+    assert groups_under_replay("Reconsume", "shop", "r1", reconsume("Parallel", replayGroup="mine"), running) == [
+        GroupUnderReplay("mine", "replay")
+    ]
+    assert groups_under_replay("Reconsume", "shop", "r1", reconsume("Parallel"), running) == [
+        GroupUnderReplay(replay_group_name("shop", "r1"), "replay")
+    ]
+
+
+@pytest.mark.parametrize("phase", [None, "Pending", "Planning", "PlanReady", "Complete", "Failed"])
+def test_no_group_is_under_replay_before_it_starts_or_once_it_is_over(phase) -> None:
+    assert groups_under_replay("Reconsume", "shop", "r1", reconsume("Rewind"), {"phase": phase}) == []
+
+
+@pytest.mark.parametrize("phase", ["Running", "Suspended", "Draining"])
+def test_suspended_and_draining_replays_still_move_their_groups(phase) -> None:
+    assert groups_under_replay("Reconsume", "shop", "r1", reconsume("Rewind"), {"phase": phase}) == [
+        GroupUnderReplay("orders-svc", "live")
+    ]
+
+
+def test_lake_replay_drains_its_backfill_group_and_backfill_feeds_its_downstream_groups() -> None:
+    running = {"phase": "Running"}
+    lake = {"drainGroup": "lake-drain", "then": {"reconsume": {"consumerGroup": "orders-svc", "mode": "Handover"}}}
+    assert groups_under_replay("LakeReplay", "shop", "l", lake, running) == [GroupUnderReplay("lake-drain", "drain")]
+    backfill = {"downstreamGroups": ["billing", "search"]}
+    assert groups_under_replay("Backfill", "shop", "b", backfill, {"phase": "Draining"}) == [
+        GroupUnderReplay("billing", "downstream"),
+        GroupUnderReplay("search", "downstream"),
+    ]
+
+
+def test_the_exported_series_names_group_role_and_resource_and_no_job_or_instance() -> None:
+    collector = metrics.ReplayGroupCollector()
+    collector.set("Reconsume", "shop", "r1", [("orders-svc", "live"), ("reprise-shop-r1", "replay")])
+    collector.set("Backfill", "shop", "b", [])
+    (family,) = collector.collect()
+    assert [s.labels for s in family.samples] == [
+        {"consumergroup": "orders-svc", "namespace": "shop", "role": "live", "kind": "Reconsume", "name": "r1"},
+        {"consumergroup": "reprise-shop-r1", "namespace": "shop", "role": "replay", "kind": "Reconsume", "name": "r1"},
+    ]
+    assert {s.value for s in family.samples} == {1}
+    collector.set("Reconsume", "shop", "r1", [])
+    assert list(collector.collect())[0].samples == [], "a replay that is over leaves no series behind"
+
+
+def test_forgetting_a_deleted_resource_drops_its_groups_from_the_endpoint() -> None:
+    metrics.REPLAY_GROUPS.set("Reconsume", "shop", "gone", [("orders-svc", "live")])
+    assert b'reprise_replay_consumer_group{consumergroup="orders-svc"' in generate_latest(metrics.REGISTRY)
+    metrics.PHASES.forget("Reconsume", "shop", "gone")
+    assert b'name="gone"' not in generate_latest(metrics.REGISTRY)
