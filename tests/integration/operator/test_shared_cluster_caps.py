@@ -40,7 +40,7 @@ def test_a_backfill_topic_above_the_partition_cap_is_refused_at_planning(kube, k
             "backfillTopic": {"partitions": 1000},
             "spark": {"image": "reprise-spark:dev"},
             "consumer": drain_consumer(tmp_path),
-            "consumerGroup": "wide-lake",
+            "drainGroup": "wide-lake",
         },
     }
     apply(kube, namespace, body)
