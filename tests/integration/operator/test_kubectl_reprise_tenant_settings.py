@@ -82,6 +82,9 @@ def test_rollback_refuses_a_hostile_secret_and_sends_nothing(kube, kafka, operat
             body = reconsume("hostile-rewind", kafka.bootstrap, topic_name, "Rewind", "accounts", str(tmp_path))
             body["spec"]["kafka"]["configFrom"] = {"secretRef": {"name": hostile_secret(kube, namespace, listener)}}
             apply(kube, namespace, body)
+            uid = json.loads(kube.kubectl("get", "reconsume", "hostile-rewind", "-n", namespace, "-o", "json").stdout)[
+                "metadata"
+            ]["uid"]
             kube.kubectl(
                 "apply",
                 "-n",
@@ -94,7 +97,11 @@ def test_rollback_refuses_a_hostile_secret_and_sends_nothing(kube, kafka, operat
                         "kind": "ConfigMap",
                         "metadata": {
                             "name": "hostile-rewind-rollback",
-                            "annotations": {"reprise.io/consumer-group": "accounts-group"},
+                            # As the operator writes it for this Reconsume (the plugin refuses any other).
+                            "annotations": {
+                                "reprise.io/consumer-group": "accounts-group",
+                                "reprise.io/created-for": uid,
+                            },
                         },
                         "data": {"offsets.json": json.dumps([{"topic": topic_name, "partition": 0, "offset": 0}])},
                     }
