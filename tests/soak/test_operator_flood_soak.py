@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.operator.conftest import live_service  # noqa: F401  (fixture)
-from tests.integration.operator.flood_scenario import run_flood
-from tests.integration.operator.test_operator_flood import MAX_EXTRA_RSS_MIB, MAX_EXTRA_THREADS
+from tests.integration.operator.flood_scenario import assert_bounded, run_flood
 
 pytestmark = pytest.mark.integration
 
@@ -25,8 +24,4 @@ def test_three_hundred_unreachable_clusters_leave_the_operator_bounded(
 ):
     result = run_flood(kube, kafka, operator, namespace, topic_name, live_service, FLOOD, victim_timeout=300)
     print(result.report())
-    sampler = result.sampler
-    assert result.victim_complete, result.report()
-    assert sampler.peak_threads - sampler.first[0] <= MAX_EXTRA_THREADS, result.report()
-    assert (sampler.peak_rss_kib - sampler.first[1]) // 1024 <= MAX_EXTRA_RSS_MIB, result.report()
-    assert result.parked >= FLOOD - 20, f"the excess over the namespace's limit must be parked: {result.report()}"
+    assert_bounded(result, FLOOD)

@@ -212,3 +212,24 @@ def run_flood(
         return FloodResult(sampler, complete, seconds, error, looked, parked, count)
     finally:
         kube.kubectl("delete", "namespace", flood_ns, "--wait=false", "--ignore-not-found", check=False)
+
+
+#: The bounds, over the operator process's figures when the flood starts: at most this many more threads
+#: (a bounded number of Kafka clients of about 5 threads each, and the bounded Kafka pool) ...
+MAX_EXTRA_THREADS = 200
+#: ... and at most this much more resident memory (the chart's limit is 512 MiB for the whole process).
+MAX_EXTRA_RSS_MIB = 150
+#: The chart's default `limits.maxActivePerNamespace`: what the flood may have active, the rest parked.
+PER_NAMESPACE = 20
+
+
+def assert_bounded(result: FloodResult, flood: int) -> None:
+    """What a flood of `flood` resources must leave: the other namespace's replay Complete, the operator's threads
+    and memory within the bounds, and the excess over the namespace's limit parked."""
+    sampler = result.sampler
+    assert result.victim_complete, result.report()
+    assert sampler.peak_threads - sampler.first[0] <= MAX_EXTRA_THREADS, result.report()
+    assert (sampler.peak_rss_kib - sampler.first[1]) // 1024 <= MAX_EXTRA_RSS_MIB, result.report()
+    assert result.parked >= flood - PER_NAMESPACE, (
+        f"the excess over the namespace's limit must be parked: {result.report()}"
+    )

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from .flood_scenario import run_flood
+from .flood_scenario import assert_bounded, run_flood
 
 pytestmark = pytest.mark.integration
 
 #: Resources in the flood here; the chart's default `limits.maxActivePerNamespace` (20) parks the rest.
 FLOOD = 60
-#: The bounds, over the operator process's figures when the flood starts: at most this many more threads
-#: (a bounded number of Kafka clients of about 5 threads each, and the bounded Kafka pool) ...
-MAX_EXTRA_THREADS = 200
-#: ... and at most this much more resident memory (the chart's limit is 512 MiB for the whole process).
-MAX_EXTRA_RSS_MIB = 150
 
 
 def test_a_flood_of_unreachable_clusters_leaves_the_operator_bounded_and_other_replays_running(
@@ -25,8 +20,4 @@ def test_a_flood_of_unreachable_clusters_leaves_the_operator_bounded_and_other_r
 ):
     result = run_flood(kube, kafka, operator, namespace, topic_name, live_service, FLOOD, victim_timeout=240)
     print(result.report())
-    sampler = result.sampler
-    assert result.victim_complete, result.report()
-    assert sampler.peak_threads - sampler.first[0] <= MAX_EXTRA_THREADS, result.report()
-    assert (sampler.peak_rss_kib - sampler.first[1]) // 1024 <= MAX_EXTRA_RSS_MIB, result.report()
-    assert result.parked >= FLOOD - 20, f"the excess over the namespace's limit must be parked: {result.report()}"
+    assert_bounded(result, FLOOD)
