@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from . import commit_mark_cases, filter_cases, finish_cases, guard_traces, start_cases, wire_cases
+from . import commit_mark_cases, filter_cases, finish_cases, guard_traces, replay_traces, start_cases, wire_cases
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 VECTOR_DIR = Path("conformance") / "vectors"
@@ -25,6 +25,7 @@ AREAS: dict[str, Callable[[], dict[str, Any]]] = {
     "guard_traces.json": guard_traces.document,
     "replay_start.json": start_cases.document,
     "replay_finish.json": finish_cases.document,
+    "replay_traces.json": replay_traces.document,
 }
 
 
