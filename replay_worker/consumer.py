@@ -1,5 +1,9 @@
 """The replay consumer loop: read a batch, filter, deliver, commit, decide which partitions are finished.
 
+The decisions (what to take, commit with which mark and when, when a partition finishes, what to commit again,
+which progress to report, what a revoke drops) are `replay_book.ReplayBook`'s, pure and held by the replay-trace
+vectors; this loop does the I/O around it: confluent-kafka, the delivery, the handover topic, metrics and logs.
+
 The idioms (REFERENCE.md section 1, confluent-kafka's examples) and why:
 
 - The start was recorded as the replay group's committed offsets by `bootstrap` before this loop joins the
@@ -49,10 +53,9 @@ from . import kafka_clients
 from .kafka_clients import FETCH_TUNING
 from .delivery import Delivery, DeliveryError, Outcome
 from .filters import RecordFilter, Undecodable
-from .commit_marks import CommitMark
-from .finish_rules import record_ends_partition, replay_finish
 from .handover import HandoverView, ReplayHandover
-from .wire import HandoverInfo, ProgressInfo
+from .replay_book import Commit, Finishing, PartitionBook, PlannedPartition, ReplayBook
+from .wire import HandoverInfo, ProgressInfo, StartInfo
 from .handover_topic import HandoverFollower, HandoverTopic, now_ms
 from .metrics import WorkerMetrics
 from .settings import WorkerSettings
@@ -69,8 +72,6 @@ IDLE_WAIT = 0.2
 FINISHING_WAIT = 0.05
 #: How long a stop waits for the consumer to leave the group: well inside Kubernetes' default 30 s grace period.
 CLOSE_WAIT = 15.0
-#: Batches a forward may run ahead of its commit while the producer still sends (see `_checkpoint`).
-MAX_UNCOMMITTED_BATCHES = 2
 #: A replica's session: librdkafka may lose a stopping member's LeaveGroup when the replicas stop together (the
 #: Deployment's deletion) in the middle of the rebalance their leaving starts ("Timed out 1 in-flight" on the
 #: GroupCoordinator); the member then stays in the group until its session times out, and the operator's
@@ -104,31 +105,6 @@ _MEMBERSHIP_ERRORS = {
     KafkaError.FENCED_INSTANCE_ID,
     KafkaError._ASSIGNMENT_LOST,
 }
-
-
-@dataclass
-class PartitionProgress:
-    """This replica's view of one assigned partition."""
-
-    topic: str
-    partition: int
-    #: Next offset to process; None until the committed offset is known.
-    position: int | None = None
-    committed: int | None = None
-    end_offset: int | None = None
-    end_timestamp_ms: int | None = None
-    in_plan: bool = True
-    finished: str | None = None
-    #: The consumer reported the end of the partition and nothing newer was read since.
-    at_end: bool = False
-    #: Offset of that end-of-partition event (past any trailing transaction markers).
-    end_event_offset: int | None = None
-    #: A bounded replay met its end record at this offset.
-    end_met: int | None = None
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -180,13 +156,19 @@ class ReplayConsumer:
             settings.topics[0] if len(settings.topics) == 1 and not settings.topics[0].startswith("^") else None
         )
         self.metrics = metrics
+        self.book = ReplayBook(
+            settings.replay_id,
+            settings.mode,
+            {},
+            follow=settings.follow,
+            transactional=bool(getattr(delivery, "transactional", False)),
+        )
         self.plan = {k: p.start for k, p in state.partitions.items() if p.start is not None}
         self.throttle = Throttle(settings.max_records_per_second, settings.max_bytes_per_second)
         self._base = kafka_clients.connection(
             settings.bootstrap_servers, client_config, f"reprise-{settings.member_name}"
         )
         self._client_config = client_config
-        self.parts: dict[tuple[str, int], PartitionProgress] = {}
         #: Every assigned partition (also those taken while stopping, which `parts` leaves out), and the
         #: consumer's position of each as of the last batch (see `_take_whole`).
         self._assigned: dict[tuple[str, int], TopicPartition] = {}
@@ -203,24 +185,29 @@ class ReplayConsumer:
         self._ends: dict[tuple[str, int], int] = {}
         self._progress_topic: HandoverTopic | None = None
         self._admin: AdminClient | None = None
-        #: What the last `progress` records said, per partition, and when they were sent.
-        self._reported: dict[tuple[str, int], tuple[int, bool]] = {}
+        #: When the last `progress` records were sent.
         self._last_report = 0.0
         self.ready = False
         self.done = False
-        self._uncommitted_batches = 0
-        #: A failed asynchronous commit (see `_on_commit`).
-        self._commit_failed = False
-        #: Asynchronous commits sent and answered (their difference is the commits in flight), and the
-        #: finishing commits to make again once every asynchronous commit sent before them is answered
-        #: (see `_finish`).
-        self._async_sent = self._async_answered = 0
-        self._reseal: dict[tuple[str, int], TopicPartition] = {}
-        self._reseal_after = 0
         #: The group rebalances cooperatively (an assignment adds to the partitions held) rather than eagerly (an
         #: assignment is the whole of them, every partition having been revoked before): from the consumer's
         #: settings, `kafka_clients.REPLAY_ASSIGNMENT`.
         self._cooperative = False
+
+    @property
+    def plan(self) -> Mapping[tuple[str, int], StartInfo]:
+        """The replay's `start` records: the partitions it reads, from where, to which end bound."""
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan: Mapping[tuple[str, int], StartInfo]) -> None:
+        self._plan = plan
+        self.book.plan = {k: PlannedPartition(s.offset, s.end_offset, s.end_timestamp_ms) for k, s in plan.items()}
+
+    @property
+    def parts(self) -> dict[tuple[str, int], PartitionBook]:
+        """This replica's partitions, as the book holds them."""
+        return self.book.parts
 
     # -- control
 
@@ -310,7 +297,7 @@ class ReplayConsumer:
         its last records or its end-of-partition event, and a batch that will not fill is returned only at the
         timeout (a whole idle wait per event was most of the time from a Drain's last record to its finish).
         Not long either while a commit's result is awaited: a finish may wait for it (`_reseal_finished`)."""
-        if self._commits_in_flight():
+        if self.book.commits_in_flight:
             return FINISHING_WAIT
         drain = self.settings.mode == "Drain"
         for p in self.parts.values():
@@ -331,16 +318,17 @@ class ReplayConsumer:
         return self.settings.exit_when_done and self._all_done()
 
     def _process(self, consumer: Consumer, messages: list[Message]) -> None:
-        parts = self.parts
+        book = self.book
+        book.read(messages)
         if self._take_whole(consumer, messages):
             # The common batch: taken as it is; every per-record step ran in C. A Message's len() is its
             # value's (0 without one), so the bytes are counted without building a list of the values.
             batch = messages
-            size = sum(map(len, messages))
         else:
-            batch, size = self._take_each(messages)
-        if not batch and not any(p.at_end or p.end_met is not None for p in parts.values()):
+            batch = book.take(self._end_of)
+        if not book.anything_to_deliver(batch):
             return
+        size = sum(map(len, batch))
         if batch and not self._reading:
             self._reading = True
             log.info("first records read", extra={"records": len(batch)})
@@ -354,11 +342,7 @@ class ReplayConsumer:
             self.metrics.dead_lettered.inc(outcome.dead_lettered)
         if outcome.poison_skipped:
             self.metrics.poison_skipped.inc(outcome.poison_skipped)
-        for state in parts.values():
-            if state.end_met is not None and not state.finished:
-                state.position = max(state.position or state.end_met, state.end_met)
-            elif state.at_end and state.end_event_offset is not None and state.position is not None:
-                state.position = max(state.position, state.end_event_offset)
+        book.end_positions()
         self._checkpoint(consumer)
 
     def _take_whole(self, consumer: Consumer, messages: list[Message]) -> bool:
@@ -381,12 +365,10 @@ class ReplayConsumer:
             return False
         if sum(at - part.position for part, at in moved) != len(messages):
             return self._take_runs(messages)
-        for part, at in moved:
-            part.at_end = False
-            part.position = at
+        self.book.advance(moved)
         return True
 
-    def _moved(self, consumer: Consumer) -> list[tuple[PartitionProgress, int]] | None:
+    def _moved(self, consumer: Consumer) -> list[tuple[PartitionBook, int]] | None:
         """The partitions taken as they come whose consumer position passed ours since the last batch, with
         that position; None when one that is not taken as it comes (finished, bounded, not ours) moved."""
         assigned = self._assigned
@@ -451,56 +433,9 @@ class ReplayConsumer:
             ):
                 return False
             taken.append((part, offset))
-        for part, offset in taken:  # in order: a later run of the same partition is further on
-            part.at_end = False
-            part.position = offset + 1
+        # In order: a later run of the same partition is further on.
+        self.book.advance((part, offset + 1) for part, offset in taken)
         return True
-
-    def _take_each(self, messages: list[Message]) -> tuple[list[Message], int]:
-        """The records of the batch to process, and their bytes, record by record: end-of-partition events,
-        records of partitions no longer ours or finished, end bounds. Messages come in runs per partition, so
-        the partition's state is looked up once per run, not once per record."""
-        parts = self.parts
-        batch: list[Message] = []
-        append = batch.append
-        size = 0
-        last_topic: str | None = None
-        last_partition = -1
-        part: PartitionProgress | None = None
-        take = bounded = False
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                self._on_error(message, error)
-                last_topic = None
-                continue
-            partition = message.partition()
-            topic = message.topic()
-            if partition != last_partition or topic != last_topic:
-                last_topic, last_partition = topic, partition
-                part = parts.get((topic, partition))
-                # Not ours (any more), or finished: never processed past the stop offset.
-                take = part is not None and not part.finished and part.end_met is None
-                if take:
-                    assert part is not None
-                    part.at_end = False
-                    bounded = part.end_offset is not None or part.end_timestamp_ms is not None
-            if not take:
-                continue
-            assert part is not None
-            offset = message.offset()
-            if bounded:
-                ts_type, ts = message.timestamp()
-                if record_ends_partition(part.end_offset, part.end_timestamp_ms, offset, ts if ts_type else None):
-                    part.end_met = offset
-                    take = False
-                    continue
-            part.position = offset + 1
-            append(message)
-            value = message.value()
-            if value is not None:
-                size += len(value)
-        return batch, size
 
     def _deliver(self, batch: list[Message]) -> Outcome:
         """Filter the batch and hand the matches on."""
@@ -535,63 +470,33 @@ class ReplayConsumer:
         return outcome
 
     def _checkpoint(self, consumer: Consumer, force: bool = False) -> None:
-        """Commit the positions once what was delivered is durable.
-
-        A forward whose records are still in flight may wait one more batch instead of blocking on the
-        producer (`MAX_UNCOMMITTED_BATCHES`): the producer keeps sending while the next batch is read, which is
-        most of the forward's speed. So the uncommitted window is at most that many batches."""
-        # Forced (a stop): every position, synchronously, even those an asynchronous commit may still carry.
-        moving = [
-            p
-            for p in self.parts.values()
-            if not p.finished and p.position is not None and (force or p.position != p.committed)
-        ]
-        offsets = [TopicPartition(p.topic, p.partition, p.position) for p in moving]
-        if (
-            not force
-            and offsets
-            and self._uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES
-            and self.delivery.in_flight()
-        ):
-            self._uncommitted_batches += 1
-            return
-        if not offsets and not self.delivery.transactional:
+        """Commit the positions once what was delivered is durable (the book says what and how: a forward whose
+        records are still in flight may wait one more batch instead of blocking on the producer, which keeps
+        sending while the next batch is read; forced, on a stop: every position, synchronously)."""
+        decision = self.book.checkpoint(self.delivery.in_flight, force)
+        if decision is True:
             self.delivery.checkpoint(consumer, [])  # dead letters still become durable
-            return
-        # At most one commit on its way: if the previous one has not come back (a broker going away, a
-        # coordinator moving), this one waits, so a slow or failing commit never lets the uncommitted batches
-        # pile up.
-        # (A transaction commits the offsets itself: no commit callback ever comes back for it.)
-        asynchronous = (
-            not force and not self.delivery.transactional and not self._commits_in_flight() and not self._commit_failed
-        )
-        self._commit_failed = False
-        if asynchronous:
-            self._async_sent += 1
-        self._commit(consumer, offsets, asynchronous=asynchronous, parts=moving)
+        elif isinstance(decision, Commit):
+            self._commit(consumer, decision)
 
-    def _commits_in_flight(self) -> int:
-        return self._async_sent - self._async_answered
-
-    def _commit(
-        self,
-        consumer: Consumer,
-        offsets: list[TopicPartition],
-        asynchronous: bool = False,
-        parts: list[PartitionProgress] | None = None,
-    ) -> bool:
-        """Commit (after making the batch durable); retry while Kafka is briefly unavailable. False when this
-        replica is no longer a member (the rebalance that follows takes the partitions away). `parts` are the
-        offsets' partitions, in their order, when the caller has them (each batch's commit): found again from
-        the offsets, every one costs a new string of its topic.
+    def _commit(self, consumer: Consumer, commit: Commit) -> bool:
+        """Make a commit the book asked for (after making the batch durable); retry while Kafka is briefly
+        unavailable. False when this replica is no longer a member (the rebalance that follows takes the
+        partitions away).
 
         A batch's commit is asynchronous (a round trip per batch would cost a fifth of a forward's speed);
         a failed one is noticed in `_on_commit` and the positions are committed again with the next batch.
         Finishing a partition, a revoke and a stop commit synchronously."""
+        offsets = [
+            TopicPartition(o.topic, o.partition, o.offset)
+            if o.metadata is None
+            else TopicPartition(o.topic, o.partition, o.offset, metadata=o.metadata)
+            for o in commit.offsets
+        ]
         deadline = time.monotonic() + 60.0
         while True:
             try:
-                self.delivery.checkpoint(consumer, offsets, asynchronous=asynchronous)
+                self.delivery.checkpoint(consumer, offsets, asynchronous=not commit.sync)
                 break
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
@@ -601,6 +506,7 @@ class ReplayConsumer:
                         extra={"error": error.str()},
                     )
                     self.metrics.errors.inc()
+                    self.book.committed(commit, ok=False)
                     return False
                 if error.fatal() or time.monotonic() > deadline:
                     raise
@@ -608,23 +514,21 @@ class ReplayConsumer:
                 log.warning("commit failed, retrying", extra={"error": error.str()})
                 time.sleep(0.5)
         self.metrics.commits.inc()
-        self._uncommitted_batches = 0
-        found = parts if parts is not None else [self.parts.get((tp.topic, tp.partition)) for tp in offsets]
+        self.book.committed(commit)
         position = self.metrics.position
-        for part, tp in zip(found, offsets):
-            if part is not None:
-                part.committed = offset = tp.offset
-                position(part.topic, part.partition, offset)
+        parts = self.parts
+        for o in commit.offsets:
+            if (o.topic, o.partition) in parts:
+                position(o.topic, o.partition, o.offset)
         return True
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """The result of a commit (served inside consume()). A failed one is retried with the next batch,
         synchronously."""
-        self._async_answered += 1
         failed = [tp for tp in partitions if error is not None or tp.error is not None]
+        self.book.answered((tp.topic, tp.partition) for tp in failed)
         if not failed:
             return
-        self._commit_failed = True
         self.metrics.errors.inc()
         log.warning(
             "a commit failed; it is made again with the next batch",
@@ -633,22 +537,18 @@ class ReplayConsumer:
                 "partitions": [f"{tp.topic}[{tp.partition}]" for tp in failed],
             },
         )
-        for tp in failed:
-            part = self.parts.get((tp.topic, tp.partition))
-            if part is not None and not part.finished:
-                part.committed = None
 
-    def _on_error(self, message: Message, error: KafkaError) -> None:
+    def _end_of(self, message: Message) -> bool:
+        """Whether a consumed item with an error is an end-of-partition event (the book notes it); other errors
+        are counted and logged, or raised when fatal."""
+        error: KafkaError = message.error()
         if error.code() == KafkaError._PARTITION_EOF:
-            part = self.parts.get((message.topic(), message.partition()))
-            if part is not None and not part.finished:
-                part.at_end = True
-                part.end_event_offset = message.offset()
-            return
+            return True
         if error.fatal():
             raise KafkaException(error)
         self.metrics.errors.inc()
         log.warning("consumer error", extra={"error": error.str(), "code": error.code()})
+        return False
 
     def _wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -662,91 +562,46 @@ class ReplayConsumer:
     # -- finishing partitions
 
     def _decide(self, consumer: Consumer) -> None:
-        mode = self.settings.mode
-        if self.settings.follow:
-            return  # a shadow hold: the operator stops the workers at the cutover; no partition finishes here
-        guards = self._follower.snapshot.guard_positions if self._follower else {}
-        live_offsets = self._live
-        finishing: list[tuple[PartitionProgress, str]] = []
-        for part in list(self.parts.values()):
-            if part.finished or part.position is None:
-                continue
-            if part.end_met is not None:
-                finishing.append((part, "end-bound"))
-                continue
-            live = guard = None
-            if live_offsets or guards:
-                key = part.key
-                live = live_offsets.get(key)
-                guard = guards.get(key)
-            if guard is not None:
-                live = max(live or 0, guard)
-            reason = replay_finish(
-                mode,
-                part.position,
-                end_offset=part.end_offset,
-                end_timestamp_ms=part.end_timestamp_ms,
-                at_end=part.at_end,
-                live_committed=live,
-            )
-            if reason is not None:
-                finishing.append((part, reason))
-        if finishing:
+        book = self.book
+        book.live = self._live
+        book.guards = self._follower.snapshot.guard_positions if self._follower else {}
+        finishing = book.decide()
+        if finishing is not None:
             self._finish(consumer, finishing)
 
-    def _finish(self, consumer: Consumer, finishing: list[tuple[PartitionProgress, str]]) -> None:
+    def _finish(self, consumer: Consumer, finishing: Finishing) -> None:
         """Commit the stop offsets with `finished` marks, then publish them as H, then stop reading those
         partitions. Partitions that finish together share one commit and one publish."""
-        offsets = []
-        for part, reason in finishing:
-            assert part.position is not None
-            mark = CommitMark(self.settings.replay_id, finished=reason).encode()
-            offsets.append(TopicPartition(part.topic, part.partition, part.position, metadata=mark))
-        if not self._commit(consumer, offsets):
+        handovers = self.book.finished(finishing, self._commit(consumer, finishing.commit))
+        if not handovers:
             return  # not a member any more: whoever gets the partitions decides again
-        if self._commits_in_flight():
-            # An asynchronous commit of the same positions, without the mark, is still on its way; librdkafka
-            # retries it across a broker restart, so it may land after this commit and erase the mark. The
-            # marks are committed again once it is answered.
-            self._reseal.update({(tp.topic, tp.partition): tp for tp in offsets})
-            self._reseal_after = self._async_sent
-        for part, reason in finishing:
-            part.finished = reason
         self._publish_handover(
             *[
                 HandoverInfo(
                     self.settings.replay_id,
-                    part.topic,
-                    part.partition,
-                    part.position or 0,
-                    reason,
+                    h.topic,
+                    h.partition,
+                    h.offset,
+                    h.reason,
                     self.settings.member_name,
                     now_ms(),
                 )
-                for part, reason in finishing
+                for h in handovers
             ]
         )
-        for part, reason in finishing:
-            self._pause(consumer, part)
-            self.metrics.partition(part.topic, part.partition, position=part.position, state="finished")
+        for h in handovers:
+            self._pause(consumer, h.topic, h.partition)
+            self.metrics.partition(h.topic, h.partition, position=h.offset, state="finished")
             self.metrics.finished_partitions.inc()
             log.info(
                 "partition finished",
-                extra={
-                    "topic": part.topic,
-                    "partition": part.partition,
-                    "handover_offset": part.position,
-                    "reason": reason,
-                },
+                extra={"topic": h.topic, "partition": h.partition, "handover_offset": h.offset, "reason": h.reason},
             )
 
     def _reseal_finished(self, consumer: Consumer) -> None:
-        if not self._reseal or self._async_answered < self._reseal_after:
-            return
-        offsets = [tp for key, tp in self._reseal.items() if key in self.parts]
-        self._reseal.clear()
-        if offsets:
-            self._commit(consumer, offsets)
+        commit = self.book.resealing()
+        if commit is not None:
+            self._commit(consumer, commit)
 
     def _publish_handover(self, *records: HandoverInfo) -> None:
         assert self._handover is not None
@@ -764,21 +619,17 @@ class ReplayConsumer:
                 log.warning("publishing the handover offset failed, retrying", extra={"error": str(exc)})
                 time.sleep(1.0)
 
-    def _pause(self, consumer: Consumer, part: PartitionProgress) -> None:
+    def _pause(self, consumer: Consumer, topic: str, partition: int) -> None:
         try:
-            consumer.pause([TopicPartition(part.topic, part.partition)])
+            consumer.pause([TopicPartition(topic, partition)])
         except KafkaException as exc:
             log.debug("pause failed (partition no longer assigned)", extra={"error": str(exc)})
 
     def _all_done(self) -> bool:
         """Every planned partition is finished: here (this replica's own) or as the handover topic says."""
         facts = self._follower.snapshot if self._follower else None
-        planned = set(self.plan)
-        if not planned:
-            return False
-        published = facts.handover_offsets if facts is not None else {}
-        parts = self.parts
-        return all(k in published or (k in parts and parts[k].finished) for k in planned)
+        self.book.published = facts.handover_offsets if facts is not None else {}
+        return self.book.done()
 
     # -- slow checks: the live group's offsets, end offsets for lag
 
@@ -789,7 +640,7 @@ class ReplayConsumer:
             return
         self._last_check = time.monotonic()
         parts = list(self.parts.values())
-        self._report_progress(parts)
+        self._report_progress()
         active = [p for p in parts if not p.finished]
         if self._live_reader is not None and active:
             try:
@@ -827,37 +678,24 @@ class ReplayConsumer:
                 goal = high if part.end_offset is None else min(high, part.end_offset)
                 self.metrics.partition(part.topic, part.partition, position=part.position, end=goal)
 
-    def _report_progress(self, parts: list[PartitionProgress]) -> None:
+    def _report_progress(self) -> None:
         """Publish the committed position of partitions that moved (at most every PROGRESS_INTERVAL s), so
         the operator follows this replay by tailing the handover topic instead of querying its group."""
         if time.monotonic() - self._last_report < PROGRESS_INTERVAL:
             return
         self._last_report = time.monotonic()
-        records = []
-        for part in parts:
-            if part.committed is None:
-                continue
-            now = (part.committed, part.at_end)
-            if self._reported.get(part.key) != now:
-                records.append(
-                    ProgressInfo(
-                        self.settings.replay_id,
-                        part.topic,
-                        part.partition,
-                        part.committed,
-                        part.at_end,
-                        self.settings.member_name,
-                        now_ms(),
-                    )
-                )
-                self._reported[part.key] = now
+        s = self.settings
+        records = [
+            ProgressInfo(s.replay_id, p.topic, p.partition, p.committed, p.at_end, s.member_name, now_ms())
+            for p in self.book.progress()
+        ]
         if not records:
             return
         assert self._progress_topic is not None
         try:
             self._progress_topic.publish(*records)
         except Exception as exc:  # advisory: the next report says it again
-            self._reported.clear()
+            self.book.progress_failed()
             log.warning("publishing progress failed", extra={"error": str(exc)})
 
     def _live_offsets(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
@@ -892,49 +730,37 @@ class ReplayConsumer:
         committed = self._committed(consumer, partitions)
         to_pause = []
         for tp in partitions:
-            key = (tp.topic, tp.partition)
-            start = self.plan.get(key)
-            found = committed.get(key)
-            part = PartitionProgress(tp.topic, tp.partition)
-            if start is None:
-                # Not in the replay's plan (e.g. a partition added after the start was resolved): the live
-                # group owns it entirely; the replay never reads it.
-                part.in_plan = False
-                part.finished = "not-in-plan"
+            found = committed.get((tp.topic, tp.partition))
+            offset, metadata = found if found is not None else (None, None)
+            assigned = self.book.assign(tp.topic, tp.partition, offset, metadata)
+            if assigned.start_commit is not None:
+                start = assigned.start_commit.offsets[0].offset
+                consumer.commit(offsets=[TopicPartition(tp.topic, tp.partition, start)], asynchronous=False)
+                log.warning(
+                    "planned partition had no committed offset; committed its published start",
+                    extra={"topic": tp.topic, "partition": tp.partition, "start": start},
+                )
+            if assigned.pause:
                 to_pause.append(tp)
-            else:
-                if found is None:
-                    # Planned, but the group's offset is gone (offsets of a long-empty group expire): resume at
-                    # the published start, the same offset the bootstrap committed. Duplicates, never a loss.
-                    found = (start.offset, None)
-                    consumer.commit(offsets=[TopicPartition(tp.topic, tp.partition, start.offset)], asynchronous=False)
-                    log.warning(
-                        "planned partition had no committed offset; committed its published start",
-                        extra={"topic": tp.topic, "partition": tp.partition, "start": start.offset},
+            h = assigned.handover
+            if h is not None:
+                # The previous owner may have died between its commit and its publish: publish again (the
+                # same H under the same key: idempotent).
+                self._publish_handover(
+                    HandoverInfo(
+                        self.settings.replay_id,
+                        h.topic,
+                        h.partition,
+                        h.offset,
+                        h.reason,
+                        self.settings.member_name,
+                        now_ms(),
                     )
-                offset, mark = found
-                part.position = part.committed = offset
-                part.end_offset, part.end_timestamp_ms = start.end_offset, start.end_timestamp_ms
-                if mark is not None and mark.finished and mark.replay_id == self.settings.replay_id:
-                    part.finished = mark.finished
-                    to_pause.append(tp)
-                    # The previous owner may have died between its commit and its publish: publish again
-                    # (the same H under the same key: idempotent).
-                    self._publish_handover(
-                        HandoverInfo(
-                            self.settings.replay_id,
-                            tp.topic,
-                            tp.partition,
-                            offset,
-                            mark.finished,
-                            self.settings.member_name,
-                            now_ms(),
-                        )
-                    )
-                    self.metrics.partition(tp.topic, tp.partition, position=offset, state="finished")
-                else:
-                    self.metrics.partition(tp.topic, tp.partition, position=offset, state="replaying")
-            self.parts[key] = part
+                )
+                self.metrics.partition(tp.topic, tp.partition, position=h.offset, state="finished")
+            elif not assigned.pause:
+                position = self.parts[(tp.topic, tp.partition)].position
+                self.metrics.partition(tp.topic, tp.partition, position=position, state="replaying")
         if to_pause:
             consumer.pause(to_pause)
         self.metrics.assigned_partitions.set(len(self.parts))
@@ -948,26 +774,18 @@ class ReplayConsumer:
 
     def _committed(
         self, consumer: Consumer, partitions: list[TopicPartition]
-    ) -> dict[tuple[str, int], tuple[int, CommitMark | None]]:
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """The group's committed offsets of these partitions, with their metadata (the book reads the marks)."""
         found = kafka_clients.read_committed(consumer, partitions, "committed offsets", log)
-        result = {}
-        for tp in found:
-            if tp.offset >= 0:
-                result[(tp.topic, tp.partition)] = (tp.offset, CommitMark.decode(tp.metadata))
-        return result
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in found if tp.offset >= 0}
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
         # Synchronously, even when an asynchronous commit of the same positions may still be on its way.
-        revoked = [self.parts[(tp.topic, tp.partition)] for tp in partitions if (tp.topic, tp.partition) in self.parts]
-        pending = [
-            TopicPartition(part.topic, part.partition, part.position)
-            for part in revoked
-            if not part.finished and part.position is not None
-        ]
-        if pending:
+        commit, _ = self.book.revoke((tp.topic, tp.partition) for tp in partitions)
+        if commit is not None:
             try:
-                self._commit(consumer, pending)
+                self._commit(consumer, commit)
             except (KafkaException, DeliveryError) as exc:
                 log.warning("commit on revoke failed", extra={"error": str(exc)})
         self._drop(partitions)
@@ -975,6 +793,7 @@ class ReplayConsumer:
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
+        self.book.lost((tp.topic, tp.partition) for tp in partitions)
         self._drop(partitions)
         log.warning(
             "partitions lost (not committed; the new owner resumes from the last commit)",

@@ -319,16 +319,17 @@ class ReplayBook:
             elif part.at_end and part.end_event_offset is not None and part.position is not None:
                 part.position = max(part.position, part.end_event_offset)
 
-    def checkpoint(self, in_flight: bool = False, force: bool = False) -> Commit | bool:
+    def checkpoint(self, in_flight: Callable[[], bool] = bool, force: bool = False) -> Commit | bool:
         """What to commit after a delivery: a Commit; True: make the delivery durable, nothing to commit; False:
-        nothing now (a forward's batch waits for the next commit). `force` (a stop): every position,
+        nothing now (a forward's batch waits for the next commit). `in_flight()`: a forward's producer still
+        sends (asked only when it matters: it polls the producer). `force` (a stop): every position,
         synchronously, even those an asynchronous commit may still carry."""
         moving = [
             Offset(p.topic, p.partition, p.position)
             for p in self.parts.values()
             if not p.finished and p.position is not None and (force or p.position != p.committed)
         ]
-        if not force and moving and self.uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES and in_flight:
+        if not force and moving and self.uncommitted_batches + 1 < MAX_UNCOMMITTED_BATCHES and in_flight():
             self.uncommitted_batches += 1
             return False
         if not moving:
@@ -343,7 +344,7 @@ class ReplayBook:
 
     def committed(self, commit: Commit, ok: bool = True) -> None:
         """A commit was made (asynchronous: sent; its answer comes to `answered`); not ok: the group refused a
-        synchronous one (not a member any more)."""
+        synchronous one (not a member any more). Every commit but an assignment's start commit comes here."""
         if not ok:
             return
         self.uncommitted_batches = 0
@@ -405,11 +406,10 @@ class ReplayBook:
         return Finishing(self._commit(offsets, sync=True), tuple((p.key, r) for p, r in finishing))
 
     def finished(self, finishing: Finishing, ok: bool = True) -> list[Handover]:
-        """The finishing commit's result: ok, the partitions are finished; the H to publish (then pause them).
-        Not ok (not a member any more): nothing; whoever gets the partitions decides again."""
+        """The finishing commit's result (after `committed`): ok, the partitions are finished; the H to publish
+        (then pause them). Not ok (not a member any more): nothing; whoever gets the partitions decides again."""
         if not ok:
             return []
-        self.committed(finishing.commit)
         if self.commits_in_flight:
             # An asynchronous commit of the same positions, without the mark, is still on its way; librdkafka
             # retries it across a broker restart, so it may land after this commit and erase the mark.

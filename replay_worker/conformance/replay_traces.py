@@ -184,7 +184,8 @@ class BookTestee:
             out["handled"] = _records(handled)
             out["dead_letters" if self.config.get("dead_letter_topic") else "poison_skipped"] = _records(poison)
             book.end_positions()
-            checkpoint = book.checkpoint(bool(step.get("in_flight", False)))
+            in_flight = bool(step.get("in_flight", False))
+            checkpoint = book.checkpoint(lambda: in_flight)
             if checkpoint is True:
                 out["flush"] = True
             elif isinstance(checkpoint, Commit):
@@ -192,6 +193,7 @@ class BookTestee:
         finishing = book.decide()
         if finishing is not None:
             out["commits"].append(_commit_json(finishing.commit))
+            book.committed(finishing.commit, ok)
             handovers = book.finished(finishing, ok)
             out["handovers"] = [
                 {**_tp((h.topic, h.partition)), "offset": h.offset, "reason": h.reason} for h in handovers
