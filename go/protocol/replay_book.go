@@ -247,13 +247,28 @@ func (b *ReplayBook) Lost(tps []TopicPartition) []ConsumedItem {
 // Read puts what the consumer returned into the batch in hand (taken at the end of the turn).
 func (b *ReplayBook) Read(items []ConsumedItem) { b.inHand = append(b.inHand, items) }
 
+// ReadOne adds one item to the batch in hand, for a loop that polls item by item (a revoke inside a poll
+// then drops what was read before it).
+func (b *ReplayBook) ReadOne(item ConsumedItem) {
+	if len(b.inHand) == 0 {
+		b.inHand = append(b.inHand, nil)
+	}
+	last := len(b.inHand) - 1
+	b.inHand[last] = append(b.inHand[last], item)
+}
+
 // Take returns the records of the batch in hand to process and those dropped (partition not held,
 // finished, or past its end bound), and empties the batch in hand. End events mark their partitions.
 func (b *ReplayBook) Take() (taken, dropped []ConsumedItem) {
+	size := 0
 	for _, items := range b.inHand {
-		var last *TopicPartition
+		size += len(items)
+	}
+	taken = make([]ConsumedItem, 0, size)
+	for _, items := range b.inHand {
+		var last TopicPartition
 		var part *ReplayPartition
-		take := false
+		inRun, take := false, false
 		for _, item := range items {
 			tp := item.Where()
 			if item.EndOfPartition() {
@@ -261,11 +276,11 @@ func (b *ReplayBook) Take() (taken, dropped []ConsumedItem) {
 					ended.AtEnd = true
 					ended.EndEvent = Int64(item.At())
 				}
-				last = nil
+				inRun = false
 				continue
 			}
-			if last == nil || *last != tp {
-				last = &tp
+			if !inRun || last != tp {
+				last, inRun = tp, true
 				part = b.parts[tp]
 				// Not ours (any more), or finished: never processed past the stop offset.
 				take = part != nil && part.Finished == "" && part.EndMet == nil
@@ -291,11 +306,19 @@ func (b *ReplayBook) Take() (taken, dropped []ConsumedItem) {
 					continue
 				}
 			}
-			part.Position = Int64(offset + 1)
+			if part.Position != nil {
+				*part.Position = offset + 1 // the partition's own pointer (never shared): no allocation per record
+			} else {
+				part.Position = Int64(offset + 1)
+			}
 			taken = append(taken, item)
 		}
 	}
-	b.inHand = b.inHand[:0]
+	if len(b.inHand) > 0 {
+		// The first read's array is kept for ReadOne's next batch.
+		clear(b.inHand[0])
+		b.inHand = append(b.inHand[:0], b.inHand[0][:0])
+	}
 	return taken, dropped
 }
 
