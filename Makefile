@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # control plane, operator). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv platform run lint test test-unit test-integration crds vectors bench soak demo demo-jvm demo-backfill demo-rewind demo-lake e2e-kind image constraints clean-platform
+.PHONY: help venv platform run lint lint-go test test-unit test-integration crds vectors bench soak demo demo-jvm demo-backfill demo-rewind demo-lake e2e-kind image constraints clean-platform
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -51,6 +51,17 @@ lint: venv ## ruff, the import-linter layer contracts and mypy (the first step o
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff format --check --quiet .
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(PY) -m mypy --cache-dir $(MYPY_CACHE) -p reprise_operator -m replay_worker.contract
+	@$(MAKE) --no-print-directory lint-go
+
+# The Go modules: gofmt's layout and go vet's checks (the build cache stays in Go's own cache).
+GO_MODULES ?= go examples/seed003-go
+lint-go: ## gofmt and go vet over the Go modules
+	@command -v gofmt >/dev/null || { echo "lint-go: gofmt not found; install Go (https://go.dev/dl/)"; exit 1; }
+	@for m in $(GO_MODULES); do \
+		bad=$$(cd $$m && gofmt -l .); \
+		test -z "$$bad" || { echo "lint-go: not gofmt-formatted in $$m: $$bad (run: gofmt -w $$m)"; exit 1; }; \
+		(cd $$m && GOFLAGS=-buildvcs=false go vet ./...) || { echo "lint-go: go vet failed in $$m"; exit 1; }; \
+	done
 
 test: platform lint ## install everything the suite needs, lint, then run it
 	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
