@@ -1,17 +1,21 @@
 // Package kafkatest gives the integration tests a real broker: its address (REPRISE_TEST_BOOTSTRAP, which
 // the pytest wrapper sets to the project's broker fixture), fresh topics, records, and the handover topic's
-// records written the way a replay writes them. Without the variable an integration test fails: it is never
-// skipped.
+// records written the way a replay writes them.
+//
+// Without the variable no broker test runs, and none is skipped silently: a package's TestMain runs Main, which
+// fails the package with one line saying how to run them, or, with `go test -short`, skips them by name.
 package kafkatest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,15 +25,46 @@ import (
 	"reprise.io/kafka/protocol"
 )
 
-// Bootstrap returns the broker's address or fails the test.
+// HowToRun is the one line a run without a broker prints.
+const HowToRun = "broker tests not run: REPRISE_TEST_BOOTSTRAP is not set. Run them with a broker: " +
+	"`pytest tests/integration/go` (starts Kafka) or REPRISE_TEST_BOOTSTRAP=host:port go test ./...; " +
+	"only the others: go test -short ./..."
+
+var (
+	mainRan bool
+	notRun  atomic.Int64
+)
+
+// Main runs a package's tests; call it from TestMain. Broker tests that could not run (no broker) fail the
+// package with HowToRun, unless -short asked to leave them out.
+func Main(m *testing.M) {
+	flag.Parse()
+	mainRan = true
+	code := m.Run()
+	if n := notRun.Load(); n > 0 && !testing.Short() {
+		fmt.Fprintf(os.Stderr, "FAIL: %d %s\n", n, HowToRun)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Bootstrap returns the broker's address. Without one the test stops: skipped by -short, else counted for
+// Main's one line (a package without Main fails the test).
 func Bootstrap(t testing.TB) string {
 	t.Helper()
 	b := os.Getenv("REPRISE_TEST_BOOTSTRAP")
-	if b == "" {
-		t.Fatal("REPRISE_TEST_BOOTSTRAP is not set: integration tests need the real broker " +
-			"(run them through tests/integration/go/test_go_suite.py, or point it at a broker)")
+	if b != "" {
+		return b
 	}
-	return b
+	if !mainRan {
+		t.Fatal(HowToRun)
+	}
+	if testing.Short() {
+		t.Skip("needs the broker; -short leaves it out")
+	}
+	notRun.Add(1)
+	t.SkipNow()
+	return ""
 }
 
 var unsafe = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
