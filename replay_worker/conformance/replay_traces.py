@@ -851,21 +851,3 @@ def document() -> dict[str, Any]:
         "scenarios": [scenario_document(s) for s in scenarios()],
     }
 
-
-def serve(lines: Iterable[str], write: Any) -> None:
-    """The Python testee as a process (`python -m replay_worker.conformance.replay_traces`): one JSON step per
-    line in, one JSON line of outputs out."""
-    testee = BookTestee()
-    for text in lines:
-        if text.strip():
-            write(testee.line(text) + "\n")
-
-
-if __name__ == "__main__":
-    import sys
-
-    def _write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    serve(sys.stdin, _write)
