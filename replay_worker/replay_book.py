@@ -118,6 +118,12 @@ class PartitionBook:
     def bounded(self) -> bool:
         return self.end_offset is not None or self.end_timestamp_ms is not None
 
+    @property
+    def taken_as_it_comes(self) -> bool:
+        """Its records need no look one by one: read from a known position, not finished, no end bound (so a
+        batch of its records is taken whole: `ReplayBook.advance`)."""
+        return self.position is not None and not self.finished and self.end_met is None and not self.bounded
+
 
 @dataclass(frozen=True)
 class Assigned:

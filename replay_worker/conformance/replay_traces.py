@@ -850,4 +850,3 @@ def document() -> dict[str, Any]:
         "spec": "replay_worker/HANDOVER.md sections 1, 5; conformance/REPLAY_TRACES.md",
         "scenarios": [scenario_document(s) for s in scenarios()],
     }
-
