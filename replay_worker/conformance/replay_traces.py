@@ -580,6 +580,14 @@ def scenarios() -> list[Scenario]:
             plan=whole,
         ),
         Scenario(
+            "drain: a record after the end event: not at the end",
+            "a port that polls record by record gets p0's end event, then a record that arrived meanwhile, in one "
+            "batch: the record clears the end, so p0 does not finish on that event",
+            {P0: "mmm"},
+            [("assign", [P0]), ("read", 10), ("append", P0, "mm"), ("read", 1), ("deliver",), ("answer",)],
+            plan={P0: (0, None, None)},
+        ),
+        Scenario(
             "drain: trailing transaction markers are committed past",
             "the end-of-partition event is past the markers no record reaches; the position moves to it, so the "
             "replay group's lag is really zero",
