@@ -28,6 +28,7 @@ GO_MODULES = {
         "TestConformanceGuardTraces",
         "TestConformanceReplayStart",
         "TestConformanceReplayFinish",
+        "TestConformanceSettings",
         "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges",
         "TestBootstrapResolvesStartOnce",
         "TestDrainWithReplicasJoiningAndLeaving",
