@@ -277,14 +277,18 @@ def _asks(entry: str, raw: str) -> bool:
     return setting.default is None or text != setting.default
 
 
-def unsupported_asked(env: Mapping[str, str], port: str) -> str | None:
-    """The first variable (in table order) with which `env` asks `port` for something it does not support."""
-    entries = UNSUPPORTED[port]
+def _first_asked(env: Mapping[str, str], entries: tuple[str, ...]) -> str | None:
     for setting in SETTINGS:
         for entry in entries:
             if entry.partition("=")[0] == setting.env and setting.env in env and _asks(entry, env[setting.env]):
-                return setting.env
+                return entry
     return None
+
+
+def unsupported_asked(env: Mapping[str, str], port: str) -> str | None:
+    """The first variable (in table order) with which `env` asks `port` for something it does not support."""
+    entry = _first_asked(env, UNSUPPORTED[port])
+    return None if entry is None else entry.partition("=")[0]
 
 
 def service_unsupported() -> tuple[str, ...]:
@@ -296,3 +300,9 @@ def service_unsupported() -> tuple[str, ...]:
                 found.append(entry)
     order = {s.env: i for i, s in enumerate(SETTINGS)}
     return tuple(sorted(found, key=lambda e: order[e.partition("=")[0]]))
+
+
+def service_unsupported_asked(env: Mapping[str, str]) -> str | None:
+    """The first entry of `service_unsupported` that `env` asks for (`VARIABLE` or `VARIABLE=value`), or None:
+    what the operator refuses to give a service's own image."""
+    return _first_asked(env, service_unsupported())
