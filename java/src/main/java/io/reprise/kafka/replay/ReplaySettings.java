@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.protocol.CompactJson;
+import io.reprise.kafka.protocol.FilterSpec;
+import io.reprise.kafka.protocol.FilterSpecException;
 import io.reprise.kafka.protocol.StartDecision;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -12,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -351,9 +352,10 @@ public record ReplaySettings(
     }
 
     /**
-     * The filter as the handover topic publishes it: {@code headers}, {@code keys} and {@code json} checked for
-     * shape, and a {@code keysFile} read into {@code keys} (sorted, blank lines ignored), because the guard cannot
-     * read a file mounted into the replay's pods.
+     * The filter as the handover topic publishes it: checked once, by the protocol's {@link FilterSpec#parse} (the
+     * same rules and messages as the guard's), then shaped: header values as lists, and a {@code keysFile} read
+     * into {@code keys} (sorted, blank lines ignored), because the guard cannot read a file mounted into the
+     * replay's pods.
      */
     static ObjectNode filter(String raw) {
         JsonNode obj;
@@ -362,73 +364,24 @@ public record ReplaySettings(
         } catch (JsonProcessingException bad) {
             throw new IllegalArgumentException("filter: not valid JSON (" + bad.getOriginalMessage() + ")");
         }
-        if (obj == null || obj.isNull()) {
-            return CompactJson.NODES.objectNode();
-        }
-        if (!obj.isObject()) {
-            throw new IllegalArgumentException("filter: expected a JSON object with headers, keys, keysFile or json");
-        }
-        TreeSet<String> unknown = new TreeSet<>();
-        obj.fieldNames().forEachRemaining(name -> {
-            if (!List.of("headers", "keys", "keysFile", "json").contains(name)) {
-                unknown.add(name);
-            }
-        });
-        if (!unknown.isEmpty()) {
-            throw new IllegalArgumentException("filter: unknown field(s) " + unknown + "; known: headers, keys, keysFile, json");
+        FilterSpec spec;
+        try {
+            spec = FilterSpec.parse(obj);
+        } catch (FilterSpecException bad) {
+            throw new IllegalArgumentException(bad.getMessage());
         }
         ObjectNode result = CompactJson.NODES.objectNode();
-        JsonNode headers = obj.get("headers");
-        if (headers != null && !headers.isNull()) {
-            if (!headers.isObject()) {
-                throw new IllegalArgumentException("filter.headers: expected {\"name\": [\"value\", ...]}");
-            }
+        if (spec.isEmpty()) {
+            return result;
+        }
+        if (!spec.headers().isEmpty()) {
             ObjectNode shaped = result.putObject("headers");
-            for (Iterator<Map.Entry<String, JsonNode>> it = headers.properties().iterator(); it.hasNext(); ) {
-                Map.Entry<String, JsonNode> h = it.next();
-                JsonNode values = h.getValue();
-                ArrayNode list = shaped.putArray(h.getKey());
-                if (values.isTextual()) {
-                    list.add(values.asText());
-                    continue;
-                }
-                if (!values.isArray() || values.isEmpty()) {
-                    throw new IllegalArgumentException("filter.headers." + h.getKey()
-                            + ": expected a string or a non-empty list of strings");
-                }
-                for (JsonNode v : values) {
-                    if (!v.isTextual()) {
-                        throw new IllegalArgumentException("filter.headers." + h.getKey()
-                                + ": expected a string or a non-empty list of strings");
-                    }
-                    list.add(v.asText());
-                }
-            }
+            spec.headers().forEach((name, values) -> values.forEach(shaped.putArray(name)::add));
         }
-        JsonNode keys = obj.get("keys");
-        JsonNode keysFile = obj.get("keysFile");
-        if (keys != null && !keys.isNull()) {
-            if (!keys.isArray()) {
-                throw new IllegalArgumentException("filter.keys: expected a list of strings");
-            }
-            for (JsonNode k : keys) {
-                if (!k.isTextual()) {
-                    throw new IllegalArgumentException("filter.keys: expected a list of strings");
-                }
-            }
-        }
-        if (keysFile != null && !keysFile.isNull() && !keysFile.isTextual()) {
-            throw new IllegalArgumentException("filter.keysFile: expected a path");
-        }
-        boolean hasKeys = keys != null && !keys.isNull();
-        boolean hasFile = keysFile != null && !keysFile.isNull();
-        if (hasKeys || hasFile) {
-            TreeSet<String> all = new TreeSet<>();
-            if (hasKeys) {
-                keys.forEach(k -> all.add(k.asText()));
-            }
-            if (hasFile) {
-                String path = keysFile.asText();
+        if (spec.keys() != null || spec.keysFile() != null) {
+            TreeSet<String> all = new TreeSet<>(spec.keys() == null ? List.of() : spec.keys());
+            if (spec.keysFile() != null) {
+                String path = spec.keysFile();
                 try {
                     for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
                         if (!line.strip().isEmpty()) {
@@ -444,33 +397,14 @@ public record ReplaySettings(
             all.forEach(list::add);
         }
         JsonNode json = obj.get("json");
-        if (json != null && !json.isNull()) {
+        if (!spec.json().isEmpty()) {
             ArrayNode conditions = CompactJson.NODES.arrayNode();
             if (json.isObject()) {
                 conditions.add(json);
-            } else if (json.isArray()) {
-                conditions.addAll((ArrayNode) json);
             } else {
-                throw new IllegalArgumentException("filter.json: expected a list of {path, equals|in|exists}");
+                conditions.addAll((ArrayNode) json);
             }
-            for (int i = 0; i < conditions.size(); i++) {
-                JsonNode cond = conditions.get(i);
-                String where = "filter.json[" + i + "]";
-                if (!cond.isObject() || !cond.path("path").isTextual() || cond.path("path").asText().isEmpty()) {
-                    throw new IllegalArgumentException(where
-                            + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)");
-                }
-                int ops = (cond.has("equals") ? 1 : 0) + (cond.has("in") ? 1 : 0) + (cond.has("exists") ? 1 : 0);
-                if (ops != 1) {
-                    throw new IllegalArgumentException(where + ": give exactly one of equals, in, exists");
-                }
-                if (cond.has("in") && (!cond.get("in").isArray() || cond.get("in").isEmpty())) {
-                    throw new IllegalArgumentException(where + ".in: expected a non-empty list");
-                }
-            }
-            if (!conditions.isEmpty()) {
-                result.set("json", conditions);
-            }
+            result.set("json", conditions);
         }
         return result;
     }
