@@ -3,7 +3,9 @@
 It is also the contract with the operator: the operator builds a `WorkerSettings` and puts `to_env()` into
 the replay Deployment's (or Backfill Job's) environment, and the worker reads it back with `from_env()`.
 Every field has one environment variable `REPRISE_*` and one flag `--*`; a flag wins over the variable.
-Errors name both, and say what is accepted.
+Errors name both, and say what is accepted; their `code` and `field` are what every port gives. The published
+table of the variables (type, default, values, modes, docs, what each port does not support) is
+`settings_table`; `conformance/vectors/settings.json` holds the Java and Go parsers to this one.
 
 Kafka credentials are never settings: they are files in `REPRISE_KAFKA_CONFIG_DIR` (see `kafka_clients`).
 """
