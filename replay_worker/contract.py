@@ -9,7 +9,8 @@ environment and publishes where it started. Both sides read the same rules from 
 - the one duration grammar (`durations`) and the one timestamp module (`timestamps`);
 - the filter spec (`filters.FilterSpec`), which the worker and the guard evaluate alike;
 - the view of one replay in the handover topic (`handover.ReplayHandover`), which the operator follows;
-- the worker's environment contract (`settings.WorkerSettings`: every `REPRISE_*` variable, `to_env`);
+- the worker's environment contract (`settings.WorkerSettings`: every `REPRISE_*` variable, `to_env`) and
+  its published table (`settings_table`: what the service ports do not support, which the operator refuses);
 - which settings of a tenant's Kafka Secret may run in the operator's own process (`setting_allow_list`).
 
 Pure: nothing here, nor anything it imports, opens a Kafka client (import-linter checks it: `make lint`).
@@ -22,6 +23,7 @@ from .durations import GO_DURATION, format_duration, parse_duration, parse_go_du
 from .filters import FilterSpec, FilterSpecError
 from .handover import PartitionHandover, ReplayHandover
 from .settings import SettingsError, WorkerSettings
+from .settings_table import service_unsupported, service_unsupported_asked
 from .setting_allow_list import RefusedSetting, client_refusal, operator_settings
 from .setting_scopes import ClientType, settings_for
 from .start_position import (
@@ -76,6 +78,8 @@ __all__ = [
     "parse_rfc3339",
     "refuse_lost_start",
     "rfc3339",
+    "service_unsupported",
+    "service_unsupported_asked",
     "rfc3339_exact",
     "rfc3339_micros",
     "rfc3339_ms",

@@ -3,7 +3,9 @@
 It is also the contract with the operator: the operator builds a `WorkerSettings` and puts `to_env()` into
 the replay Deployment's (or Backfill Job's) environment, and the worker reads it back with `from_env()`.
 Every field has one environment variable `REPRISE_*` and one flag `--*`; a flag wins over the variable.
-Errors name both, and say what is accepted.
+Errors name both, and say what is accepted; their `code` and `field` are what every port gives. The published
+table of the variables (type, default, values, modes, docs, what each port does not support) is
+`settings_table`; `conformance/vectors/settings.json` holds the Java and Go parsers to this one.
 
 Kafka credentials are never settings: they are files in `REPRISE_KAFKA_CONFIG_DIR` (see `kafka_clients`).
 """
@@ -11,7 +13,6 @@ Kafka credentials are never settings: they are files in `REPRISE_KAFKA_CONFIG_DI
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import socket
@@ -20,17 +21,22 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .filters import FilterSpec, FilterSpecError
-from .wire import MODES
+from .settings_table import BY_ENV, LOG_LEVELS, POISON_POLICIES, ROLES
 from .start_position import EndSpec, SpecError, StartSpec
+from .wire import MODES
 
 Role = Literal["replay", "backfill"]
-ROLES: tuple[str, ...] = ("replay", "backfill")
 PoisonPolicy = Literal["skip", "dead-letter"]
-POISON_POLICIES: tuple[str, ...] = ("skip", "dead-letter")
 
 
 class SettingsError(ValueError):
-    """A setting is missing or wrong; the message names the variable and the flag."""
+    """A setting is missing or wrong; the message names the variable and the flag. `code` and `field` are the
+    stable refusal (`settings_table.REFUSAL_CODES`, the variable) that every port gives for the same input."""
+
+    def __init__(self, message: str, code: str = "invalid", field: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
 
 
 def _default_member() -> str:
@@ -41,132 +47,157 @@ def _default_member() -> str:
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """Everything one worker process needs. Field docs give the variable, the default and why."""
+    """Everything one worker process needs. Each field is one `REPRISE_*` variable (`ENV_NAMES`); its type,
+    default, allowed values and documentation are in `settings_table.SETTINGS` (the published table)."""
 
     bootstrap_servers: str
-    """`REPRISE_BOOTSTRAP_SERVERS`: Kafka's bootstrap servers, `host:port[,host:port]`. Required."""
     replay_id: str
-    """`REPRISE_REPLAY_ID`: names this replay in the handover topic (the operator's is namespace/name/uid). Required."""
     topics: tuple[str, ...]
-    """`REPRISE_TOPICS`: the source topics, comma-separated. Required."""
     role: str = "replay"
-    """`REPRISE_ROLE`: `replay` (standby replay consumer in a group) or `backfill` (a Job that re-produces the
-    latest record of each key in `filter.keys` to the forward topic, then exits)."""
     mode: str = "Drain"
-    """`REPRISE_MODE`: `Parallel`, `Handover` or `Drain` (no live group: replay until the end bound or the
-    partition's end). See HANDOVER.md."""
     replay_group: str | None = None
-    """`REPRISE_REPLAY_GROUP`: the temporary consumer group of the replay. Required for role `replay`."""
     live_group: str | None = None
-    """`REPRISE_LIVE_GROUP`: the live service's consumer group. Required for `Parallel` and `Handover`."""
     start: StartSpec = field(default_factory=lambda: StartSpec("earliest"))
-    """`REPRISE_START`: JSON, one of `{"earliest":true}`, `{"timestamp":"2024-05-01T00:00:00Z"}` (or epoch ms),
-    `{"duration":"2h"}` (back from the moment the replay starts), `{"offsets":{"topic":{"0":123}}}`.
-    Resolved once, recorded as the replay group's committed offsets. Default earliest."""
     allow_clamp: bool = False
-    """`REPRISE_ALLOW_CLAMP`: start at the log-start offset when the asked-for start was deleted by retention,
-    instead of failing. Default false: missing history is an error."""
     end: EndSpec | None = None
-    """`REPRISE_END`: optional JSON bound, `{"snapshot":true}` (end offsets at the start), `{"timestamp":...}`
-    or `{"offsets":{...}}`. Not with Handover (the live side takes over, so there is no end)."""
     filter: FilterSpec = field(default_factory=FilterSpec)
-    """`REPRISE_FILTER`: JSON `{"headers":{"name":["v"]},"keys":["k"],"keysFile":"/path","json":[{"path":"a.b",
-    "equals":"x"}]}`; all conditions must hold. Default: every record."""
     handler: str | None = None
-    """`REPRISE_HANDLER`: `package.module:function`, called with a list of confluent_kafka Messages per batch."""
     forward_topic: str | None = None
-    """`REPRISE_FORWARD_TOPIC`: produce each matching record to this topic instead (key, headers, timestamp and
-    partition kept). Exactly one of handler and forward topic."""
     forward_transactional: bool = False
-    """`REPRISE_FORWARD_TRANSACTIONAL`: forward exactly-once (records and offsets in one transaction per batch)."""
     handover_topic: str = "reprise.handover"
-    """`REPRISE_HANDOVER_TOPIC`: the compacted handover topic (one partition). Default `reprise.handover`."""
     dlq_topic: str | None = None
-    """`REPRISE_DLQ_TOPIC`: dead-letter topic for poison records (undecodable, or the handler raises)."""
     poison_policy: str = "skip"
-    """`REPRISE_POISON_POLICY`: `dead-letter` (needs a DLQ topic; the default when one is set) or `skip`
-    (count and go on). Never a crash loop."""
     handler_retries: int = 2
-    """`REPRISE_HANDLER_RETRIES`: retries of a record whose handler raised before it counts as poison."""
     batch_size: int = 1000
-    """`REPRISE_BATCH_SIZE`: records per batch: the unit of handler calls, commits and the duplicate window."""
     max_records_per_second: float = 0.0
-    """`REPRISE_MAX_RECORDS_PER_SECOND`: throttle; 0 = unlimited."""
     max_bytes_per_second: float = 0.0
-    """`REPRISE_MAX_BYTES_PER_SECOND`: throttle on key+value bytes; 0 = unlimited."""
     metrics_port: int = 9400
-    """`REPRISE_METRICS_PORT`: Prometheus `/metrics` and liveness `/healthz`; 0 turns the endpoint off."""
     kafka_config_dir: str | None = None
-    """`REPRISE_KAFKA_CONFIG_DIR`: folder of librdkafka settings, one per file (file name = key), mounted
-    from the user's Secret. Values are never logged."""
     member_name: str = field(default_factory=_default_member)
-    """`REPRISE_MEMBER_NAME`: this replica's name (default: `$HOSTNAME`, the pod name)."""
     follow: bool = False
-    """`REPRISE_FOLLOW`: mode Parallel only: never finish a partition at the live group's offset; keep following
-    the live topic until the operator stops the workers (a Reconsume's shadow hold, `completion.hold`), so the
-    shadow stays current while it is verified. Default false."""
     exit_when_done: bool = False
-    """`REPRISE_EXIT_WHEN_DONE`: exit 0 once every partition of the replay is finished. Default false: a
-    Deployment's worker idles until the operator tears it down (an exit would only be restarted)."""
     check_interval: float = 1.0
-    """`REPRISE_CHECK_INTERVAL`: seconds between reads of the live group's offsets and other slow checks."""
     result_file: str | None = None
-    """`REPRISE_RESULT_FILE`: role backfill writes its JSON result here too (e.g. /dev/termination-log)."""
     log_level: str = "INFO"
-    """`REPRISE_LOG_LEVEL`: DEBUG, INFO, WARNING or ERROR."""
 
     # -- validation of combinations (single values are checked while parsing)
 
     def __post_init__(self) -> None:
-        def need(condition: bool, message: str) -> None:
+        def need(condition: bool, code: str, field: str, message: str) -> None:
             if not condition:
-                raise SettingsError(message)
+                raise SettingsError(message, code, field)
 
-        need(bool(self.bootstrap_servers), "REPRISE_BOOTSTRAP_SERVERS (--bootstrap-servers) is required")
-        need(bool(self.replay_id), "REPRISE_REPLAY_ID (--replay-id) is required")
-        need(bool(self.topics), "REPRISE_TOPICS (--topics) is required: the source topics, comma-separated")
-        need(self.role in ROLES, f"REPRISE_ROLE (--role) {self.role!r} is not one of {', '.join(ROLES)}")
-        need(self.mode in MODES, f"REPRISE_MODE (--mode) {self.mode!r} is not one of {', '.join(MODES)}")
+        need(
+            bool(self.bootstrap_servers),
+            "required",
+            "REPRISE_BOOTSTRAP_SERVERS",
+            "REPRISE_BOOTSTRAP_SERVERS (--bootstrap-servers) is required",
+        )
+        need(bool(self.replay_id), "required", "REPRISE_REPLAY_ID", "REPRISE_REPLAY_ID (--replay-id) is required")
+        need(
+            bool(self.topics),
+            "required",
+            "REPRISE_TOPICS",
+            "REPRISE_TOPICS (--topics) is required: the source topics, comma-separated",
+        )
+        need(
+            self.role in ROLES,
+            "invalid",
+            "REPRISE_ROLE",
+            f"REPRISE_ROLE (--role) {self.role!r} is not one of {', '.join(ROLES)}",
+        )
+        need(
+            self.mode in MODES,
+            "invalid",
+            "REPRISE_MODE",
+            f"REPRISE_MODE (--mode) {self.mode!r} is not one of {', '.join(MODES)}",
+        )
         need(
             self.poison_policy in POISON_POLICIES,
+            "invalid",
+            "REPRISE_POISON_POLICY",
             f"REPRISE_POISON_POLICY (--poison-policy) {self.poison_policy!r} is not one of {', '.join(POISON_POLICIES)}",
         )
-        need(self.batch_size >= 1, "REPRISE_BATCH_SIZE (--batch-size) must be at least 1")
-        need(self.handler_retries >= 0, "REPRISE_HANDLER_RETRIES (--handler-retries) must be >= 0")
-        need(0 <= self.metrics_port <= 65535, "REPRISE_METRICS_PORT (--metrics-port) must be 0..65535")
-        need(self.check_interval > 0, "REPRISE_CHECK_INTERVAL (--check-interval) must be > 0")
         need(
-            self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR"),
+            self.batch_size >= 1,
+            "out-of-range",
+            "REPRISE_BATCH_SIZE",
+            "REPRISE_BATCH_SIZE (--batch-size) must be at least 1",
+        )
+        need(
+            self.handler_retries >= 0,
+            "out-of-range",
+            "REPRISE_HANDLER_RETRIES",
+            "REPRISE_HANDLER_RETRIES (--handler-retries) must be >= 0",
+        )
+        need(
+            0 <= self.metrics_port <= 65535,
+            "out-of-range",
+            "REPRISE_METRICS_PORT",
+            "REPRISE_METRICS_PORT (--metrics-port) must be 0..65535",
+        )
+        need(
+            self.check_interval > 0,
+            "out-of-range",
+            "REPRISE_CHECK_INTERVAL",
+            "REPRISE_CHECK_INTERVAL (--check-interval) must be > 0",
+        )
+        need(
+            self.log_level.upper() in LOG_LEVELS,
+            "invalid",
+            "REPRISE_LOG_LEVEL",
             "REPRISE_LOG_LEVEL (--log-level) must be DEBUG, INFO, WARNING or ERROR",
         )
         need(
             not (self.poison_policy == "dead-letter" and not self.dlq_topic),
+            "conflict",
+            "REPRISE_POISON_POLICY",
             "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC (--dlq-topic)",
         )
         need(
             not (self.forward_transactional and not self.forward_topic),
+            "conflict",
+            "REPRISE_FORWARD_TRANSACTIONAL",
             "REPRISE_FORWARD_TRANSACTIONAL needs REPRISE_FORWARD_TOPIC (--forward-topic)",
         )
         if self.role == "replay":
-            need(bool(self.replay_group), "REPRISE_REPLAY_GROUP (--replay-group) is required for role replay")
+            need(
+                bool(self.replay_group),
+                "required",
+                "REPRISE_REPLAY_GROUP",
+                "REPRISE_REPLAY_GROUP (--replay-group) is required for role replay",
+            )
             need(
                 bool(self.handler) != bool(self.forward_topic),
+                "conflict" if self.handler else "required",
+                "REPRISE_FORWARD_TOPIC" if self.handler else "REPRISE_HANDLER",
                 "give exactly one of REPRISE_HANDLER (--handler) and REPRISE_FORWARD_TOPIC (--forward-topic)",
             )
             if self.mode in ("Parallel", "Handover"):
-                need(bool(self.live_group), f"REPRISE_LIVE_GROUP (--live-group) is required in mode {self.mode}")
+                need(
+                    bool(self.live_group),
+                    "required",
+                    "REPRISE_LIVE_GROUP",
+                    f"REPRISE_LIVE_GROUP (--live-group) is required in mode {self.mode}",
+                )
                 need(
                     self.live_group != self.replay_group,
+                    "conflict",
+                    "REPRISE_LIVE_GROUP",
                     "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own",
                 )
             need(
                 not self.follow or self.mode == "Parallel",
+                "conflict",
+                "REPRISE_FOLLOW",
                 "REPRISE_FOLLOW (--follow) is for mode Parallel only: a Handover's guard skips the replayed records "
                 "until the handover, so it cannot be held open",
             )
             if self.mode == "Handover":
                 need(
                     self.end is None,
+                    "conflict",
+                    "REPRISE_END",
                     "REPRISE_END (--end) cannot be used with mode Handover: the live group takes "
                     "over at the handover offset, so the replay has no end of its own",
                 )
@@ -174,20 +205,28 @@ class WorkerSettings:
                 module, _, function = self.handler.partition(":")
                 need(
                     bool(module) and bool(function),
+                    "invalid",
+                    "REPRISE_HANDLER",
                     f"REPRISE_HANDLER (--handler) {self.handler!r} must look like package.module:function",
                 )
             if self.forward_topic:
                 need(
                     self.forward_topic not in self.topics,
+                    "conflict",
+                    "REPRISE_FORWARD_TOPIC",
                     "REPRISE_FORWARD_TOPIC must not be one of REPRISE_TOPICS: the replay would read its own output",
                 )
         else:
             need(
                 bool(self.forward_topic),
+                "required",
+                "REPRISE_FORWARD_TOPIC",
                 "role backfill needs REPRISE_FORWARD_TOPIC (--forward-topic): the target topic",
             )
             need(
                 self.filter.keys is not None or self.filter.keys_file is not None,
+                "required",
+                "REPRISE_FILTER",
                 "role backfill needs the keys to re-emit: REPRISE_FILTER with keys or keysFile",
             )
 
@@ -216,8 +255,6 @@ class WorkerSettings:
     def from_args(cls, argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> "WorkerSettings":
         """Settings from flags over variables (the CLI)."""
         args = list(sys.argv[1:] if argv is None else argv)
-        # The flags' help is read from this module's source (`_field_docs`): a tenth of the worker's start-up
-        # CPU, so it is read only when it is shown.
         parser = build_parser(described=any(a in ("-h", "--help") for a in args))
         namespace = parser.parse_args(args)
         flags = {name: value for name, value in vars(namespace).items() if value is not None}
@@ -236,13 +273,13 @@ class WorkerSettings:
             try:
                 values[name] = spec.parse(raw)
             except (ValueError, SpecError, FilterSpecError) as exc:
-                raise SettingsError(f"{spec.env} (--{spec.flag}): {exc}") from None
+                raise SettingsError(f"{spec.env} (--{spec.flag}): {exc}", "invalid", spec.env) from None
         if "poison_policy" not in values and values.get("dlq_topic"):
             values["poison_policy"] = "dead-letter"
         for required in ("bootstrap_servers", "replay_id", "topics"):
             if required not in values:
                 spec = _FIELDS[required]
-                raise SettingsError(f"{spec.env} (--{spec.flag}) is required")
+                raise SettingsError(f"{spec.env} (--{spec.flag}) is required", "required", spec.env)
         return cls(**values)
 
     def with_changes(self, **changes: Any) -> "WorkerSettings":
@@ -366,9 +403,7 @@ _FIELDS: dict[str, _Field] = {
     "exit_when_done": _Field("REPRISE_EXIT_WHEN_DONE", "exit-when-done", _bool, _render_bool, is_flag=True),
     "check_interval": _Field("REPRISE_CHECK_INTERVAL", "check-interval", _float, _render_float, metavar="SECONDS"),
     "result_file": _Field("REPRISE_RESULT_FILE", "result-file", _text, metavar="PATH"),
-    "log_level": _Field(
-        "REPRISE_LOG_LEVEL", "log-level", lambda raw: _choice(("DEBUG", "INFO", "WARNING", "ERROR"), str.upper)(raw)
-    ),
+    "log_level": _Field("REPRISE_LOG_LEVEL", "log-level", lambda raw: _choice(LOG_LEVELS, str.upper)(raw)),
 }
 
 #: Environment variable of every field, for the operator and the docs.
@@ -386,33 +421,8 @@ def _defaults() -> dict[str, Any]:
 
 
 def _help_of(name: str) -> str:
-    doc = _field_docs().get(name, "")
-    # The docstring starts with "`REPRISE_X`: "; the flag's help shows the rest and the variable.
-    text = doc.split(":", 1)[1].strip() if doc.startswith("`REPRISE_") else doc
-    return " ".join(text.split()) + f" [env {_FIELDS[name].env}]"
-
-
-@functools.cache
-def _field_docs() -> dict[str, str]:
-    """Each field's docstring, read from the source (dataclass fields keep none at runtime); on first use only:
-    `inspect` and `tokenize` take longer to import and run than the rest of the module."""
-    import ast
-    import inspect
-
-    source = inspect.getsource(WorkerSettings)
-    tree = ast.parse(source)
-    docs: dict[str, str] = {}
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    for node, following in zip(body, body[1:]):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            docs[node.target.id] = following.value.value
-    return docs
+    env = _FIELDS[name].env
+    return BY_ENV[env].doc + f" [env {env}]"
 
 
 _GROUPS = {

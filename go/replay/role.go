@@ -111,7 +111,7 @@ func Run(ctx context.Context, s Settings, handler Handler) error {
 		serveCtx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if _, err := metrics.Serve(serveCtx, s.MetricsPort); err != nil {
-			return &SettingsError{Message: err.Error()}
+			return &SettingsError{Code: "invalid", Field: "REPRISE_METRICS_PORT", Message: err.Error()}
 		}
 	}
 	state, err := Bootstrap(ctx, s, base)

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,19 +42,55 @@ type Settings struct {
 	LogLevel            string // REPRISE_LOG_LEVEL
 }
 
-// SettingsError is a missing or wrong setting; the message names the variable and what is accepted.
-type SettingsError struct{ Message string }
+// SettingsError is a missing or wrong setting; the message names the variable and what is accepted. Code and
+// Field are the stable refusal every port gives for the same environment (conformance/vectors/settings.json):
+// Code is required, invalid, out-of-range, conflict or unsupported; Field is the variable.
+type SettingsError struct{ Code, Field, Message string }
 
 func (e *SettingsError) Error() string { return e.Message }
 
-func settingsErr(format string, args ...any) error {
-	return &SettingsError{Message: fmt.Sprintf(format, args...)}
+func settingsErr(code, field, format string, args ...any) error {
+	return &SettingsError{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unsupported is what this role does not support, in the table's order (replay_worker/settings_table.py,
+// UNSUPPORTED["go"]; the settings vectors check the two lists are equal): VARIABLE is refused with any value
+// but its default, VARIABLE=value with that value. The role hands records to the service's own handler, so it
+// neither forwards nor backfills, and it stops at the live group's offsets (no follow).
+var Unsupported = []string{"REPRISE_ROLE=backfill", "REPRISE_FOLLOW", "REPRISE_FORWARD_TOPIC",
+	"REPRISE_FORWARD_TRANSACTIONAL"}
+
+// unsupportedAsked is the first entry of Unsupported that env asks for, or "". Empty is unset; a boolean asks
+// unless it is a false spelling; VARIABLE=value asks with that value (any case).
+func unsupportedAsked(env map[string]string) string {
+	for _, entry := range Unsupported {
+		name, value, hasValue := strings.Cut(entry, "=")
+		text := strings.TrimSpace(env[name])
+		if text == "" {
+			continue
+		}
+		asks := true
+		switch {
+		case hasValue:
+			asks = strings.EqualFold(text, value)
+		case name == "REPRISE_FOLLOW" || name == "REPRISE_FORWARD_TRANSACTIONAL":
+			switch strings.ToLower(text) {
+			case "0", "false", "no", "off":
+				asks = false
+			}
+		}
+		if asks {
+			return entry
+		}
+	}
+	return ""
 }
 
 // Requested says whether this process was started in the replay role (the operator sets REPRISE_ROLE).
 func Requested() bool { return os.Getenv("REPRISE_ROLE") != "" || os.Getenv("REPRISE_REPLAY_ID") != "" }
 
 // SettingsFromEnv reads the REPRISE_* variables of env (os.Environ form when nil: the process environment).
+// REPRISE_HANDLER is informational here: the service's own code handles the records.
 func SettingsFromEnv(env map[string]string) (Settings, error) {
 	if env == nil {
 		env = map[string]string{}
@@ -67,6 +104,12 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 	s := Settings{Role: "replay", Mode: protocol.ModeDrain, Start: protocol.StartSpec{Kind: "earliest"},
 		HandoverTopic: "reprise.handover", HandlerRetries: 2, BatchSize: 1000, MetricsPort: 9400,
 		CheckInterval: time.Second, LogLevel: "INFO"}
+	if entry := unsupportedAsked(env); entry != "" {
+		name, _, _ := strings.Cut(entry, "=")
+		return s, settingsErr("unsupported", name, "%s is not supported by the Go replay role: it hands the records "+
+			"to the service's own handler in a replay group, never forwards, backfills or follows (use entrypoint "+
+			"ReplayWorker, the Python worker)", entry)
+	}
 	s.BootstrapServers = get("REPRISE_BOOTSTRAP_SERVERS")
 	s.ReplayID = get("REPRISE_REPLAY_ID")
 	for _, t := range strings.Split(get("REPRISE_TOPICS"), ",") {
@@ -74,17 +117,19 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 			s.Topics = append(s.Topics, t)
 		}
 	}
+	if get("REPRISE_TOPICS") != "" && len(s.Topics) == 0 {
+		return s, settingsErr("invalid", "REPRISE_TOPICS", "REPRISE_TOPICS: no topic given")
+	}
 	for _, required := range []string{"REPRISE_BOOTSTRAP_SERVERS", "REPRISE_REPLAY_ID", "REPRISE_TOPICS"} {
 		if get(required) == "" {
-			return s, settingsErr("%s is required", required)
+			return s, settingsErr("required", required, "%s is required", required)
 		}
 	}
 	if v := get("REPRISE_ROLE"); v != "" {
+		if !strings.EqualFold(v, "replay") && !strings.EqualFold(v, "backfill") {
+			return s, settingsErr("invalid", "REPRISE_ROLE", "REPRISE_ROLE %q is not one of replay, backfill", v)
+		}
 		s.Role = strings.ToLower(v)
-	}
-	if s.Role != "replay" {
-		return s, settingsErr("REPRISE_ROLE %q: a service runs role replay (role backfill is the Python worker's: "+
-			"use entrypoint ReplayWorker for a Backfill)", s.Role)
 	}
 	if v := get("REPRISE_MODE"); v != "" {
 		found := false
@@ -94,7 +139,7 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 			}
 		}
 		if !found {
-			return s, settingsErr("REPRISE_MODE %q is not one of Parallel, Handover, Drain", v)
+			return s, settingsErr("invalid", "REPRISE_MODE", "REPRISE_MODE %q is not one of Parallel, Handover, Drain", v)
 		}
 	}
 	s.ReplayGroup = get("REPRISE_REPLAY_GROUP")
@@ -102,19 +147,19 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 	var err error
 	if v := get("REPRISE_START"); v != "" {
 		if s.Start, err = protocol.ParseStartSpec(v, "start"); err != nil {
-			return s, settingsErr("REPRISE_START: %v", err)
+			return s, settingsErr("invalid", "REPRISE_START", "REPRISE_START: %v", err)
 		}
 	}
 	if v := get("REPRISE_END"); v != "" {
 		end, err := protocol.ParseEndSpec(v, "end")
 		if err != nil {
-			return s, settingsErr("REPRISE_END: %v", err)
+			return s, settingsErr("invalid", "REPRISE_END", "REPRISE_END: %v", err)
 		}
 		s.End = &end
 	}
 	if v := get("REPRISE_FILTER"); v != "" {
 		if s.Filter, err = protocol.ParseFilterSpec(v, "filter"); err != nil {
-			return s, settingsErr("REPRISE_FILTER: %v", err)
+			return s, settingsErr("invalid", "REPRISE_FILTER", "REPRISE_FILTER: %v", err)
 		}
 	}
 	if s.AllowClamp, err = boolOf(env, "REPRISE_ALLOW_CLAMP", false); err != nil {
@@ -133,21 +178,24 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 	}
 	if v := strings.ToLower(get("REPRISE_POISON_POLICY")); v != "" {
 		if v != "skip" && v != "dead-letter" {
-			return s, settingsErr("REPRISE_POISON_POLICY %q is not one of skip, dead-letter", v)
+			return s, settingsErr("invalid", "REPRISE_POISON_POLICY", "REPRISE_POISON_POLICY %q is not one of skip, dead-letter", v)
 		}
 		s.PoisonPolicy = v
 	}
 	ints := []struct {
-		name   string
-		target *int
-		min    int
-	}{{"REPRISE_HANDLER_RETRIES", &s.HandlerRetries, 0}, {"REPRISE_BATCH_SIZE", &s.BatchSize, 1},
-		{"REPRISE_METRICS_PORT", &s.MetricsPort, 0}}
+		name     string
+		target   *int
+		min, max int
+	}{{"REPRISE_HANDLER_RETRIES", &s.HandlerRetries, 0, math.MaxInt}, {"REPRISE_BATCH_SIZE", &s.BatchSize, 1, math.MaxInt},
+		{"REPRISE_METRICS_PORT", &s.MetricsPort, 0, 65535}}
 	for _, f := range ints {
 		if v := get(f.name); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < f.min || (f.name == "REPRISE_METRICS_PORT" && n > 65535) {
-				return s, settingsErr("%s %q must be a whole number >= %d", f.name, v, f.min)
+			if err != nil {
+				return s, settingsErr("invalid", f.name, "%s %q is not a whole number", f.name, v)
+			}
+			if n < f.min || n > f.max {
+				return s, settingsErr("out-of-range", f.name, "%s %q must be %d..%d", f.name, v, f.min, f.max)
 			}
 			*f.target = n
 		}
@@ -160,15 +208,18 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 		if v := get(f.name); v != "" {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil || n < 0 {
-				return s, settingsErr("%s %q must be a number >= 0", f.name, v)
+				return s, settingsErr("invalid", f.name, "%s %q must be a number >= 0", f.name, v)
 			}
 			*f.target = n
 		}
 	}
 	if v := get("REPRISE_CHECK_INTERVAL"); v != "" {
 		n, err := strconv.ParseFloat(v, 64)
-		if err != nil || n <= 0 {
-			return s, settingsErr("REPRISE_CHECK_INTERVAL %q must be a number of seconds > 0", v)
+		if err != nil || n < 0 {
+			return s, settingsErr("invalid", "REPRISE_CHECK_INTERVAL", "REPRISE_CHECK_INTERVAL %q is not a number of seconds", v)
+		}
+		if n == 0 {
+			return s, settingsErr("out-of-range", "REPRISE_CHECK_INTERVAL", "REPRISE_CHECK_INTERVAL must be > 0")
 		}
 		s.CheckInterval = time.Duration(n * float64(time.Second))
 	}
@@ -181,9 +232,14 @@ func SettingsFromEnv(env map[string]string) (Settings, error) {
 		s.MemberName, _ = os.Hostname()
 	}
 	if v := strings.ToUpper(get("REPRISE_LOG_LEVEL")); v != "" {
-		s.LogLevel = v
+		switch v {
+		case "DEBUG", "INFO", "WARNING", "ERROR":
+			s.LogLevel = v
+		default:
+			return s, settingsErr("invalid", "REPRISE_LOG_LEVEL", "REPRISE_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
+		}
 	}
-	return s, s.validate(env)
+	return s, s.validate()
 }
 
 func boolOf(env map[string]string, name string, fallback bool) (bool, error) {
@@ -195,36 +251,28 @@ func boolOf(env map[string]string, name string, fallback bool) (bool, error) {
 	case "0", "false", "no", "off":
 		return false, nil
 	}
-	return false, settingsErr("%s %q is not a boolean (true or false)", name, env[name])
+	return false, settingsErr("invalid", name, "%s %q is not a boolean (true or false)", name, env[name])
 }
 
-func (s Settings) validate(env map[string]string) error {
+func (s Settings) validate() error {
 	if s.ReplayGroup == "" {
-		return settingsErr("REPRISE_REPLAY_GROUP is required for role replay")
-	}
-	if strings.TrimSpace(env["REPRISE_HANDLER"]) != "" || strings.TrimSpace(env["REPRISE_FORWARD_TOPIC"]) != "" {
-		return settingsErr("REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint ReplayWorker; " +
-			"the service's replay role calls the service's own handler: remove them (spec.consumer.env)")
+		return settingsErr("required", "REPRISE_REPLAY_GROUP", "REPRISE_REPLAY_GROUP is required for role replay")
 	}
 	if s.Mode == protocol.ModeParallel || s.Mode == protocol.ModeHandover {
 		if s.LiveGroup == "" {
-			return settingsErr("REPRISE_LIVE_GROUP is required in mode %s", s.Mode)
+			return settingsErr("required", "REPRISE_LIVE_GROUP", "REPRISE_LIVE_GROUP is required in mode %s", s.Mode)
 		}
 		if s.LiveGroup == s.ReplayGroup {
-			return settingsErr("REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own")
+			return settingsErr("conflict", "REPRISE_LIVE_GROUP",
+				"REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own")
 		}
 	}
 	if s.Mode == protocol.ModeHandover && s.End != nil {
-		return settingsErr("REPRISE_END cannot be used with mode Handover: the live group takes over at the handover " +
-			"offset, so the replay has no end of its own")
+		return settingsErr("conflict", "REPRISE_END", "REPRISE_END cannot be used with mode Handover: the live "+
+			"group takes over at the handover offset, so the replay has no end of its own")
 	}
 	if s.PoisonPolicy == "dead-letter" && s.DLQTopic == "" {
-		return settingsErr("REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC")
-	}
-	switch s.LogLevel {
-	case "DEBUG", "INFO", "WARNING", "ERROR":
-	default:
-		return settingsErr("REPRISE_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
+		return settingsErr("conflict", "REPRISE_POISON_POLICY", "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC")
 	}
 	return nil
 }
@@ -239,7 +287,7 @@ func LoadConfigDir(dir string) (map[string]string, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, settingsErr("REPRISE_KAFKA_CONFIG_DIR %s is not a readable directory", dir)
+		return nil, settingsErr("invalid", "REPRISE_KAFKA_CONFIG_DIR", "REPRISE_KAFKA_CONFIG_DIR %s is not a readable directory", dir)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
@@ -252,7 +300,7 @@ func LoadConfigDir(dir string) (map[string]string, error) {
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, settingsErr("cannot read Kafka setting file %s", path)
+			return nil, settingsErr("invalid", "REPRISE_KAFKA_CONFIG_DIR", "cannot read Kafka setting file %s", path)
 		}
 		out[e.Name()] = strings.TrimSuffix(string(data), "\n")
 	}

@@ -62,7 +62,6 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{"bad start", map[string]string{"REPRISE_START": `{"duration":"soon"}`}, "REPRISE_START"},
 		{"bad filter", map[string]string{"REPRISE_FILTER": `{"regex":"x"}`}, "REPRISE_FILTER"},
 		{"dead-letter needs a topic", map[string]string{"REPRISE_POISON_POLICY": "dead-letter"}, "REPRISE_DLQ_TOPIC"},
-		{"a handler is the worker's", map[string]string{"REPRISE_HANDLER": "pkg.mod:fn"}, "REPRISE_HANDLER"},
 		{"a forward is the worker's", map[string]string{"REPRISE_FORWARD_TOPIC": "copy"}, "REPRISE_FORWARD_TOPIC"},
 		{"batch size", map[string]string{"REPRISE_BATCH_SIZE": "0"}, "REPRISE_BATCH_SIZE"},
 		{"metrics port", map[string]string{"REPRISE_METRICS_PORT": "70000"}, "REPRISE_METRICS_PORT"},

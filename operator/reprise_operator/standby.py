@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from replay_worker.contract import WorkerSettings
+from replay_worker.contract import WorkerSettings, service_unsupported_asked
 
 from . import metrics
 from .api import Consumer, Entrypoint, KafkaConnection, format_duration
@@ -82,6 +82,9 @@ def standby_deployment(
     user's `spec.consumer` env and resources on top, owned by the resource. `replicas`: spec.consumer.replicas
     clamped to the partitions replayed (`cluster_caps.replay_replicas`), else spec.consumer.replicas."""
     index = service_container(template, consumer.container)
+    worker_env = settings.to_env()
+    if consumer.entrypoint is Entrypoint.SERVICE:
+        refuse_unsupported(worker_env, user_env(consumer))
     manifest = replay_deployment_manifest(
         owner=resource.owner(),
         name=name,
@@ -89,7 +92,7 @@ def standby_deployment(
         labels=child_labels(resource.kind, resource.name, component),
         pod_template=template,
         replicas=consumer.replicas if replicas is None else replicas,
-        worker_env=settings.to_env(),
+        worker_env=worker_env,
         user_env=user_env(consumer),
         kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,
         container_name=consumer.container,
@@ -99,6 +102,22 @@ def standby_deployment(
     if consumer.resources is not None:
         manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()
     return manifest
+
+
+def refuse_unsupported(worker_env: dict[str, str], user: list[dict]) -> None:
+    """A service's own image runs the Java or Go replay role, which refuses at start what it does not support
+    (`docs/settings.md`); refused here first, naming the setting, so the replay fails in status instead of in a
+    crash-looping pod. The user's env wins over Reprise's, as in the pod."""
+    env = {**worker_env, **{e["name"]: e.get("value") or "" for e in user}}
+    for name in DELIVERY_VARIABLES:
+        env.pop(name, None)  # the service's own handler: never passed (`replay_deployment_manifest`)
+    asked = service_unsupported_asked(env)
+    if asked is not None:
+        raise Failure(
+            "UnsupportedSetting",
+            f"{asked}: the replay role of entrypoint Service (Java, Go) does not support it (docs/settings.md); "
+            "use spec.consumer.entrypoint ReplayWorker (a new resource) or drop what asks for it",
+        )
 
 
 def user_env(consumer: Consumer) -> list[dict]:

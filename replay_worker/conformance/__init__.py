@@ -12,7 +12,17 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from . import commit_mark_cases, filter_cases, finish_cases, guard_traces, replay_traces, start_cases, wire_cases
+from . import (
+    commit_mark_cases,
+    filter_cases,
+    finish_cases,
+    guard_traces,
+    replay_traces,
+    settings_cases,
+    settings_page,
+    start_cases,
+    wire_cases,
+)
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 VECTOR_DIR = Path("conformance") / "vectors"
@@ -26,6 +36,7 @@ AREAS: dict[str, Callable[[], dict[str, Any]]] = {
     "replay_start.json": start_cases.document,
     "replay_finish.json": finish_cases.document,
     "replay_traces.json": replay_traces.document,
+    "settings.json": settings_cases.document,
 }
 
 
@@ -65,7 +76,10 @@ def render() -> dict[str, str]:
 def write(root: Path = REPOSITORY) -> list[Path]:
     target = root / VECTOR_DIR
     target.mkdir(parents=True, exist_ok=True)
-    written = []
+    page = root / settings_page.PAGE
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(settings_page.render(), encoding="utf-8")
+    written = [page]
     for name, text in render().items():
         (target / name).write_text(text, encoding="utf-8")
         written.append(target / name)
@@ -82,4 +96,8 @@ def drifted(root: Path = REPOSITORY) -> list[str]:
         if not (target / name).exists() or (target / name).read_text(encoding="utf-8") != text
     ]
     stale += [p.name for p in sorted(target.glob("*.json")) if p.name not in rendered]
+    page = root / settings_page.PAGE
+    if not page.exists() or page.read_text(encoding="utf-8") != settings_page.render():
+        # The rendered table of the REPRISE_* environment: named from the root, not from the vector folder.
+        stale.append(f"../../{settings_page.PAGE}")
     return stale

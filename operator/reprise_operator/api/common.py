@@ -32,7 +32,16 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from replay_worker.contract import GO_DURATION, epoch_ms, format_duration, parse_go_duration, rfc3339, rfc3339_ms
+from replay_worker.contract import (
+    GO_DURATION,
+    epoch_ms,
+    format_duration,
+    parse_go_duration,
+    rfc3339,
+    rfc3339_ms,
+    service_unsupported,
+    service_unsupported_asked,
+)
 
 GROUP = "reprise.io"
 VERSION = "v1alpha1"
@@ -509,6 +518,34 @@ class Entrypoint(str, Enum):
 #: The variables that tell Reprise's Python worker what to do with a record; the service's own code needs none.
 DELIVERY_VARIABLES = ("REPRISE_HANDLER", "REPRISE_FORWARD_TOPIC")
 
+
+def _spellings(*words: str) -> str:
+    return ", ".join(f"'{v}'" for w in words for v in dict.fromkeys((w, w.capitalize(), w.upper())))
+
+
+def _asks_cel(entry: str) -> str:
+    """CEL on one `consumer.env` item `e`: whether it asks for `entry` (`settings_table.UNSUPPORTED`'s form).
+    A boolean asks unless it is a false spelling; a `VARIABLE=value` entry asks with that value. Spellings are
+    listed rather than folded with lowerAscii, whose cost on 64 values of 32 KiB the API server would refuse;
+    the model's validator folds every case (`service_unsupported_asked`)."""
+    name, _, value = entry.partition("=")
+    if value:
+        return f"(e.name == '{name}' && e.value in [{_spellings(value)}])"
+    if name in ("REPRISE_FOLLOW", "REPRISE_FORWARD_TRANSACTIONAL"):
+        return f"(e.name == '{name}' && !(e.value in ['', {_spellings('0', 'false', 'no', 'off')}]))"
+    return f"(e.name == '{name}' && e.value != '')"
+
+
+#: Generated from the table of the `REPRISE_*` environment (`replay_worker/settings_table.py`): what the Java
+#: and Go replay roles of entrypoint Service do not support. The operator cannot tell the image's language,
+#: so it refuses what any of them does not support.
+_SERVICE_UNSUPPORTED_CEL = " || ".join(_asks_cel(entry) for entry in service_unsupported())
+SERVICE_UNSUPPORTED_MESSAGE = (
+    "consumer.env: with entrypoint Service the service's replay role (Java, Go) does not support "
+    + ", ".join(service_unsupported())
+    + " (docs/settings.md); remove them, or set entrypoint ReplayWorker"
+)
+
 ENTRYPOINT_DESCRIPTION = (
     "What the replay consumers' container runs. ReplayWorker (default): Reprise's Python replay worker "
     "(python -m replay_worker) replaces the container's command and calls the handler named by "
@@ -565,6 +602,12 @@ class Consumer(ApiModel):
                 "consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
                 "ReplayWorker; with entrypoint Service the service's own code handles the records (remove "
                 "them, or set entrypoint ReplayWorker)",
+                field_path=".env",
+                reason="FieldValueForbidden",
+            ),
+            rule(
+                f"self.entrypoint != 'Service' || !has(self.env) || !self.env.exists(e, {_SERVICE_UNSUPPORTED_CEL})",
+                SERVICE_UNSUPPORTED_MESSAGE,
                 field_path=".env",
                 reason="FieldValueForbidden",
             ),
@@ -655,6 +698,10 @@ class Consumer(ApiModel):
                 "consumer.env: REPRISE_HANDLER and REPRISE_FORWARD_TOPIC are read only by entrypoint "
                 "ReplayWorker; with entrypoint Service the service's own code handles the records"
             )
+        if self.entrypoint is Entrypoint.SERVICE:
+            asked = service_unsupported_asked({e.name: e.value for e in self.env or []})
+            if asked is not None:
+                raise ValueError(f"{SERVICE_UNSUPPORTED_MESSAGE} ({asked})")
         return self
 
 

@@ -281,6 +281,18 @@ INVALID: tuple[Invalid, ...] = (
         ("spec.consumer.env", "with entrypoint Service the service's own code handles the records"),
     ),
     Invalid(
+        "entrypoint-service-with-follow",
+        SERVICE,
+        {"spec.consumer.env": [{"name": "REPRISE_FOLLOW", "value": "true"}]},
+        ("spec.consumer.env", "the service's replay role (Java, Go) does not support", "REPRISE_FOLLOW"),
+    ),
+    Invalid(
+        "entrypoint-service-with-backfill-role",
+        SERVICE,
+        {"spec.consumer.env": [{"name": "REPRISE_ROLE", "value": "backfill"}]},
+        ("spec.consumer.env", "does not support REPRISE_ROLE=backfill"),
+    ),
+    Invalid(
         "lake-entrypoint-service-with-handler",
         LAKE,
         {

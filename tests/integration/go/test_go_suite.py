@@ -30,6 +30,7 @@ GO_MODULES = {
         "TestConformanceGuardTraces",
         "TestConformanceReplayStart",
         "TestConformanceReplayFinish",
+        "TestConformanceSettings",
         "TestGuardSkipsSeeksBackCommitsMarksAndAcknowledges",
         "TestBootstrapResolvesStartOnce",
         "TestDrainWithReplicasJoiningAndLeaving",

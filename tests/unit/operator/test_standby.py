@@ -9,7 +9,7 @@ from replay_worker.settings import WorkerSettings
 from replay_worker.start_position import StartSpec
 from reprise_operator.api import KafkaConnection
 from reprise_operator.api.common import Consumer
-from reprise_operator.lifecycle import Resource, Waiting
+from reprise_operator.lifecycle import Failure, Resource, Waiting
 from reprise_operator.standby import delivery_from_env, standby_deployment, template_env, user_env
 
 TEMPLATE = {
@@ -134,3 +134,40 @@ def test_reprise_labels_win_even_when_a_pod_label_names_one():
         pod_labels={"reprise.io/replay": "other", "team": "a"},
     )
     assert manifest["spec"]["template"]["metadata"]["labels"]["reprise.io/replay"] == "fix"
+
+
+def _service_deployment(worker: WorkerSettings) -> dict:
+    consumer = Consumer.model_validate({"template": TEMPLATE, "container": "app", "entrypoint": "Service"})
+    return standby_deployment(
+        resource(),
+        name="fix-replay",
+        component="replay-consumer",
+        template=TEMPLATE,
+        consumer=consumer,
+        settings=worker,
+        kafka=KafkaConnection(bootstrapServers="kafka:9092"),
+    )
+
+
+def test_a_service_port_is_never_asked_for_a_setting_it_does_not_support():
+    # The Java and Go roles stop at the live group's offsets: a follow asked of them would be dropped silently.
+    with pytest.raises(Failure) as refused:
+        _service_deployment(settings().with_changes(follow=True))
+    assert refused.value.reason == "UnsupportedSetting"
+    assert refused.value.message.startswith("REPRISE_FOLLOW: the replay role of entrypoint Service")
+
+
+def test_a_service_port_gets_what_it_supports():
+    manifest = _service_deployment(settings())
+    env = {e["name"]: e.get("value") for e in manifest["spec"]["template"]["spec"]["containers"][1]["env"]}
+    assert env["REPRISE_MODE"] == "Parallel" and "REPRISE_FOLLOW" not in env and "REPRISE_HANDLER" not in env
+
+
+def test_the_consumer_model_refuses_an_unsupported_setting_for_a_service():
+    with pytest.raises(ValueError, match="does not support .*REPRISE_ROLE=backfill"):
+        Consumer.model_validate(
+            {"template": TEMPLATE, "entrypoint": "Service", "env": [{"name": "REPRISE_ROLE", "value": "Backfill"}]}
+        )
+    Consumer.model_validate(
+        {"template": TEMPLATE, "entrypoint": "Service", "env": [{"name": "REPRISE_FOLLOW", "value": "off"}]}
+    )

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.protocol.CompactJson;
+import io.reprise.kafka.protocol.FilterSpec;
+import io.reprise.kafka.protocol.FilterSpecException;
 import io.reprise.kafka.protocol.StartDecision;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -12,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -23,9 +24,10 @@ import java.util.TreeSet;
  * The replay role's settings, from the same {@code REPRISE_*} environment contract as the Python worker
  * ({@code replay_worker/settings.py}, {@code WorkerSettings.from_env}): the same variable names, defaults and
  * checks, and errors that name the variable. The operator writes these variables into the replay Deployment; in
- * the Java role the handler is the service's code, so {@code REPRISE_HANDLER} is only informational, and a
- * forward ({@code REPRISE_FORWARD_TOPIC}) or a backfill ({@code REPRISE_ROLE=backfill}) is refused with the way
- * to get it ({@code python -m replay_worker}).
+ * the Java role the handler is the service's code, so {@code REPRISE_HANDLER} is only informational, and what
+ * {@link #UNSUPPORTED} lists (a forward, a backfill, follow) is refused with the way to get it
+ * ({@code python -m replay_worker}). The table of every variable is {@code docs/settings.md}; the vectors
+ * {@code conformance/vectors/settings.json} hold this parser to it.
  *
  * <p>Kafka credentials are never settings: they are files in {@code REPRISE_KAFKA_CONFIG_DIR} (see
  * {@link KafkaClientConfig}).
@@ -92,12 +94,37 @@ public record ReplaySettings(
     public static final List<String> MODES = List.of("Parallel", "Handover", "Drain");
     public static final List<String> POISON_POLICIES = List.of("skip", "dead-letter");
 
-    /** A setting is missing or wrong; the message names the variable and says what is accepted. */
+    /**
+     * What this role does not support, in the table's order ({@code replay_worker/settings_table.py},
+     * {@code UNSUPPORTED["java"]}; the settings vectors check the two lists are equal): {@code VARIABLE} is refused
+     * with any value but its default, {@code VARIABLE=value} with that value. The role hands records to the
+     * service's own handler, so it neither forwards nor backfills, and it stops at the live group's offsets.
+     */
+    public static final List<String> UNSUPPORTED = List.of("REPRISE_ROLE=backfill", "REPRISE_FOLLOW",
+            "REPRISE_FORWARD_TOPIC", "REPRISE_FORWARD_TRANSACTIONAL");
+
+    /**
+     * A setting is missing or wrong; the message names the variable and says what is accepted. {@link #code()}
+     * and {@link #field()} are the stable refusal every port gives for the same environment: {@code required},
+     * {@code invalid}, {@code out-of-range}, {@code conflict} or {@code unsupported}, and the variable.
+     */
     public static final class SettingsException extends IllegalArgumentException {
         private static final long serialVersionUID = 1L;
+        private final String code;
+        private final String field;
 
-        public SettingsException(String message) {
+        public SettingsException(String code, String field, String message) {
             super(message);
+            this.code = code;
+            this.field = field;
+        }
+
+        public String code() {
+            return code;
+        }
+
+        public String field() {
+            return field;
         }
     }
 
@@ -112,11 +139,18 @@ public record ReplaySettings(
 
     /** Settings from {@code REPRISE_*} variables; an empty value counts as unset (as in the reference). */
     public static ReplaySettings fromEnv(Map<String, String> env) {
+        String unsupported = unsupportedAsked(env);
+        if (unsupported != null) {
+            throw new SettingsException("unsupported", unsupported.split("=", 2)[0], unsupported
+                    + " is not supported by the Java "
+                    + "replay role: it hands the records to the service's own handler in a replay group, never "
+                    + "forwards, backfills or follows (run python -m replay_worker, entrypoint ReplayWorker)");
+        }
         Source source = new Source(env);
         String bootstrap = source.text("REPRISE_BOOTSTRAP_SERVERS");
         String replayId = source.text("REPRISE_REPLAY_ID");
         List<String> topics = source.parse("REPRISE_TOPICS", ReplaySettings::topics);
-        String role = source.parse("REPRISE_ROLE", raw -> choice(raw, List.of("replay", "backfill"), true));
+        source.parse("REPRISE_ROLE", raw -> choice(raw, List.of("replay", "backfill"), true));
         String mode = source.parse("REPRISE_MODE", raw -> choice(raw, MODES, true));
         String replayGroup = source.text("REPRISE_REPLAY_GROUP");
         String liveGroup = source.text("REPRISE_LIVE_GROUP");
@@ -125,8 +159,6 @@ public record ReplaySettings(
         StartDecision.End end = source.parse("REPRISE_END", StartDecision.End::parse);
         ObjectNode filter = source.parse("REPRISE_FILTER", ReplaySettings::filter);
         String handler = source.text("REPRISE_HANDLER");
-        String forwardTopic = source.text("REPRISE_FORWARD_TOPIC");
-        Boolean forwardTransactional = source.parse("REPRISE_FORWARD_TRANSACTIONAL", ReplaySettings::bool);
         String handoverTopic = source.text("REPRISE_HANDOVER_TOPIC");
         String dlqTopic = source.text("REPRISE_DLQ_TOPIC");
         String poisonPolicy = source.parse("REPRISE_POISON_POLICY", raw -> choice(raw, POISON_POLICIES, true));
@@ -149,7 +181,7 @@ public record ReplaySettings(
         for (String[] required : new String[][] {{"REPRISE_BOOTSTRAP_SERVERS", bootstrap},
                 {"REPRISE_REPLAY_ID", replayId}, {"REPRISE_TOPICS", topics == null ? null : "given"}}) {
             if (required[1] == null) {
-                throw new SettingsException(required[0] + " is required");
+                throw new SettingsException("required", required[0], required[0] + " is required");
             }
         }
         mode = mode == null ? "Drain" : mode;
@@ -160,27 +192,21 @@ public record ReplaySettings(
         double interval = checkInterval == null ? 1.0 : checkInterval;
 
         // The combinations, checked in the reference's order.
-        need(role == null || role.equals("replay"), "REPRISE_ROLE " + role + " is not supported by the Java replay "
-                + "role: it runs the service's handler in a replay group (run python -m replay_worker for a backfill)");
-        need(batch >= 1, "REPRISE_BATCH_SIZE must be at least 1");
-        need(retriesValue >= 0, "REPRISE_HANDLER_RETRIES must be >= 0");
-        need(port >= 0 && port <= 65535, "REPRISE_METRICS_PORT must be 0..65535");
-        need(interval > 0, "REPRISE_CHECK_INTERVAL must be > 0");
-        need(!(poisonPolicy.equals("dead-letter") && dlqTopic == null),
+        need(batch >= 1, "out-of-range", "REPRISE_BATCH_SIZE", "REPRISE_BATCH_SIZE must be at least 1");
+        need(retriesValue >= 0, "out-of-range", "REPRISE_HANDLER_RETRIES", "REPRISE_HANDLER_RETRIES must be >= 0");
+        need(port >= 0 && port <= 65535, "out-of-range", "REPRISE_METRICS_PORT", "REPRISE_METRICS_PORT must be 0..65535");
+        need(interval > 0, "out-of-range", "REPRISE_CHECK_INTERVAL", "REPRISE_CHECK_INTERVAL must be > 0");
+        need(!(poisonPolicy.equals("dead-letter") && dlqTopic == null), "conflict", "REPRISE_POISON_POLICY",
                 "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC");
-        need(!(Boolean.TRUE.equals(forwardTransactional) && forwardTopic == null),
-                "REPRISE_FORWARD_TRANSACTIONAL needs REPRISE_FORWARD_TOPIC");
-        need(replayGroup != null, "REPRISE_REPLAY_GROUP is required for role replay");
-        need(forwardTopic == null, "REPRISE_FORWARD_TOPIC is not supported by the Java replay role: it hands the "
-                + "records to the service's handler (run python -m replay_worker to forward to a topic)");
+        need(replayGroup != null, "required", "REPRISE_REPLAY_GROUP", "REPRISE_REPLAY_GROUP is required for role replay");
         if (mode.equals("Parallel") || mode.equals("Handover")) {
-            need(liveGroup != null, "REPRISE_LIVE_GROUP is required in mode " + mode);
-            need(!liveGroup.equals(replayGroup),
+            need(liveGroup != null, "required", "REPRISE_LIVE_GROUP", "REPRISE_LIVE_GROUP is required in mode " + mode);
+            need(!liveGroup.equals(replayGroup), "conflict", "REPRISE_LIVE_GROUP",
                     "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own");
         }
         if (mode.equals("Handover")) {
-            need(end == null, "REPRISE_END cannot be used with mode Handover: the live group takes over at the "
-                    + "handover offset, so the replay has no end of its own");
+            need(end == null, "conflict", "REPRISE_END", "REPRISE_END cannot be used with mode Handover: the live "
+                    + "group takes over at the handover offset, so the replay has no end of its own");
         }
         return new ReplaySettings(bootstrap, replayId, topics, mode, replayGroup, liveGroup,
                 start == null ? StartDecision.Start.EARLIEST : start, Boolean.TRUE.equals(allowClamp), end,
@@ -190,6 +216,36 @@ public record ReplaySettings(
                 member == null ? defaultMember(env) : member, Boolean.TRUE.equals(exitWhenDone), interval,
                 logLevel == null ? "INFO" : logLevel);
     }
+
+    /**
+     * The first entry of {@link #UNSUPPORTED} that {@code env} asks for, or null. Empty is unset; a boolean
+     * asks unless it is one of the false spellings; {@code VARIABLE=value} asks with that value (any case).
+     */
+    static String unsupportedAsked(Map<String, String> env) {
+        for (String entry : UNSUPPORTED) {
+            int eq = entry.indexOf('=');
+            String name = eq < 0 ? entry : entry.substring(0, eq);
+            String raw = env.get(name);
+            String text = raw == null ? "" : raw.strip();
+            if (text.isEmpty()) {
+                continue;
+            }
+            boolean asks;
+            if (eq >= 0) {
+                asks = text.equalsIgnoreCase(entry.substring(eq + 1));
+            } else if (name.equals("REPRISE_FOLLOW") || name.equals("REPRISE_FORWARD_TRANSACTIONAL")) {
+                asks = !FALSE.contains(text.toLowerCase(Locale.ROOT));
+            } else {
+                asks = true;
+            }
+            if (asks) {
+                return entry;
+            }
+        }
+        return null;
+    }
+
+    private static final List<String> FALSE = List.of("0", "false", "no", "off");
 
     /** Whether poison records go to the dead-letter topic (else they are counted and skipped). */
     public boolean deadLetters() {
@@ -221,9 +277,9 @@ public record ReplaySettings(
 
     // ------------------------------------------------------------------------------------------- single values
 
-    private static void need(boolean condition, String message) {
+    private static void need(boolean condition, String code, String field, String message) {
         if (!condition) {
-            throw new SettingsException(message);
+            throw new SettingsException(code, field, message);
         }
     }
 
@@ -296,9 +352,10 @@ public record ReplaySettings(
     }
 
     /**
-     * The filter as the handover topic publishes it: {@code headers}, {@code keys} and {@code json} checked for
-     * shape, and a {@code keysFile} read into {@code keys} (sorted, blank lines ignored), because the guard cannot
-     * read a file mounted into the replay's pods.
+     * The filter as the handover topic publishes it: checked once, by the protocol's {@link FilterSpec#parse} (the
+     * same rules and messages as the guard's), then shaped: header values as lists, and a {@code keysFile} read
+     * into {@code keys} (sorted, blank lines ignored), because the guard cannot read a file mounted into the
+     * replay's pods.
      */
     static ObjectNode filter(String raw) {
         JsonNode obj;
@@ -307,73 +364,24 @@ public record ReplaySettings(
         } catch (JsonProcessingException bad) {
             throw new IllegalArgumentException("filter: not valid JSON (" + bad.getOriginalMessage() + ")");
         }
-        if (obj == null || obj.isNull()) {
-            return CompactJson.NODES.objectNode();
-        }
-        if (!obj.isObject()) {
-            throw new IllegalArgumentException("filter: expected a JSON object with headers, keys, keysFile or json");
-        }
-        TreeSet<String> unknown = new TreeSet<>();
-        obj.fieldNames().forEachRemaining(name -> {
-            if (!List.of("headers", "keys", "keysFile", "json").contains(name)) {
-                unknown.add(name);
-            }
-        });
-        if (!unknown.isEmpty()) {
-            throw new IllegalArgumentException("filter: unknown field(s) " + unknown + "; known: headers, keys, keysFile, json");
+        FilterSpec spec;
+        try {
+            spec = FilterSpec.parse(obj);
+        } catch (FilterSpecException bad) {
+            throw new IllegalArgumentException(bad.getMessage());
         }
         ObjectNode result = CompactJson.NODES.objectNode();
-        JsonNode headers = obj.get("headers");
-        if (headers != null && !headers.isNull()) {
-            if (!headers.isObject()) {
-                throw new IllegalArgumentException("filter.headers: expected {\"name\": [\"value\", ...]}");
-            }
+        if (spec.isEmpty()) {
+            return result;
+        }
+        if (!spec.headers().isEmpty()) {
             ObjectNode shaped = result.putObject("headers");
-            for (Iterator<Map.Entry<String, JsonNode>> it = headers.properties().iterator(); it.hasNext(); ) {
-                Map.Entry<String, JsonNode> h = it.next();
-                JsonNode values = h.getValue();
-                ArrayNode list = shaped.putArray(h.getKey());
-                if (values.isTextual()) {
-                    list.add(values.asText());
-                    continue;
-                }
-                if (!values.isArray() || values.isEmpty()) {
-                    throw new IllegalArgumentException("filter.headers." + h.getKey()
-                            + ": expected a string or a non-empty list of strings");
-                }
-                for (JsonNode v : values) {
-                    if (!v.isTextual()) {
-                        throw new IllegalArgumentException("filter.headers." + h.getKey()
-                                + ": expected a string or a non-empty list of strings");
-                    }
-                    list.add(v.asText());
-                }
-            }
+            spec.headers().forEach((name, values) -> values.forEach(shaped.putArray(name)::add));
         }
-        JsonNode keys = obj.get("keys");
-        JsonNode keysFile = obj.get("keysFile");
-        if (keys != null && !keys.isNull()) {
-            if (!keys.isArray()) {
-                throw new IllegalArgumentException("filter.keys: expected a list of strings");
-            }
-            for (JsonNode k : keys) {
-                if (!k.isTextual()) {
-                    throw new IllegalArgumentException("filter.keys: expected a list of strings");
-                }
-            }
-        }
-        if (keysFile != null && !keysFile.isNull() && !keysFile.isTextual()) {
-            throw new IllegalArgumentException("filter.keysFile: expected a path");
-        }
-        boolean hasKeys = keys != null && !keys.isNull();
-        boolean hasFile = keysFile != null && !keysFile.isNull();
-        if (hasKeys || hasFile) {
-            TreeSet<String> all = new TreeSet<>();
-            if (hasKeys) {
-                keys.forEach(k -> all.add(k.asText()));
-            }
-            if (hasFile) {
-                String path = keysFile.asText();
+        if (spec.keys() != null || spec.keysFile() != null) {
+            TreeSet<String> all = new TreeSet<>(spec.keys() == null ? List.of() : spec.keys());
+            if (spec.keysFile() != null) {
+                String path = spec.keysFile();
                 try {
                     for (String line : Files.readAllLines(Path.of(path), StandardCharsets.UTF_8)) {
                         if (!line.strip().isEmpty()) {
@@ -389,33 +397,14 @@ public record ReplaySettings(
             all.forEach(list::add);
         }
         JsonNode json = obj.get("json");
-        if (json != null && !json.isNull()) {
+        if (!spec.json().isEmpty()) {
             ArrayNode conditions = CompactJson.NODES.arrayNode();
             if (json.isObject()) {
                 conditions.add(json);
-            } else if (json.isArray()) {
-                conditions.addAll((ArrayNode) json);
             } else {
-                throw new IllegalArgumentException("filter.json: expected a list of {path, equals|in|exists}");
+                conditions.addAll((ArrayNode) json);
             }
-            for (int i = 0; i < conditions.size(); i++) {
-                JsonNode cond = conditions.get(i);
-                String where = "filter.json[" + i + "]";
-                if (!cond.isObject() || !cond.path("path").isTextual() || cond.path("path").asText().isEmpty()) {
-                    throw new IllegalArgumentException(where
-                            + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)");
-                }
-                int ops = (cond.has("equals") ? 1 : 0) + (cond.has("in") ? 1 : 0) + (cond.has("exists") ? 1 : 0);
-                if (ops != 1) {
-                    throw new IllegalArgumentException(where + ": give exactly one of equals, in, exists");
-                }
-                if (cond.has("in") && (!cond.get("in").isArray() || cond.get("in").isEmpty())) {
-                    throw new IllegalArgumentException(where + ".in: expected a non-empty list");
-                }
-            }
-            if (!conditions.isEmpty()) {
-                result.set("json", conditions);
-            }
+            result.set("json", conditions);
         }
         return result;
     }
@@ -441,7 +430,7 @@ public record ReplaySettings(
             try {
                 return parser.apply(raw);
             } catch (IllegalArgumentException bad) {
-                throw new SettingsException(name + ": " + bad.getMessage());
+                throw new SettingsException("invalid", name, name + ": " + bad.getMessage());
             }
         }
     }

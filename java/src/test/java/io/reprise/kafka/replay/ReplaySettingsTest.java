@@ -87,9 +87,9 @@ class ReplaySettingsTest {
         assertEquals("REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC", error(env("REPRISE_POISON_POLICY", "dead-letter")));
         assertTrue(error(env("REPRISE_START", "{\"latest\":true}")).startsWith("REPRISE_START: start: give exactly one of"));
         assertTrue(error(env("REPRISE_START", "{\"duration\":\"2 hours\"}")).startsWith("REPRISE_START: start.duration: '2 hours' is not a duration"));
-        assertTrue(error(env("REPRISE_FILTER", "{\"colour\":1}")).startsWith("REPRISE_FILTER: filter: unknown field(s) [colour]"));
+        assertTrue(error(env("REPRISE_FILTER", "{\"colour\":1}")).startsWith("REPRISE_FILTER: filter: unknown field(s) ['colour']"));
         assertTrue(error(env("REPRISE_FORWARD_TOPIC", "copy")).startsWith("REPRISE_FORWARD_TOPIC is not supported by the Java replay role"));
-        assertTrue(error(env("REPRISE_ROLE", "backfill")).startsWith("REPRISE_ROLE backfill is not supported"));
+        assertTrue(error(env("REPRISE_ROLE", "backfill")).startsWith("REPRISE_ROLE=backfill is not supported by the Java replay role"));
     }
 
     @Test
