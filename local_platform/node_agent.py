@@ -9,7 +9,8 @@ It is NOT a kubelet. There is no container runtime, no image, no isolation, no c
   controller never marks it unreachable and evicts its pods.
 - It watches the Pods bound to that node (list + watch, relisting on 410 Gone and on any broken stream).
 - Containers whose image matches the project's own image (`AgentSettings.run_image_pattern`, by default
-  any image whose reference contains `reprise`) are RUN as local processes: `command` + `args`, where a
+  any image whose reference contains `reprise`), and images published to the local image store
+  (`local_images`: a service built on this machine, whatever its name), are RUN as local processes: `command` + `args`, where a
   `python`/`python3` argv[0] becomes the agent's own `sys.executable` and the console scripts of
   pyproject become `python -m <module>`. Each process gets `PYTHONPATH=<repo>:<repo>/operator`, the
   container's `env`/`envFrom` (values, Secret and ConfigMap keys, the downward API fields) and its
@@ -1134,7 +1135,10 @@ class NodeAgent:
             return [
                 _Container(
                     spec=c,
-                    runs_locally=spark or image_runs_locally(c.get("image", ""), pattern),
+                    # An image published to the local image store (a service built here) runs whatever its name.
+                    runs_locally=spark
+                    or image_runs_locally(c.get("image", ""), pattern)
+                    or bool(image_paths(c.get("image") or "", self.settings.image_store)),
                     view=ContainerView(name=c["name"], image=c.get("image", "")),
                 )
                 for c in specs
