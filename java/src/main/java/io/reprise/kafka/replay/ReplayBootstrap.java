@@ -214,7 +214,7 @@ final class ReplayBootstrap {
             starts = times(consumer, partitions, startTs);
             ends = times(consumer, partitions, endTs);
         } finally {
-            consumer.unassign();
+            consumer.unsubscribe(); // KafkaConsumer's way to drop a manual assignment; it never joined the group
         }
         List<StartDecision.PartitionFacts> facts = new ArrayList<>();
         for (TopicPartition tp : partitions) {
