@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
 from replay_worker.contract import rfc3339_exact
@@ -353,7 +353,7 @@ def driver_selector(app_name: str) -> str:
     return DRIVER_SELECTOR.format(app=app_name)
 
 
-def driver_report(namespace: str, driver_pods: list[Mapping[str, Any]]) -> str:
+def driver_report(namespace: str, driver_pods: Iterable[Mapping[str, Any]]) -> str:
     """What the driver pod says of its failure: its root cause and how to read its log ('' if it did not fail)."""
     return pod_failure_message(namespace, failing_containers(driver_pods))
 

@@ -158,7 +158,7 @@ async def report_failing_pods(resource: Resource, selector: str) -> bool:
     clone reads nothing, so without this the replay only looks slow. True while pods fail."""
     pods = await resource.rt.kube.aio.list_pods(resource.namespace, selector)
     failures = failing_containers(pods)
-    stalled = next(
+    stalled: dict = next(
         (c for c in resource.status.get("conditions") or [] if c.get("type") == ConditionType.STALLED.value), {}
     )
     if failures:
