@@ -96,7 +96,9 @@ def test_a_service_written_from_the_docs_hands_over_exactly(
     ledger.mkdir()
     kafka.create_topic(topic_name, PARTITIONS)
     produce_events(kafka.bootstrap, topic_name, HISTORY)
-    apply(kube, namespace, service_deployment("orders", container(language, kafka.bootstrap, topic_name, ledger), 2))
+    # One live replica: a rebalance of the live group repeats what a replica had not committed, which this
+    # check would count; the replay runs two.
+    apply(kube, namespace, service_deployment("orders", container(language, kafka.bootstrap, topic_name, ledger), 1))
     try:
         wait_caught_up(kafka.bootstrap, GROUP, topic_name, PARTITIONS, timeout=240)
         replay_client_secret(kube, namespace)

@@ -34,7 +34,7 @@ func line(side string, m *kafka.Message, group string) string {
 func main() {
 	group := os.Getenv("ORDERS_GROUP")
 	config := &kafka.ConfigMap{"bootstrap.servers": os.Getenv("ORDERS_BOOTSTRAP_SERVERS"), "group.id": group,
-		"enable.auto.offset.store": false}
+		"enable.auto.offset.store": false, "auto.offset.reset": "earliest"}
 	if replay.Requested() {
 		out := ledger("R")
 		replayGroup := os.Getenv("REPRISE_REPLAY_GROUP")

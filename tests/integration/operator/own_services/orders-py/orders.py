@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 
+from confluent_kafka import KafkaException
 from replay_worker.guard import GuardedConsumer
+
+log = logging.getLogger("orders")
 
 _ledgers: dict[str, int] = {}
 
@@ -28,7 +32,12 @@ def handle(records) -> None:
 def main() -> None:
     group = os.environ["ORDERS_GROUP"]
     consumer = GuardedConsumer(
-        {"bootstrap.servers": os.environ["ORDERS_BOOTSTRAP_SERVERS"], "group.id": group, "enable.auto.commit": False}
+        {
+            "bootstrap.servers": os.environ["ORDERS_BOOTSTRAP_SERVERS"],
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
     )
     consumer.subscribe([os.environ["ORDERS_TOPIC"]])
     running = [True]
@@ -38,7 +47,10 @@ def main() -> None:
             records = [m for m in consumer.consume(200, 1.0) if m.error() is None]
             _append("L", [f"L {m.topic()} {m.partition()} {m.offset()} {group}\n" for m in records])
             if records:
-                consumer.commit(asynchronous=False)
+                try:
+                    consumer.commit(asynchronous=False)
+                except KafkaException as exc:  # a commit during a rebalance: the partition's new owner re-reads
+                    log.warning("commit failed: %s", exc)
     finally:
         consumer.close()
 

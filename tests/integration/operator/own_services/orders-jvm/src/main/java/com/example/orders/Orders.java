@@ -32,7 +32,7 @@ public final class Orders {
     public static void main(String[] args) throws Exception {
         String group = System.getenv("ORDERS_GROUP");
         Map<String, Object> config = Map.of("bootstrap.servers", System.getenv("ORDERS_BOOTSTRAP_SERVERS"),
-                "group.id", group, "enable.auto.commit", false);
+                "group.id", group, "enable.auto.commit", false, "auto.offset.reset", "earliest");
         String replayGroup = System.getenv().getOrDefault("REPRISE_REPLAY_GROUP", "replay");
         ReplayRole.runIfRequested(config, new StringDeserializer(), new StringDeserializer(), records -> {
             StringBuilder text = new StringBuilder();
@@ -51,7 +51,13 @@ public final class Orders {
                 }
                 if (text.length() > 0) {
                     append("L", text.toString());
-                    consumer.commitSync();
+                    try {
+                        consumer.commitSync();
+                    } catch (org.apache.kafka.clients.consumer.CommitFailedException
+                             | org.apache.kafka.common.errors.RebalanceInProgressException rebalance) {
+                        // A commit during a rebalance: the partition's new owner re-reads what was not committed.
+                        System.err.println("commit failed: " + rebalance.getMessage());
+                    }
                 }
             }
         } catch (org.apache.kafka.common.errors.WakeupException stopping) {
