@@ -8,8 +8,9 @@ folder, and a pod whose container runs `java -cp /app/<project>.jar:/app/lib/* <
 
 Any Maven project that depends on `io.reprise:reprise-kafka` builds this way (`python -m local_platform.jvm_image
 <project folder> <image reference>`, docs/own-service.md): a project that lays out `/app` itself (the example
-does, in `${service.image.dir}`) gets the folder it wrote; any other gets its own jar from `target/` and its
-runtime dependencies in `lib/` (`dependency:copy-dependencies`), so the pod runs
+does, in `${service.image.dir}`) gets the folder it wrote; any other is built from a copy in the cache (its
+`target/` never lands in the checkout) and gets its own jar from `target/` and its runtime dependencies in
+`lib/` (`dependency:copy-dependencies`), so the pod runs
 `java -cp '/app/*:/app/lib/*' <main class>`.
 
 A build is reused while the sources are unchanged; concurrent builds (pytest workers) wait on a file lock.
@@ -75,10 +76,21 @@ def build_jvm_image(project: Path, reference: str, library: Path = LIBRARY, log:
     )
 
 
+def lays_out_app(pom: str) -> bool:
+    """Whether a project's pom writes the image's /app itself (`service.image.dir`, as the example does)."""
+    return "${service.image.dir}" in pom
+
+
 def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
     work = folder.with_name(folder.name + ".build")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    own_layout = lays_out_app((project / "pom.xml").read_text())
+    if not own_layout:
+        # Built from a copy in the cache: a pom of its own builds into its `target/`, never into the checkout.
+        copy = work / "service-src"
+        shutil.copytree(project, copy, ignore=shutil.ignore_patterns("target", ".idea", "*.iml"))
+        project = copy
     (work / "pom.xml").write_text(reactor_pom([library, project], work))
     command = [
         "mvn",
@@ -94,7 +106,7 @@ def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
         f"-Dservice.image.dir={folder}",
     ]
     run_build(command, log, JvmBuildError, project.name, 900)
-    if not any(folder.glob("*.jar")):
+    if not own_layout:
         # A pom of its own, without the example's `service.image.dir`: lay out /app from what Maven built.
         _lay_out_app(project, work, folder, log)
     shutil.rmtree(work, ignore_errors=True)

@@ -50,3 +50,11 @@ def test_a_folder_built_by_hand_is_published_as_the_images_app(tmp_path, monkeyp
     assert local_images.main(["my-team/orders:dev", str(tmp_path / "missing")]) == 2
     assert local_images.main(["--help"]) == 2
     assert "usage: python -m local_platform.local_images" in capsys.readouterr().err
+
+
+def test_only_a_pom_that_writes_the_image_folder_itself_is_built_in_place():
+    from local_platform.jvm_image import REPO, lays_out_app
+
+    assert lays_out_app((REPO / "examples" / "accounts-jvm" / "pom.xml").read_text())
+    own = REPO / "tests" / "integration" / "operator" / "own_services" / "orders-jvm" / "pom.xml"
+    assert not lays_out_app(own.read_text())
