@@ -6,6 +6,13 @@ the library of this checkout), into the cache: `<cache>/images/<project>-<hash o
 image's `/app` would, `<project>.jar` and `lib/`. The image reference is then published with `/app` mapped to that
 folder, and a pod whose container runs `java -cp /app/<project>.jar:/app/lib/* <main class>` runs it as is.
 
+Any Maven project that depends on `io.reprise:reprise-kafka` builds this way (`python -m local_platform.jvm_image
+<project folder> <image reference>`, docs/own-service.md): a project that lays out `/app` itself (the example
+does, in `${service.image.dir}`) gets the folder it wrote; any other is built from a copy in the cache (its
+`target/` never lands in the checkout) and gets its own jar from `target/` and its runtime dependencies in
+`lib/` (`dependency:copy-dependencies`), so the pod runs
+`java -cp '/app/*:/app/lib/*' <main class>`.
+
 A build is reused while the sources are unchanged; concurrent builds (pytest workers) wait on a file lock.
 Maven's own downloads go to `~/.m2` as usual.
 """
@@ -69,10 +76,21 @@ def build_jvm_image(project: Path, reference: str, library: Path = LIBRARY, log:
     )
 
 
+def lays_out_app(pom: str) -> bool:
+    """Whether a project's pom writes the image's /app itself (`service.image.dir`, as the example does)."""
+    return "${service.image.dir}" in pom
+
+
 def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
     work = folder.with_name(folder.name + ".build")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    own_layout = lays_out_app((project / "pom.xml").read_text())
+    if not own_layout:
+        # Built from a copy in the cache: a pom of its own builds into its `target/`, never into the checkout.
+        copy = work / "service-src"
+        shutil.copytree(project, copy, ignore=shutil.ignore_patterns("target", ".idea", "*.iml"))
+        project = copy
     (work / "pom.xml").write_text(reactor_pom([library, project], work))
     command = [
         "mvn",
@@ -88,7 +106,44 @@ def _maven(project: Path, library: Path, folder: Path, log: Path) -> None:
         f"-Dservice.image.dir={folder}",
     ]
     run_build(command, log, JvmBuildError, project.name, 900)
+    if not own_layout:
+        # A pom of its own, without the example's `service.image.dir`: lay out /app from what Maven built.
+        _lay_out_app(project, work, folder, log)
     shutil.rmtree(work, ignore_errors=True)
+
+
+#: Build products that are not the service's own jar.
+_OTHER_JARS = ("-sources.jar", "-javadoc.jar", "-tests.jar")
+
+
+def app_jars(target: Path) -> list[Path]:
+    """The service's jar(s) in a Maven `target/` folder."""
+    return sorted(p for p in target.glob("*.jar") if not p.name.endswith(_OTHER_JARS))
+
+
+def _lay_out_app(project: Path, work: Path, folder: Path, log: Path) -> None:
+    jars = app_jars(project / "target")
+    if not jars:
+        raise JvmBuildError(f"building {project.name}: Maven built no jar in {project / 'target'}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for jar in jars:
+        shutil.copy2(jar, folder / jar.name)
+    # In the reactor again, so that the library resolves from this checkout, not from ~/.m2.
+    command = [
+        "mvn",
+        "-B",
+        "-q",
+        "-f",
+        str(work / "pom.xml"),
+        "package",
+        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
+        "-DskipTests",
+        "-Dmaven.test.skip=true",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={folder / 'lib'}",
+        f"-Dreprise.build.dir={work / 'library'}",
+    ]
+    run_build(command, log, JvmBuildError, project.name, 900)
 
 
 if __name__ == "__main__":

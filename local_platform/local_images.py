@@ -13,7 +13,12 @@ env and workingDir (as it maps volume mounts), so a pod spec written for the rea
 `java -cp /app/lib/* ...` becomes `java -cp ~/.cache/reprise/images/accounts-jvm-<hash>/lib/* ...`.
 
 One JSON file per reference under `<cache>/local-images/`; publishing again replaces it, as pushing a tag
-does.
+does. A published image runs on the node agent whatever its name (other images run only when their name
+contains `reprise`).
+
+For a service of your own (docs/local-platform.md, "Your own service"): build it into a folder laid out as
+your image's `/app` and publish that folder, `python -m local_platform.local_images <image> <folder>`; or let
+`python -m local_platform.jvm_image` / `go_image` build and publish a Maven project or a Go main package.
 """
 
 from __future__ import annotations
@@ -143,3 +148,26 @@ def build_command(module: str, build: Callable[[Path, str], Any]) -> int:
     image = build(Path(sys.argv[1]), sys.argv[2])
     print(f"{sys.argv[2]}: {IMAGE_APP} -> {image.folder}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m local_platform.local_images <image reference> <folder>`: publish a folder you built as the
+    image's `/app`, so a pod naming that image runs `/app/...` from it on the node agent."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0].startswith("-"):
+        print(
+            "usage: python -m local_platform.local_images <image reference> <folder holding the image's /app>",
+            file=sys.stderr,
+        )
+        return 2
+    reference, folder = args[0], Path(args[1]).expanduser().resolve()
+    if not folder.is_dir():
+        print(f"local_images: {folder} is not a folder: build the service into it first", file=sys.stderr)
+        return 2
+    publish(reference, {IMAGE_APP: folder})
+    print(f"{reference}: {IMAGE_APP} -> {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,7 +9,8 @@ It is NOT a kubelet. There is no container runtime, no image, no isolation, no c
   controller never marks it unreachable and evicts its pods.
 - It watches the Pods bound to that node (list + watch, relisting on 410 Gone and on any broken stream).
 - Containers whose image matches the project's own image (`AgentSettings.run_image_pattern`, by default
-  any image whose reference contains `reprise`) are RUN as local processes: `command` + `args`, where a
+  any image whose reference contains `reprise`), and images published to the local image store
+  (`local_images`: a service built on this machine, whatever its name), are RUN as local processes: `command` + `args`, where a
   `python`/`python3` argv[0] becomes the agent's own `sys.executable` and the console scripts of
   pyproject become `python -m <module>`. Each process gets `PYTHONPATH=<repo>:<repo>/operator`, the
   container's `env`/`envFrom` (values, Secret and ConfigMap keys, the downward API fields) and its
@@ -160,9 +161,10 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def image_runs_locally(image: str, pattern: str) -> bool:
-    """Whether a container of `image` is run as a local process (else it is only reported Running)."""
-    return bool(image) and re.search(pattern, image) is not None
+def image_runs_locally(image: str, pattern: str, published: bool = False) -> bool:
+    """Whether a container of `image` is run as a local process (else it is only reported Running): the project's
+    own image, or one `published` to the local image store (a service built on this machine, whatever its name)."""
+    return bool(image) and (published or re.search(pattern, image) is not None)
 
 
 def local_argv(
@@ -1134,7 +1136,12 @@ class NodeAgent:
             return [
                 _Container(
                     spec=c,
-                    runs_locally=spark or image_runs_locally(c.get("image", ""), pattern),
+                    runs_locally=spark
+                    or image_runs_locally(
+                        c.get("image", ""),
+                        pattern,
+                        published=bool(image_paths(c.get("image") or "", self.settings.image_store)),
+                    ),
                     view=ContainerView(name=c["name"], image=c.get("image", "")),
                 )
                 for c in specs
@@ -1300,9 +1307,12 @@ class NodeAgent:
             c.backoff_count += 1
             c.next_start = now + delay
             c.restart_pending = True
+            # As a kubelet: the run that failed keeps its termination message while the next one waits.
+            message = self._termination_message(pod, c, exit_code)
             v.last_terminated = {
                 "exitCode": exit_code,
                 "reason": v.reason,
+                **({"message": message} if message else {}),
                 "startedAt": v.started_at,
                 "finishedAt": v.finished_at,
                 "containerID": v.container_id,

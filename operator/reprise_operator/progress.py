@@ -11,6 +11,11 @@ whole poll interval later (`looks_soon`), the way a controller asks to be requeu
 "Drained" is not only "lag is zero": with transactional producers the last offset of a partition is a
 commit marker that no consumer ever commits past, so `end - committed` can stay at 1 forever. A
 partition whose consumer reported reaching the end of the partition also counts as drained.
+
+Nor is it "lag is zero" while the records are still being written (a LakeReplay's backfill topic before Spark
+completed, `end_final=False`): a drain that kept up with what was written so far, or a topic nothing was
+written to yet, is not done. Such a partition is Pending or Replaying, the percent stays below 100 (0 while
+nothing was written), and status leaves the lag out while nothing was written, rather than claim 0.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class PartitionView:
     finished: bool = False
     #: The live side's guard cannot follow the replay here (its reason code): at-least-once, not exact.
     guard_problem: str | None = None
+    #: `end` is where the partition ends; False while its records are still being written (the end moves on).
+    end_final: bool = True
 
     @property
     def goal(self) -> int:
@@ -75,6 +82,8 @@ class PartitionView:
             return "HandedOver"
         if self.finished:
             return "CaughtUp"
+        if not self.end_final:
+            return "Pending" if self.position is None else "Replaying"
         if self.position is None and self.start < self.goal:
             return "Pending"
         if self.lag == 0 or self.at_end:
@@ -83,7 +92,9 @@ class PartitionView:
 
     @property
     def done(self) -> bool:
-        return self.handed_over or self.finished or self.lag == 0 or self.at_end
+        if self.handed_over or self.finished:
+            return True
+        return self.end_final and (self.lag == 0 or self.at_end)
 
 
 @dataclass
@@ -132,10 +143,20 @@ class Progress:
         return sum(p.total for p in self.partitions)
 
     @property
+    def ends_final(self) -> bool:
+        return all(p.end_final for p in self.partitions)
+
+    @property
     def percent(self) -> int:
         if self.total == 0:
-            return 100
-        return min(100, int(self.processed * 100 / self.total))
+            return 100 if self.ends_final else 0
+        percent = min(100, int(self.processed * 100 / self.total))
+        return percent if self.ends_final else min(percent, 99)
+
+    @property
+    def reported_lag(self) -> int | None:
+        """The lag status shows: none while nothing was written yet and more is to come (0 would say done)."""
+        return None if self.total == 0 and not self.ends_final else self.lag
 
     @property
     def all_done(self) -> bool:
@@ -145,6 +166,8 @@ class Progress:
 def summarize(views: Iterable[PartitionView], window: EtaWindow, now: datetime) -> Progress:
     parts = tuple(sorted(views, key=lambda v: (v.topic, v.partition)))
     progress = Progress(parts, None)
+    if progress.reported_lag is None:
+        return progress  # nothing to measure a rate against yet
     window.add(now, progress.lag)
     return Progress(parts, window.eta_seconds())
 
@@ -159,7 +182,7 @@ def progress_status(progress: Progress, updated_at: datetime, eta: str | None = 
                 partition=p.partition,
                 position=p.position,
                 handover_offset=p.handover_offset,
-                lag=p.lag,
+                lag=p.lag if p.end_final or p.total else None,
                 state=PartitionStateName(p.state),
                 guard_problem=p.guard_problem,
             )
@@ -168,7 +191,7 @@ def progress_status(progress: Progress, updated_at: datetime, eta: str | None = 
         total_records=progress.total,
         processed=progress.processed,
         percent=progress.percent,
-        lag=progress.lag,
+        lag=progress.reported_lag,
         eta_seconds=progress.eta_seconds,
         eta=eta,
         updated_at=updated_at,

@@ -25,14 +25,17 @@ States (REFERENCE.md section 3): `status.applicationState.state` has no conditio
 observedGeneration, so Reprise translates it: SUBMITTED and RUNNING (and the controller's passing states)
 keep the LakeReplay Running; COMPLETED means every record is in the backfill topic (Produced); FAILED and
 SUBMISSION_FAILED, which the controller only reaches once its retries are spent, fail the LakeReplay with
-the controller's error message.
+the controller's error message and the driver's own account (`driver_report`): the controller only says
+"driver container failed with ExitCode: 1"; the root cause (a ClassNotFoundException, a refused
+credential) is in the driver pod's termination message, which the job writes (`spark_app.main`), and the
+report says where to read the driver's log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
 from replay_worker.contract import rfc3339_exact
@@ -40,6 +43,7 @@ from replay_worker.contract import rfc3339_exact
 from .api import LakeReplaySpec
 from .api import spark_conf
 from .constants import bounded_name
+from .pod_failures import failing_containers, pod_failure_message
 from .workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
 
 GROUP = "sparkoperator.k8s.io"
@@ -72,6 +76,10 @@ SUBMISSION_FAILED, PENDING_RERUN, INVALIDATING = "SUBMISSION_FAILED", "PENDING_R
 SUCCEEDING, FAILING, UNKNOWN = "SUCCEEDING", "FAILING", "UNKNOWN"
 SUSPENDING, SUSPENDED, RESUMING = "SUSPENDING", "SUSPENDED", "RESUMING"
 FAILED_STATES = (FAILED, SUBMISSION_FAILED)
+#: States in which a driver has failed (the controller retries or gave up): its pod says why.
+DRIVER_FAILED_STATES = (FAILED, SUBMISSION_FAILED, FAILING, PENDING_RERUN, UNKNOWN)
+#: The driver pod of an application (the labels spark-submit and the Spark operator put on it).
+DRIVER_SELECTOR = "sparkoperator.k8s.io/app-name={app},spark-role=driver"
 
 
 @dataclass(frozen=True)
@@ -336,14 +344,29 @@ def state_reason(state: str) -> str:
     return "Spark" + "".join(words)
 
 
-def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
-    """Read a SparkApplication (None: it does not exist) into what the LakeReplay reports."""
+def spark_state(app: Mapping[str, Any]) -> str:
+    """status.applicationState.state ('' before a controller saw it)."""
+    return ((app.get("status") or {}).get("applicationState") or {}).get("state") or NEW
+
+
+def driver_selector(app_name: str) -> str:
+    return DRIVER_SELECTOR.format(app=app_name)
+
+
+def driver_report(namespace: str, driver_pods: Iterable[Mapping[str, Any]]) -> str:
+    """What the driver pod says of its failure: its root cause and how to read its log ('' if it did not fail)."""
+    return pod_failure_message(namespace, failing_containers(driver_pods))
+
+
+def spark_outcome(app: Mapping[str, Any] | None, driver: str = "") -> SparkOutcome:
+    """Read a SparkApplication (None: it does not exist) into what the LakeReplay reports; `driver` is the
+    `driver_report` of its driver pod, added where the controller's message stops."""
     if app is None:
         return SparkOutcome("", False, False, "SparkApplicationMissing", "the SparkApplication does not exist")
     name = (app.get("metadata") or {}).get("name", "")
     status = app.get("status") or {}
     application = status.get("applicationState") or {}
-    state = application.get("state") or NEW
+    state = spark_state(app)
     error = error_summary(application.get("errorMessage") or "")
     attempts = status.get("submissionAttempts")
     if state == COMPLETED:
@@ -355,12 +378,12 @@ def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
             f"SparkApplication {name} completed: every record of the range is in the backfill topic",
             attempts,
         )
+    driver_said = f"; {driver}" if driver else ""
     if state in FAILED_STATES:
         detail = f": {error}" if error else ""
         tries = f" after {attempts} submission attempt(s)" if attempts else ""
-        return SparkOutcome(
-            state, False, True, state_reason(state), f"SparkApplication {name} is {state}{tries}{detail}", attempts
-        )
+        message = f"SparkApplication {name} is {state}{tries}{detail}{driver_said}"
+        return SparkOutcome(state, False, True, state_reason(state), message, attempts)
     if state == NEW:
         return SparkOutcome(
             state,
@@ -371,6 +394,5 @@ def spark_outcome(app: Mapping[str, Any] | None) -> SparkOutcome:
             attempts,
         )
     detail = f" ({error})" if error else ""
-    return SparkOutcome(
-        state, False, False, state_reason(state), f"SparkApplication {name} is {state}{detail}", attempts
-    )
+    message = f"SparkApplication {name} is {state}{detail}{driver_said}"
+    return SparkOutcome(state, False, False, state_reason(state), message, attempts)

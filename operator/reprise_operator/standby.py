@@ -3,7 +3,8 @@ clone needs (the service's handler or a forward topic), and how far its consumer
 
 Reconsume's replay consumers and LakeReplay's drain consumers are both standby Deployments cloned from the
 live service (`workloads.replay_deployment_manifest`); both report their group's progress the same way,
-into `status.progress` and the replay metrics.
+into `status.progress` and the replay metrics, and both say in status when their pods fail
+(`report_failing_pods`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from replay_worker.contract import WorkerSettings, service_unsupported_asked
 
 from . import metrics
 from .api import Consumer, Entrypoint, KafkaConnection, format_duration
+from .api.common import ConditionType
 from .constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
+from .pod_failures import failing_containers, pod_failure_message
 from .progress import PartitionView, Progress, progress_status, summarize
 from .workloads import DELIVERY_VARIABLES, pick_container, replay_deployment_manifest
 
@@ -162,6 +165,31 @@ def record_progress(resource: Resource, memory: ObjectMemory, views: list[Partit
         memory.processed, memory.processed_since = progress.processed, now
     metrics.REPLAY_PROGRESS_AGE.labels(*labels).set((now - memory.processed_since).total_seconds())
     return progress
+
+
+#: The Stalled condition's reason while replay pods fail, and once they no longer do.
+PODS_FAILING, PODS_RECOVERED = "ReplayPodsFailing", "ReplayPodsRecovered"
+
+
+async def report_failing_pods(resource: Resource, selector: str) -> bool:
+    """Condition Stalled (reason ReplayPodsFailing) while a replay pod crash-loops, cannot start or failed,
+    naming each, its root cause and its log; False (ReplayPodsRecovered) once none does. A crash-looping
+    clone reads nothing, so without this the replay only looks slow. True while pods fail."""
+    pods = await resource.rt.kube.aio.list_pods(resource.namespace, selector)
+    failures = failing_containers(pods)
+    stalled: dict = next(
+        (c for c in resource.status.get("conditions") or [] if c.get("type") == ConditionType.STALLED.value), {}
+    )
+    if failures:
+        message = pod_failure_message(resource.namespace, failures)
+        flipped = stalled.get("status") != "True" or stalled.get("reason") != PODS_FAILING
+        resource.condition(ConditionType.STALLED, "True", PODS_FAILING, message)
+        if flipped:
+            resource.event(PODS_FAILING, message, warning=True)
+        return True
+    if stalled.get("status") == "True" and stalled.get("reason") == PODS_FAILING:
+        resource.condition(ConditionType.STALLED, "False", PODS_RECOVERED, "no replay pod is failing any more")
+    return False
 
 
 # ------------------------------------------------------------------------------------------ the service's role

@@ -157,6 +157,9 @@ def replay_deployment_manifest(
     # The live service's probes check the live service's endpoints; the worker serves its own.
     for probe in ("readinessProbe", "startupProbe"):
         worker.pop(probe, None)
+    # A clone that fails at start (a handler that cannot be imported) says why in its termination message,
+    # which status reports (`pod_failures`): its log's tail unless it wrote a message of its own.
+    worker["terminationMessagePolicy"] = "FallbackToLogsOnError"
     worker["livenessProbe"] = {
         "httpGet": {"path": "/healthz", "port": "metrics"},
         "periodSeconds": 10,

@@ -71,6 +71,12 @@ def test_only_the_projects_image_runs_as_a_process(image, runs):
     assert image_runs_locally(image, "reprise") is runs
 
 
+def test_an_image_published_to_the_local_store_runs_whatever_its_name():
+    """A user's own service (issue 32, item 8): publishing its build is enough, no `reprise` in its name."""
+    assert image_runs_locally("my-team/orders:dev", "reprise", published=True)
+    assert not image_runs_locally("my-team/orders:dev", "reprise", published=False)
+
+
 def test_python_in_argv0_becomes_the_agents_interpreter():
     assert local_argv(["python", "-c", "print(1)"], None, PY) == [PY, "-c", "print(1)"]
     assert local_argv(["/usr/local/bin/python3.11"], ["-m", "x"], PY) == [PY, "-m", "x"]

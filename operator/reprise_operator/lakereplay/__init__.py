@@ -95,7 +95,10 @@ from ..spark_application import (
     SparkDefaults,
     SparkOutcome,
     SparkSpecRefused,
+    DRIVER_FAILED_STATES,
     application_name,
+    driver_report,
+    driver_selector,
     backfill_topic_name,
     progress_uri,
     refuse_overrides,
@@ -103,8 +106,16 @@ from ..spark_application import (
     seam_ms,
     spark_application_manifest,
     spark_outcome,
+    spark_state,
 )
-from ..standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
+from ..standby import (
+    consumer_delivery,
+    live_template,
+    record_progress,
+    report_failing_pods,
+    require_replay_role,
+    standby_deployment,
+)
 from ..workloads import KAFKA_CONFIG_DIR, Owner
 from .continuation import continuation_manifest, continuation_name, continuation_retention_message
 
@@ -640,9 +651,17 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     if app is None and not produced:
         await _recreate_spark(resource, spec, name, topic)
         return
-    outcome = spark_outcome(app) if app is not None else None
+    driver = ""
+    if app is not None and spark_state(app) in DRIVER_FAILED_STATES:
+        # The controller says only "driver container failed with ExitCode: 1"; the driver pod says why.
+        driver = driver_report(
+            resource.namespace, await rt.kube.aio.list_pods(resource.namespace, driver_selector(name))
+        )
+    outcome = spark_outcome(app, driver) if app is not None else None
     if outcome is not None and outcome.failed:
         _record_spark(resource, outcome, name)
+        # Produced said what Spark was doing when last seen (RUNNING): it now says how it ended.
+        resource.condition(ConditionType.PRODUCED, "False", outcome.reason, outcome.message)
         await _remove_lake_children(resource, spec, keep_spark=True)
         raise Failure(outcome.reason, outcome.message)
     if outcome is not None and outcome.produced and not produced:
@@ -667,8 +686,14 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         cluster.aio.shared_end_offsets(keys, rt.settings.poll_interval / 2),
         cluster.aio.committed_offsets(group, keys),
     )
-    views = [PartitionView(t, p, start=0, end=ends[(t, p)], position=committed.get((t, p))) for t, p in keys]
+    # Until Spark completed, the ends are what it wrote so far, not the range's: no partition is drained yet.
+    views = [
+        PartitionView(t, p, start=0, end=ends[(t, p)], position=committed.get((t, p)), end_final=produced)
+        for t, p in keys
+    ]
     progress = record_progress(resource, memory, views)
+    if children.get("deployment"):
+        await report_failing_pods(resource, f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role")
     _record_spark(resource, outcome, name, records=sum(ends.values()))
     hold = spec.completion.drained_for
     if memory.drain.observe(produced and progress.all_done, resource.now(), hold):

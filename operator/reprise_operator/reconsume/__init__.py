@@ -45,6 +45,7 @@ from ..standby import (
     consumer_delivery,
     live_template,
     record_progress,
+    report_failing_pods,
     require_delivery,
     require_replay_role,
     standby_deployment,
@@ -371,6 +372,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     handover_mode = spec.mode.value == "Handover"
     views = replay_views(plan, ends, state, spec.mode.value)
     progress = _record_progress(resource, memory, views)
+    await report_failing_pods(resource, cutover.replay_pods_selector(resource.name, "reconsume"))
     if handover_mode:
         pending = sum(1 for v in views if not v.handed_over)
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(pending)

@@ -196,7 +196,18 @@ def test_a_spark_application_that_fails_fails_the_lakereplay_with_the_drivers_me
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
     assert failed["status"] == "True" and failed["reason"] == "SparkFailed"
     assert failed["message"].startswith("SparkApplication broken-spark is FAILED after 2 submission attempt(s)")
-    assert failed["message"].endswith("driver container failed with ExitCode: 2, Reason: Error")
+    # The controller's message, then the driver's own: its root cause and where its log is (issue 32, item 3).
+    assert "driver container failed with ExitCode: 2, Reason: Error; pod broken-spark-driver" in failed["message"]
+    assert "no_such_column" in failed["message"].split("; pod broken-spark-driver", 1)[1], failed["message"]
+    assert failed["message"].endswith(
+        f"its log: kubectl logs -n {namespace} broken-spark-driver -c spark-kubernetes-driver"
+    ), failed["message"]
+    # No condition still says Spark is running, and progress claims nothing of a topic nothing was written to.
+    produced = {c["type"]: c for c in status["conditions"]}["Produced"]
+    assert (produced["status"], produced["reason"]) == ("False", "SparkFailed"), produced
+    progress = status.get("progress") or {}
+    assert progress.get("percent") != 100 and progress.get("lag") is None, progress
+    assert all(p["state"] != "Drained" for p in progress.get("partitions") or []), progress
     # The retries are in the message above; FAILING itself may fall between two polls of the operator.
     assert seen.spark_states[-1] == "FAILED"
     assert "no_such_column" in spark_operator.log_path(namespace, "broken-spark").read_text(errors="replace")

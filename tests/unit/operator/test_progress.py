@@ -97,3 +97,23 @@ def test_a_drained_replay_is_looked_at_soon_only_when_its_hold_ends_within_the_p
     assert looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=0.0)
     assert looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=4.5)
     assert not looks_soon(eta_seconds=0, poll_interval=5.0, finished_for=1.0, hold_left=25.0)
+
+
+def test_a_topic_still_being_written_is_not_drained_nor_100_percent_even_when_empty():
+    """A LakeReplay whose Spark driver wrote nothing yet (or failed before writing) was shown 100%, lag 0 and
+    every partition Drained (issue 32, item 3)."""
+    views = [PartitionView("backfill", p, start=0, end=0, position=None, end_final=False) for p in range(12)]
+    progress = summarize(views, EtaWindow(), T0)
+    assert progress.percent == 0 and not progress.all_done
+    assert {v.state for v in progress.partitions} == {"Pending"}
+    status = progress_status(progress, T0)
+    assert status["percent"] == 0 and "lag" not in status and "etaSeconds" not in status
+    assert all("lag" not in p and p["state"] == "Pending" for p in status["partitions"])
+
+
+def test_a_drain_that_kept_up_with_a_topic_still_being_written_is_replaying_below_100_percent():
+    view = PartitionView("backfill", 0, start=0, end=500, position=500, end_final=False)
+    progress = summarize([view], EtaWindow(), T0)
+    assert (view.state, view.done, view.lag, progress.percent) == ("Replaying", False, 0, 99)
+    final = PartitionView("backfill", 0, start=0, end=500, position=500)
+    assert (final.state, final.done, summarize([final], EtaWindow(), T0).percent) == ("Drained", True, 100)

@@ -18,12 +18,15 @@ from reprise_operator.spark_application import (
     SCHEMA_DIR,
     SPARK_IMAGE_PINNED,
     SPARK_SERVICE_ACCOUNT_PINNED,
+    DRIVER_FAILED_STATES,
     SPARK_UID,
     SparkDefaults,
     SparkSpecRefused,
     application_name,
     backfill_topic_name,
     connector_jars,
+    driver_report,
+    driver_selector,
     error_summary,
     job_arguments,
     progress_uri,
@@ -31,6 +34,7 @@ from reprise_operator.spark_application import (
     seam_ms,
     spark_application_manifest,
     spark_outcome,
+    spark_state,
     state_reason,
 )
 from reprise_operator.workloads import Owner
@@ -406,3 +410,31 @@ def test_a_pinned_service_account_refuses_another_account_and_takes_its_own_or_n
         manifest(spec, defaults=namespace_default)
     own.spark.driver.service_account = None
     assert "serviceAccount" not in manifest(own, defaults=namespace_default)["spec"]["driver"]
+
+
+def test_a_failed_driver_adds_its_root_cause_and_where_its_log_is():
+    """The controller says only "driver container failed with ExitCode: 1"; the driver pod says why (issue 32)."""
+    cause = "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found"
+    driver_pod = {
+        "metadata": {"name": "lr-spark-driver"},
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "spark-kubernetes-driver",
+                    "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": cause}},
+                }
+            ]
+        },
+    }
+    report = driver_report("shop", [driver_pod])
+    outcome = spark_outcome(app("FAILED", "driver container failed with ExitCode: 1, Reason: Error", 4), report)
+    assert outcome.message == (
+        "SparkApplication lr-spark is FAILED after 4 submission attempt(s): driver container failed with "
+        f"ExitCode: 1, Reason: Error; pod lr-spark-driver container spark-kubernetes-driver is Error: {cause}; "
+        "its log: kubectl logs -n shop lr-spark-driver -c spark-kubernetes-driver"
+    )
+    assert driver_report("shop", []) == ""
+    assert (
+        spark_state(app("FAILING")) in DRIVER_FAILED_STATES and spark_state(app("RUNNING")) not in DRIVER_FAILED_STATES
+    )
+    assert driver_selector("lr-spark") == "sparkoperator.k8s.io/app-name=lr-spark,spark-role=driver"

@@ -199,10 +199,23 @@ final class ReplayBootstrap {
             found.stream().map(p -> new TopicPartition(topic, p.partition()))
                     .sorted(java.util.Comparator.comparingInt(TopicPartition::partition)).forEach(partitions::add);
         }
-        Map<TopicPartition, Long> low = consumer.beginningOffsets(partitions, TIMEOUT);
-        Map<TopicPartition, Long> high = consumer.endOffsets(partitions, TIMEOUT);
-        Map<TopicPartition, Long> starts = times(consumer, partitions, startTs);
-        Map<TopicPartition, Long> ends = times(consumer, partitions, endTs);
+        // Assigned for the lookups: a read_committed consumer keeps each answer as the partition's last stable
+        // offset, and logs a WARN per partition it does not hold ("Not updating last stable offset ... no longer
+        // assigned": 14 to 28 lines per replica at every start). The consumer has not subscribed yet, so the
+        // assignment is its own, brief, and never reaches the group.
+        consumer.assign(partitions);
+        Map<TopicPartition, Long> low;
+        Map<TopicPartition, Long> high;
+        Map<TopicPartition, Long> starts;
+        Map<TopicPartition, Long> ends;
+        try {
+            low = consumer.beginningOffsets(partitions, TIMEOUT);
+            high = consumer.endOffsets(partitions, TIMEOUT);
+            starts = times(consumer, partitions, startTs);
+            ends = times(consumer, partitions, endTs);
+        } finally {
+            consumer.unsubscribe(); // KafkaConsumer's way to drop a manual assignment; it never joined the group
+        }
         List<StartDecision.PartitionFacts> facts = new ArrayList<>();
         for (TopicPartition tp : partitions) {
             facts.add(new StartDecision.PartitionFacts(tp.topic(), tp.partition(), low.get(tp), high.get(tp),
