@@ -105,9 +105,7 @@ class MultiTenant:
 
         def allow(kind: Any, name: str, pattern: Any, principal: str, *operations: Any) -> None:
             for operation in operations:
-                bindings.append(
-                    AclBinding(kind, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
-                )
+                bindings.append(AclBinding(kind, name, pattern, principal, "*", operation, AclPermissionType.ALLOW))
 
         prefixed, literal = ResourcePatternType.PREFIXED, ResourcePatternType.LITERAL
         for t in self.tenants:
@@ -129,3 +127,51 @@ class MultiTenant:
         admin = broker.admin()
         for future in admin.create_acls(self.acl_bindings(), request_timeout=timeout).values():
             future.result(timeout=timeout)
+
+    def create_topics(self, broker: Any) -> None:
+        """The topics the platform owns: the shared ones (3 partitions) and the handover topic (compacted, one
+        partition), so no team needs Create on them. Existing ones are kept."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        wanted: list[tuple[str, int, dict[str, str]]] = [(name, 3, {}) for name in self.shared_topics]
+        wanted.append((self.handover_topic, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}))
+        for name, partitions, config in wanted:
+            try:
+                broker.create_topic(name, partitions, config)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+
+
+#: Where a team's Kafka client settings live in its namespace (what `spec.kafka.configFrom` names).
+CLIENT_SECRET = "kafka"
+GROUP_PREFIXES = "reprise.io/kafka-group-prefixes"
+TOPIC_PREFIXES = "reprise.io/kafka-topic-prefixes"
+
+
+def namespace_manifests(tenant: Tenant) -> list[dict[str, Any]]:
+    """A team's namespace, annotated with its Kafka prefixes (read by the chart's admission policy), and the
+    Secret of its principal, labelled so that the operator may read it."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": tenant.name,
+                "annotations": {
+                    GROUP_PREFIXES: ",".join(tenant.group_prefixes),
+                    TOPIC_PREFIXES: tenant.topic_prefix,
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": CLIENT_SECRET,
+                "namespace": tenant.name,
+                "labels": {"reprise.io/kafka-client": "true"},
+            },
+            "stringData": tenant.client_settings(),
+        },
+    ]
