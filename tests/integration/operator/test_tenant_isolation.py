@@ -338,9 +338,13 @@ def check_isolation(kube, kafka, operator, team_a, sasl: str, topic: str, group:
             admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(timeout=30)
 
         def join() -> None:
+            # Joining is what a member does first; the coordinator answers with the group's authorization.
             member = Consumer({**a_settings, "group.id": group, "enable.auto.commit": False})
             try:
-                member.commit(offsets=[TopicPartition(SHARED_TOPIC, 0, 0)], asynchronous=False)
+                member.subscribe([SHARED_TOPIC])
+                answer = wait_for(lambda: member.poll(1.0), 60, "an answer to team A's join of team B's group")
+                if answer.error() is not None:
+                    raise KafkaException(answer.error())
             finally:
                 member.close()
 
@@ -380,4 +384,6 @@ def check_isolation(kube, kafka, operator, team_a, sasl: str, topic: str, group:
     attacks = {what: outcome for what, outcome in outcomes.items() if what.startswith(("C2", "M1"))}
     succeeded = {what: outcome for what, outcome in attacks.items() if not outcome.startswith("refused")}
     assert not succeeded, f"attacks of team A that got through: {succeeded}"
+    by_acl = {what: outcome for what, outcome in attacks.items() if "by ACL" in what}
+    assert set(by_acl.values()) == {"refused by ACL: GROUP_AUTHORIZATION_FAILED"}, by_acl
     assert outcomes["team A reads the shared topic"] == "ok"
