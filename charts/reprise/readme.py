@@ -237,8 +237,8 @@ metadata:
     reprise.io/kafka-topic-prefixes: "team-a."
 ```
 
-A namespace without them gets `kafka.prefixes.groups` and `kafka.prefixes.topics`, where `{namespace}` is its
-name (default `{namespace}.` and `reprise.{namespace}.` for groups, `{namespace}.` for topics); a prefix `""`
+A namespace without them gets `kafka.prefixes.groups` and `kafka.prefixes.topics`, where `{{namespace}}` is its
+name (default `{{namespace}}.` and `reprise.{{namespace}}.` for groups, `{{namespace}}.` for topics); a prefix `""`
 admits every name. A resource without `spec.kafka.configFrom` (no credentials: Kafka sees ANONYMOUS) is refused
 unless `kafka.allowAnonymous`. With `watchNamespaces` the policy binds only those namespaces. The prefixes must
 match the ACLs of each team's Kafka principal; see [docs/security.md](../../docs/security.md).
