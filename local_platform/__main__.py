@@ -394,19 +394,44 @@ def _set_up_tenants(platform: Any, multi_tenant: MultiTenant) -> None:
     """The teams of the multi-tenant form: topics the platform owns, and each team's namespace and Secret."""
     multi_tenant.create_topics(platform.kafka)
     manifests = [m for t in multi_tenant.tenants for m in namespace_manifests(t)]
+    kubectl = [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}"]
+    # Server-side: a client-side apply would copy the Secrets' passwords into an annotation.
     applied = subprocess.run(
-        [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}", "apply", "-f", "-"],
+        [*kubectl, "apply", "--server-side", "-f", "-"],
         input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}),
         capture_output=True,
         text=True,
     )
     if applied.returncode != 0:
         raise PlatformError(f"creating the teams' namespaces failed: {applied.stderr.strip()}")
-    names = ", ".join(t.name for t in multi_tenant.tenants)
+    # The chart's Kafka prefix policy, bound to the teams' namespaces only (the examples elsewhere keep their names).
+    teams = [t.name for t in multi_tenant.tenants]
+    policy = subprocess.run(
+        [
+            str(platform.helm),
+            "template",
+            "reprise",
+            str(REPO_ROOT / "charts" / "reprise"),
+            "--set",
+            "networkPolicy.enabled=false",
+            "--set-json",
+            f"watchNamespaces={json.dumps(teams)}",
+            "--show-only",
+            "templates/admission/kafka-prefixes.yaml",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if policy.returncode == 0:
+        policy = subprocess.run([*kubectl, "apply", "-f", "-"], input=policy.stdout, capture_output=True, text=True)
+    if policy.returncode != 0:
+        raise PlatformError(f"installing the chart's kafka-prefixes policy failed: {policy.stderr.strip()}")
+    names = ", ".join(teams)
     _say(
         f"  multi-tenant Kafka: SASL/PLAIN on {platform.kafka.sasl_bootstrap} with ACLs (docs/security.md); "
         f"namespaces {names}, each with Secret `{CLIENT_SECRET}` (its principal) for spec.kafka.configFrom; "
-        f"shared topic {', '.join(multi_tenant.shared_topics)}; PLAINTEXT {platform.bootstrap} stays the platform's"
+        f"shared topic {', '.join(multi_tenant.shared_topics)}; the chart's kafka-prefixes policy binds them; "
+        f"PLAINTEXT {platform.bootstrap} stays the platform's"
     )
 
 
