@@ -186,6 +186,11 @@ REFUSED = [
         with_then(lakereplay("team-a"), mode="Parallel", replayGroup="team-b.accounts"),
         "spec.then.reconsume.replayGroup: team-b.accounts",
     ),
+    (
+        "a LakeReplay continuation forwarding into team B's topic",
+        with_then(lakereplay("team-a"), mode="Parallel", consumer={"deploymentRef": {"name": "a"}, "env": FORWARD}),
+        "consumer.env REPRISE_FORWARD_TOPIC: team-b.accounts",
+    ),
     ("no credentials (anonymous)", without_config_from(reconsume("r", B, "team-a.accounts")), "spec.kafka.configFrom"),
 ]
 
@@ -373,11 +378,18 @@ def check_isolation(kube, kafka, operator, team_a, sasl: str, topic: str, group:
     ledger = Ledger.read(out, topic)
     skipped = [p for p in range(PARTITIONS) if ledger.first_skipped(p, ends[p]) < ends[p]]
     assert skipped, "team B's guard never skipped: nothing was handed over"
+    checked = 0
     for p in range(PARTITIONS):
         live, replayed = ledger.live.get(p, {}), ledger.replay.get(p, {})
         for offset in range(ledger.first_skipped(p, ends[p]), ends[p]):
             total = live.get(offset, 0) + replayed.get(offset, 0)
             assert total == 1, f"partition {p} offset {offset}: processed {total} times"
+            checked += 1
+    print(
+        f"team B: {checked} offsets from the guard's first skip to the end, each processed once; live "
+        f"{sum(map(sum, (c.values() for c in ledger.live.values())))} replay "
+        f"{sum(map(sum, (c.values() for c in ledger.replay.values())))} records; ends {ends}"
+    )
     assert all(part["state"] == "HandedOver" for part in done["status"]["progress"]["partitions"])
     assert done["status"]["children"]["replayGroup"] == replay_group_name("team-b", name) == f"reprise.team-b.{name}"
 
