@@ -399,3 +399,47 @@ def check_isolation(kube, kafka, operator, team_a, sasl: str, topic: str, group:
     by_acl = {what: outcome for what, outcome in attacks.items() if "by ACL" in what}
     assert set(by_acl.values()) == {"refused by ACL: GROUP_AUTHORIZATION_FAILED"}, by_acl
     assert outcomes["team A reads the shared topic"] == "ok"
+
+
+def read_one(settings: dict, topic: str, group: str) -> bytes:
+    """The first record of `topic`, read in `group`; a refusal raises KafkaException (a subscription hears it, an
+    assignment only logs it)."""
+    reader = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        reader.subscribe([topic])
+        message = wait_for(lambda: reader.poll(1.0), 60, f"an answer from {topic}")
+        if message.error() is not None:
+            raise KafkaException(message.error())
+        return message.value()
+    finally:
+        reader.close()
+
+
+def test_each_team_reads_the_shared_topic_and_nothing_of_the_other_team(kafka, tenants) -> None:
+    from confluent_kafka import Producer
+
+    team_a, team_b = tenants.tenant("team-a"), tenants.tenant("team-b")
+    kafka.create_topic("team-b.private", 1)  # the platform's topics; ACLs are what is tested
+    platform = Producer({"bootstrap.servers": kafka.bootstrap})
+    for topic in (SHARED_TOPIC, "team-b.private"):
+        platform.produce(topic, b"v", partition=0)
+    platform.flush(30)
+    a = {"bootstrap.servers": kafka.sasl_bootstrap, **team_a.client_settings()}
+    b = {"bootstrap.servers": kafka.sasl_bootstrap, **team_b.client_settings()}
+    assert read_one(a, SHARED_TOPIC, "team-a.reader") == b"v"
+    assert read_one(b, SHARED_TOPIC, "team-b.reader") == b"v"
+    assert read_one(b, "team-b.private", "team-b.reader") == b"v"
+    assert refusal(lambda: read_one(a, "team-b.private", "team-a.reader")) == "TOPIC_AUTHORIZATION_FAILED"
+
+    def write(topic: str) -> None:
+        producer = Producer({**a, "message.timeout.ms": 30000})
+        failures: list = []
+        producer.produce(topic, b"x", on_delivery=lambda err, _msg: failures.append(err) if err else None)
+        producer.flush(60)
+        if failures:
+            raise KafkaException(failures[0])
+
+    assert refusal(lambda: write("team-b.private")) == "TOPIC_AUTHORIZATION_FAILED"
+    assert refusal(lambda: write(SHARED_TOPIC)) == "TOPIC_AUTHORIZATION_FAILED"  # shared means read, not write
+    kafka.create_topic("team-a.own", 1)
+    assert refusal(lambda: write("team-a.own")) is None  # its own prefix: allowed
