@@ -40,8 +40,10 @@ venv: $(STAMP) ## the Python environment (cached by the hash of constraints.txt)
 platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kubectl, helm, the Spark operator, promtool and Prometheus into the cache
 	@$(PY) -m local_platform build
 
-run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG
-	@$(PY) -m local_platform run-operator
+# TENANTS=1: the multi-tenant form (a SASL listener with ACLs, namespaces team-a and team-b; docs/security.md).
+TENANTS ?=
+run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG (TENANTS=1: multi-tenant Kafka)
+	@$(PY) -m local_platform run-operator $(if $(TENANTS),--local --multi-tenant)
 
 # mypy's cache per checkout (two worktrees writing one cache corrupt it), outside the repository.
 MYPY_CACHE := $(REPRISE_CACHE)/mypy/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import PlatformError
+from .kafka_tenants import CLIENT_SECRET, MultiTenant, namespace_manifests
 from .processes import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,7 @@ examples:
   python -m local_platform build          # first time on a machine: build/fetch everything (minutes)
   python -m local_platform up             # start it; Ctrl-C stops it
   python -m local_platform run-operator   # the operator on $KUBECONFIG's cluster, or on a fresh local platform
+  python -m local_platform run-operator --local --multi-tenant   # teams team-a, team-b on a SASL listener with ACLs
   python -m local_platform status
   python -m local_platform down           # stop a platform another terminal started"""
 
@@ -273,7 +275,8 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         raise PlatformError("crds/ has no CRD manifests: generate them with `make crds`")
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
-    platform = LocalPlatform()
+    multi_tenant = MultiTenant() if args.multi_tenant else None
+    platform = LocalPlatform(multi_tenant=multi_tenant)
     spark_controller = None
     began = time.monotonic()
     prometheus = None
@@ -327,6 +330,8 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise PlatformError("the API server does not serve the Reprise kinds 30 s after installing crds/")
             time.sleep(0.2)
+        if multi_tenant is not None:
+            _set_up_tenants(platform, multi_tenant)
         from . import admission_webhook
         from .spark_controller import NOTICE, install_crd, start_spark_controller
         from .spark_jars import pyspark_version
@@ -385,6 +390,51 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         _say("stopped")
 
 
+def _set_up_tenants(platform: Any, multi_tenant: MultiTenant) -> None:
+    """The teams of the multi-tenant form: topics the platform owns, and each team's namespace and Secret."""
+    multi_tenant.create_topics(platform.kafka)
+    manifests = [m for t in multi_tenant.tenants for m in namespace_manifests(t)]
+    kubectl = [str(platform.kubectl), f"--kubeconfig={platform.kubeconfig}"]
+    # Server-side: a client-side apply would copy the Secrets' passwords into an annotation.
+    applied = subprocess.run(
+        [*kubectl, "apply", "--server-side", "-f", "-"],
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}),
+        capture_output=True,
+        text=True,
+    )
+    if applied.returncode != 0:
+        raise PlatformError(f"creating the teams' namespaces failed: {applied.stderr.strip()}")
+    # The chart's Kafka prefix policy, bound to the teams' namespaces only (the examples elsewhere keep their names).
+    teams = [t.name for t in multi_tenant.tenants]
+    policy = subprocess.run(
+        [
+            str(platform.helm),
+            "template",
+            "reprise",
+            str(REPO_ROOT / "charts" / "reprise"),
+            "--set",
+            "networkPolicy.enabled=false",
+            "--set-json",
+            f"watchNamespaces={json.dumps(teams)}",
+            "--show-only",
+            "templates/admission/kafka-prefixes.yaml",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if policy.returncode == 0:
+        policy = subprocess.run([*kubectl, "apply", "-f", "-"], input=policy.stdout, capture_output=True, text=True)
+    if policy.returncode != 0:
+        raise PlatformError(f"installing the chart's kafka-prefixes policy failed: {policy.stderr.strip()}")
+    names = ", ".join(teams)
+    _say(
+        f"  multi-tenant Kafka: SASL/PLAIN on {platform.kafka.sasl_bootstrap} with ACLs (docs/security.md); "
+        f"namespaces {names}, each with Secret `{CLIENT_SECRET}` (its principal) for spec.kafka.configFrom; "
+        f"shared topic {', '.join(multi_tenant.shared_topics)}; the chart's kafka-prefixes policy binds them; "
+        f"PLAINTEXT {platform.bootstrap} stays the platform's"
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m local_platform",
@@ -428,6 +478,11 @@ def parser() -> argparse.ArgumentParser:
         "Arguments after `--` go to the operator.",
     )
     run.add_argument("--local", action="store_true", help="use a local platform even if KUBECONFIG is set")
+    run.add_argument(
+        "--multi-tenant",
+        action="store_true",
+        help="the multi-tenant form (`make run TENANTS=1`): a SASL listener with ACLs, namespaces team-a and team-b",
+    )
     run.add_argument("operator_args", nargs=argparse.REMAINDER, help="arguments for the operator (after --)")
     run.set_defaults(func=cmd_run_operator)
     return p

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 from . import processes
 from .cache import cache_root, component_dir
 from .errors import PlatformError
+from .kafka_tenants import MultiTenant
 from .prerequisites import missing
 
 KAFKA_DIR = Path(__file__).resolve().parent / "kafka"
@@ -242,6 +243,7 @@ class KafkaBroker:
         heap: str = "1g",
         jvm_options: Sequence[str] = (),
         use_class_archive: bool = True,
+        multi_tenant: MultiTenant | None = None,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         self.port = port or processes.free_port()
@@ -249,6 +251,14 @@ class KafkaBroker:
         while controller == self.port:
             controller = processes.free_port()
         self.controller_port = controller
+        # The multi-tenant form (kafka_tenants): a SASL listener and an authorizer beside the PLAINTEXT listener.
+        self.multi_tenant = multi_tenant
+        self.sasl_port: int | None = None
+        if multi_tenant is not None:
+            sasl = processes.free_port()
+            while sasl in (self.port, self.controller_port):
+                sasl = processes.free_port()
+            self.sasl_port = sasl
         self.heap = heap
         self.jvm_options = list(jvm_options)
         self.use_class_archive = use_class_archive
@@ -261,6 +271,11 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        """The SASL/PLAIN listener of the multi-tenant form, where teams connect with their own principal."""
+        return f"127.0.0.1:{self.sasl_port}" if self.sasl_port is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -291,6 +306,8 @@ class KafkaBroker:
         libs = self._libs or ensure_kafka()
         processes.require_port_free(self.port, "the Kafka broker")
         processes.require_port_free(self.controller_port, "the Kafka controller")
+        if self.sasl_port is not None:
+            processes.require_port_free(self.sasl_port, "the Kafka SASL listener")
         self._write_config()
         if not (self.data_dir / "meta.properties").is_file():
             self._format(libs, timeout)
@@ -302,6 +319,8 @@ class KafkaBroker:
         )
         try:
             self._wait_ready(time.monotonic() - began, timeout)
+            if self.multi_tenant is not None:
+                self.multi_tenant.grant(self)  # idempotent: a restart finds them in the metadata log already
         except BaseException:
             self.stop()
             raise
@@ -393,6 +412,11 @@ class KafkaBroker:
             broker_port=self.port,
             controller_port=self.controller_port,
             log_dirs=self.data_dir,
+            **(
+                self.multi_tenant.server_properties(self.sasl_port)
+                if self.multi_tenant is not None and self.sasl_port is not None
+                else {"sasl_listener": "", "sasl_protocol": "", "multi_tenant": ""}
+            ),
         )
         self.config_path.write_text(text)
         shutil.copyfile(LOG4J_CONFIG, self.workdir / "log4j2.properties")

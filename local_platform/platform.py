@@ -20,6 +20,7 @@ from typing import Any
 
 from .control_plane import ControlPlane
 from .errors import PlatformError
+from .kafka_tenants import MultiTenant
 from .node_agent import NodeAgent, preload_client, start_ticks
 from .toolchain import helm_path
 
@@ -37,11 +38,17 @@ class LocalPlatform:
     """Kafka + Kubernetes on loopback, all under `workdir` (replaced at each `up()`)."""
 
     def __init__(
-        self, workdir: Path | str = DEFAULT_WORKDIR, *, state_file: Path | str | None = STATE_FILE, kafka: bool = True
+        self,
+        workdir: Path | str = DEFAULT_WORKDIR,
+        *,
+        state_file: Path | str | None = STATE_FILE,
+        kafka: bool = True,
+        multi_tenant: MultiTenant | None = None,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         self.state_file = Path(state_file) if state_file else None
         self.with_kafka = kafka
+        self.multi_tenant = multi_tenant
         self.control_plane = ControlPlane(self.workdir / "kube")
         self.agent = NodeAgent(self.control_plane.kubeconfig, self.workdir / "node-agent")
         self.kafka: Any = None
@@ -89,7 +96,7 @@ class LocalPlatform:
             if self.with_kafka:
                 from .kafka_broker import KafkaBroker
 
-                self.kafka = KafkaBroker(self.workdir / "kafka")
+                self.kafka = KafkaBroker(self.workdir / "kafka", multi_tenant=self.multi_tenant)
 
                 def start_kafka() -> None:
                     try:
@@ -157,6 +164,7 @@ class LocalPlatform:
             "kubeconfig": str(self.kubeconfig),
             "api_server": self.control_plane.server,
             "bootstrap": self.bootstrap,
+            "sasl_bootstrap": self.kafka.sasl_bootstrap if self.kafka is not None else None,
             "kafka_bootstrap_aliases": self.kafka_bootstrap_aliases,
             "node": self.agent.node_name,
             "processes": procs,

@@ -216,6 +216,33 @@ cert-manager is needed. Every replica serves the webhook (a standby too), behind
 namespaces. `admission.url` calls the webhook at a URL instead of the Service, for an API server that cannot
 reach Services.
 
+## Kafka groups and topics bound to their namespace
+
+On a shared Kafka cluster each team owns groups and topics under prefixes of its own. The chart ships a
+ValidatingAdmissionPolicy, `<fullname>-kafka-prefixes` (no operator needed: the API server evaluates it), that
+reads the prefixes from the resource's namespace and refuses, naming the field:
+
+- a Reconsume `consumerGroup`, or `replayGroup` (also the default `reprise.<namespace>.<name>` of a Parallel or
+  Handover replay), outside the namespace's group prefixes;
+- a Backfill `topic`, a LakeReplay backfill topic (also its default `<namespace>.<name>.reprise-backfill`), or a
+  forward topic (`REPRISE_FORWARD_TOPIC`) outside its topic prefixes;
+- Backfill `downstreamGroups`, LakeReplay `drainGroup` and `then.reconsume` groups outside its group prefixes.
+
+A platform puts the prefixes on each namespace, comma-separated:
+
+```yaml
+metadata:
+  annotations:
+    reprise.io/kafka-group-prefixes: "team-a.,reprise.team-a."
+    reprise.io/kafka-topic-prefixes: "team-a."
+```
+
+A namespace without them gets `kafka.prefixes.groups` and `kafka.prefixes.topics`, where `{{namespace}}` is its
+name (default `{{namespace}}.` and `reprise.{{namespace}}.` for groups, `{{namespace}}.` for topics); a prefix `""`
+admits every name. A resource without `spec.kafka.configFrom` (no credentials: Kafka sees ANONYMOUS) is refused
+unless `kafka.allowAnonymous`. With `watchNamespaces` the policy binds only those namespaces. The prefixes must
+match the ACLs of each team's Kafka principal; see [docs/security.md](../../docs/security.md).
+
 ## Pod security
 
 Every pod passes the `restricted` Pod Security Standard: the operator (numeric non-root user 65532,

@@ -53,8 +53,14 @@ def replay_deployment_name(cr_name: str) -> str:
 
 
 def replay_group_name(namespace: str, cr_name: str) -> str:
-    """The temporary consumer group of one replay: unique per resource, readable in Kafka's tools."""
-    return bounded_name("reprise", namespace, cr_name, limit=200)
+    """The temporary consumer group of one replay, `reprise.<namespace>.<name>`: unique per resource, readable in
+    Kafka's tools. Dots, because neither a namespace nor a Reprise name may hold one: with dashes `a`/`b-c` and
+    `a-b`/`c` shared a group, and the prefix ACL `reprise.<namespace>.` a platform grants matches one namespace only."""
+    name = f"reprise.{namespace}.{cr_name}"
+    if len(name) <= 200:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:191].rstrip('-.')}-{digest}"
 
 
 def replay_id(namespace: str, cr_name: str, uid: str) -> str:

@@ -231,7 +231,7 @@ class ReconsumeSpec(ApiModel):
         default=None,
         description=(
             "Parallel and Handover: the temporary consumer group of the replay consumers, which Reprise "
-            "creates and deletes when done. Default: reprise-<namespace>-<name>. It must not be the live "
+            "creates and deletes when done. Default: reprise.<namespace>.<name>. It must not be the live "
             "group, and a group that already has members or committed offsets is refused when planning "
             "(it is someone's). Immutable."
         ),

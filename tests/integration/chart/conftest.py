@@ -87,9 +87,15 @@ LOCAL_PEERS = {
 }
 
 
+#: The chart's Kafka prefix policy installed but admitting every group and topic, and resources without configFrom:
+#: the chart suite's resources use the broker's PLAINTEXT listener and groups of any name. The policy's refusals are
+#: tested on the multi-tenant platform (tests/integration/operator/test_tenant_isolation.py).
+OPEN_KAFKA = {"allowAnonymous": True, "prefixes": {"groups": [""], "topics": [""]}}
+
+
 def helm_install(kube: Kube, release: str, namespace: str, values: dict, tmp: Path, *extra: str) -> None:
     path = tmp / f"{release}-values.yaml"
-    path.write_text(yaml.safe_dump({"networkPolicy": LOCAL_PEERS, **values}))
+    path.write_text(yaml.safe_dump({"networkPolicy": LOCAL_PEERS, "kafka": OPEN_KAFKA, **values}))
     kube.helm("install", release, str(CHART), "--namespace", namespace, "--values", str(path), *extra)
 
 

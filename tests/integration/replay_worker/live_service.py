@@ -6,6 +6,7 @@ Appends `L <topic> <partition> <offset>` per processed record to `OUT_DIR/live-<
 batch), then commits synchronously, and again when partitions are revoked: at-least-once, with the batch as
 the duplicate window of a crash. SIGTERM stops it after the batch. `LIVE_PAUSE_S` (default 0) sleeps after
 each batch: a live service slow enough that a rewind's lag is there to be seen for a while.
+`LIVE_SASL_USERNAME` and `LIVE_SASL_PASSWORD` connect as that principal over SASL/PLAIN (a team's).
 """
 
 from __future__ import annotations
@@ -33,8 +34,20 @@ def main() -> int:
     logging.getLogger("replay_worker.librdkafka").setLevel(logging.WARNING)
     running = {"yes": True}
     signal.signal(signal.SIGTERM, lambda *_: running.update(yes=False))
+    # A team's principal on the multi-tenant broker's SASL listener (tests.fixtures.tenants), from its Secret.
+    sasl = (
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": os.environ["LIVE_SASL_USERNAME"],
+            "sasl.password": os.environ["LIVE_SASL_PASSWORD"],
+        }
+        if os.environ.get("LIVE_SASL_USERNAME")
+        else {}
+    )
     consumer = GuardedConsumer(
         {
+            **sasl,
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "enable.auto.commit": False,

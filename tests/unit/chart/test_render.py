@@ -57,10 +57,19 @@ def test_defaults_render_the_operator_and_nothing_optional(render) -> None:
             ("Service", f"{FULLNAME}-webhook"),
             ("ServiceAccount", FULLNAME),
             ("ValidatingWebhookConfiguration", FULLNAME),
+            ("ValidatingAdmissionPolicy", f"{FULLNAME}-kafka-prefixes"),
+            ("ValidatingAdmissionPolicyBinding", f"{FULLNAME}-kafka-prefixes"),
         ]
     )
+    cluster_scoped = (
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    )
     for doc in docs:
-        if doc["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"):
+        if doc["kind"] not in cluster_scoped:
             assert doc["metadata"]["namespace"] == NAMESPACE
 
 
@@ -413,3 +422,29 @@ def test_the_spark_image_and_driver_account_are_pinned_only_when_the_platform_sa
         )
     )
     assert (pinned.spark_allow_image_override, pinned.spark_allow_service_account_override) == (False, False)
+
+
+def _prefix_policy(docs: list[dict]) -> tuple[dict | None, dict | None]:
+    found = {d["kind"]: d for d in docs if d["metadata"]["name"].endswith("-kafka-prefixes")}
+    return found.get("ValidatingAdmissionPolicy"), found.get("ValidatingAdmissionPolicyBinding")
+
+
+def test_the_kafka_prefix_policy_follows_its_values(render) -> None:
+    policy, binding = _prefix_policy(render())
+    assert policy is not None and binding is not None
+    messages = " ".join(v["messageExpression"] for v in policy["spec"]["validations"])
+    for field in ("spec.kafka.configFrom", "spec.consumerGroup", "spec.replayGroup", "spec.topic", "spec.drainGroup"):
+        assert field in messages, field
+    assert '["{namespace}.","reprise.{namespace}."]' in policy["spec"]["variables"][2]["expression"]
+    assert "matchResources" not in binding["spec"]
+    # Anonymous allowed: the configFrom rule goes, the prefix rules stay.
+    policy, _ = _prefix_policy(render({"kafka": {"allowAnonymous": True}}))
+    assert policy is not None
+    assert "spec.kafka.configFrom" not in " ".join(v["messageExpression"] for v in policy["spec"]["validations"])
+    # Neither: no policy at all.
+    assert _prefix_policy(render({"kafka": {"allowAnonymous": True, "prefixes": {"enabled": False}}})) == (None, None)
+    # A release that watches namespaces binds those only.
+    _, binding = _prefix_policy(render({"watchNamespaces": ["team-a", "team-b"]}))
+    assert binding is not None
+    selector = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]
+    assert selector == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}

@@ -79,3 +79,13 @@ def test_forgetting_a_deleted_resource_drops_its_groups_from_the_endpoint() -> N
     assert b'reprise_replay_consumer_group{consumergroup="orders-svc"' in generate_latest(metrics.REGISTRY)
     metrics.PHASES.forget("Reconsume", "shop", "gone")
     assert b'name="gone"' not in generate_latest(metrics.REGISTRY)
+
+
+def test_default_replay_groups_of_two_namespaces_never_collide_and_stay_under_their_namespace_prefix() -> None:
+    # With dashes, namespace a / name b-c and namespace a-b / name c were one group (security review M2).
+    assert replay_group_name("a", "b-c") != replay_group_name("a-b", "c")
+    assert replay_group_name("team-a", "fix") == "reprise.team-a.fix"
+    # The ACL prefix reprise.team-a. does not reach namespace team-a-prod's groups.
+    assert not replay_group_name("team-a-prod", "fix").startswith("reprise.team-a.")
+    long = replay_group_name("team-a", "x" * 250)
+    assert len(long) <= 200 and long.startswith("reprise.team-a.")
