@@ -19,9 +19,9 @@ import sys
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from .filters import FilterSpec, FilterSpecError
-from .wire import MODES
-from .start_position import EndSpec, SpecError, StartSpec
+from .protocol.filters import FilterSpec, FilterSpecError
+from .protocol.wire import MODES
+from .protocol.start_position import EndSpec, SpecError, StartSpec
 
 Role = Literal["replay", "backfill"]
 ROLES: tuple[str, ...] = ("replay", "backfill")

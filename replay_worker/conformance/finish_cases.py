@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..finish_rules import record_ends_partition, replay_finish
+from ..protocol.finish_rules import record_ends_partition, replay_finish
 
 MODES = ("Drain", "Parallel", "Handover")
 

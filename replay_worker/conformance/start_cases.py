@@ -12,7 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..start_position import EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec, decide_partition
+from ..protocol.start_position import (
+    EndSpec,
+    PartitionFacts,
+    SpecError,
+    StartOlderThanRetention,
+    StartSpec,
+    decide_partition,
+)
 
 NOW_MS = 1717243200000  # 2024-06-01T12:00:00Z
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from replay_worker.librdkafka_levels import LibrdkafkaLevels, level_of
+from replay_worker.connection.librdkafka_levels import LibrdkafkaLevels, level_of
 from reprise_operator.lifecycle import failure_of
 from reprise_operator.routine_logs import FencedAtInfo, RoutineAtDebug, is_routine, one_line_warning
 

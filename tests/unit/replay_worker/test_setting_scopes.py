@@ -12,8 +12,15 @@ from pathlib import Path
 
 import confluent_kafka
 
-from replay_worker.setting_allow_list import ALLOWED, ENUM_VALUES, FAMILIES, LISTED_VALUES, REFUSED, TOKEN_ENDPOINT
-from replay_worker.setting_scopes import CONSUMER_ONLY, PRODUCER_ONLY, settings_for
+from replay_worker.connection.setting_allow_list import (
+    ALLOWED,
+    ENUM_VALUES,
+    FAMILIES,
+    LISTED_VALUES,
+    REFUSED,
+    TOKEN_ENDPOINT,
+)
+from replay_worker.connection.setting_scopes import CONSUMER_ONLY, PRODUCER_ONLY, settings_for
 
 SECRET = {
     "security.protocol": "SASL_SSL",
