@@ -1,5 +1,5 @@
 """replay_start.json: where a replay starts and ends per partition (HANDOVER.md section 5.1;
-`replay_worker/start_position.py`).
+`replay_worker/protocol/start_position.py`).
 
 `parse`: a start or end spec (a JSON value, or the text of an environment variable) and its normal form, or an
 error code with the field at fault. `decide`: a start spec, an optional end spec, what Kafka said about one
