@@ -1,6 +1,6 @@
 package replay
 
-// The replay loop (port of replay_worker/replay/consumer.py): read a batch, filter, hand it to the service's
+// The replay loop (port of replay_worker/consumer.py): read a batch, filter, hand it to the service's
 // handler, commit, decide which partitions are finished.
 //
 //   - The start was committed as the replay group's offsets by the bootstrap, so an assignment never
