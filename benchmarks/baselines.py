@@ -26,10 +26,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from replay_worker import kafka_clients
-from replay_worker.kafka_clients import FETCH_TUNING
-from replay_worker.delivery import ForwardDelivery, load_handler
-from replay_worker.filters import compile_filter
+from replay_worker.connection import kafka_clients
+from replay_worker.connection.kafka_clients import FETCH_TUNING
+from replay_worker.replay.delivery import ForwardDelivery, load_handler
+from replay_worker.protocol.filters import compile_filter
 
 #: The filter of every benchmark: half of the records match.
 FILTER = {"json": [{"path": "kind", "equals": "even"}]}

@@ -63,8 +63,8 @@ def batches(count: int, run: int) -> list[tuple[list[Any], dict[int, int]]]:
 
 def bare_loop(handler_spec: str) -> Callable[[Any, tuple[list[Any], dict[int, int]]], None]:
     """The per-batch body of `baselines`' handler loop."""
-    from replay_worker.delivery import load_handler
-    from replay_worker.filters import compile_filter
+    from replay_worker.replay.delivery import load_handler
+    from replay_worker.protocol.filters import compile_filter
 
     from benchmarks.baselines import FILTER
 
@@ -91,13 +91,13 @@ def worker_loop(handler_spec: str) -> Callable[[Any, tuple[list[Any], dict[int, 
     from confluent_kafka import OFFSET_INVALID, TopicPartition
 
     from benchmarks.baselines import FILTER
-    from replay_worker.consumer import ReplayConsumer
-    from replay_worker.delivery import DeadLetters, HandlerDelivery, load_handler
-    from replay_worker.filters import compile_filter
-    from replay_worker.handover import ReplayHandover
-    from replay_worker.metrics import WorkerMetrics
+    from replay_worker.replay.consumer import ReplayConsumer
+    from replay_worker.replay.delivery import DeadLetters, HandlerDelivery, load_handler
+    from replay_worker.protocol.filters import compile_filter
+    from replay_worker.protocol.handover import ReplayHandover
+    from replay_worker.replay.metrics import WorkerMetrics
     from replay_worker.settings import WorkerSettings
-    from replay_worker.wire import StartInfo
+    from replay_worker.protocol.wire import StartInfo
 
     settings = WorkerSettings.from_env(
         {

@@ -198,7 +198,7 @@ def completion_delay(bench: Bench, drained_for: float = 2.0) -> dict:
     then complete within two poll intervals once drainedFor has passed."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from replay_worker.handover_topic import HandoverTopic
+    from replay_worker.topic.handover_topic import HandoverTopic
 
     topic = "bench-complete"
     bench.broker.create_topic(topic, 3)

@@ -66,8 +66,8 @@ TARGETS = {
 HANDOVER_TOPIC = "bench.handover"
 #: What the contenders import, imported once to write its bytecode before the rounds.
 WARM_IMPORTS = (
-    "import benchmarks.baselines, benchmarks.handlers, replay_worker.__main__, replay_worker.consumer, "
-    "replay_worker.guard, replay_worker.bootstrap, replay_worker.logging"
+    "import benchmarks.baselines, benchmarks.handlers, replay_worker.__main__, "
+    "replay_worker.replay.consumer, replay_worker.guard, replay_worker.replay.bootstrap, replay_worker.logging"
 )
 
 
@@ -383,8 +383,8 @@ def bench_handler(run: Run, rounds: int) -> dict[str, Any]:
 def _activate_replay(run: Run, live_group: str) -> None:
     """A Handover replay of the source topic guarded by `live_group`, started at 0, H not known yet: its guard
     skips every matching record."""
-    from replay_worker.handover_topic import HandoverTopic, now_ms
-    from replay_worker.wire import ReplayInfo, StartInfo
+    from replay_worker.topic.handover_topic import HandoverTopic, now_ms
+    from replay_worker.protocol.wire import ReplayInfo, StartInfo
 
     replay_id = f"bench/skipping-{live_group}"
     topic = HandoverTopic(run.broker.bootstrap, HANDOVER_TOPIC)

@@ -17,10 +17,10 @@ from typing import Any, Mapping, Sequence
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from . import kafka_clients
+from .connection import kafka_clients
 from . import logging as worker_logging
-from .bootstrap import BootstrapError, bootstrap_replay
-from .delivery import (
+from .replay.bootstrap import BootstrapError, bootstrap_replay
+from .replay.delivery import (
     DeadLetters,
     Delivery,
     ForwardDelivery,
@@ -30,11 +30,11 @@ from .delivery import (
     choose_partition_mapping,
     load_handler,
 )
-from .filters import FilterSpecError, RecordFilter
-from .kafka_clients import KafkaConfigError, load_config_dir
-from .metrics import HealthServer, WorkerMetrics
+from .protocol.filters import FilterSpecError, RecordFilter
+from .connection.kafka_clients import KafkaConfigError, load_config_dir
+from .replay.metrics import HealthServer, WorkerMetrics
 from .settings import SettingsError, WorkerSettings
-from .start_position import SpecError, StartOlderThanRetention
+from .protocol.start_position import SpecError, StartOlderThanRetention
 
 log = logging.getLogger("replay_worker")
 
@@ -93,7 +93,7 @@ def build_delivery(settings: WorkerSettings, config: Mapping[str, str]) -> Deliv
 
 
 def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: WorkerMetrics, stop_hooks: list) -> int:
-    from .consumer import ReplayConsumer
+    from .replay.consumer import ReplayConsumer
 
     record_filter = RecordFilter.compile(settings.filter)
     holder: dict[str, Any] = {}
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("starting", extra={"settings": settings.described(), "kafka_config_keys": sorted(config)})
         metrics = WorkerMetrics(settings.replay_id, settings.member_name)
         if settings.role == "backfill":
-            from .backfill import run_backfill
+            from .replay.backfill import run_backfill
 
             return run_backfill(settings, config, metrics, stop_hooks)
         return run_replay(settings, config, metrics, stop_hooks)

@@ -19,14 +19,14 @@ The operator imports the worker only through this module and the handover topic'
 
 from __future__ import annotations
 
-from .durations import GO_DURATION, format_duration, parse_duration, parse_go_duration
-from .filters import FilterSpec, FilterSpecError
-from .handover import PartitionHandover, ReplayHandover
+from .protocol.durations import GO_DURATION, format_duration, parse_duration, parse_go_duration
+from .protocol.filters import FilterSpec, FilterSpecError
+from .protocol.handover import PartitionHandover, ReplayHandover
 from .settings import SettingsError, WorkerSettings
 from .settings_table import service_unsupported, service_unsupported_asked
-from .setting_allow_list import RefusedSetting, client_refusal, operator_settings
-from .setting_scopes import ClientType, settings_for
-from .start_position import (
+from .connection.setting_allow_list import RefusedSetting, client_refusal, operator_settings
+from .connection.setting_scopes import ClientType, settings_for
+from .protocol.start_position import (
     EndSpec,
     PartitionFacts,
     SpecError,
@@ -37,7 +37,7 @@ from .start_position import (
     decide_start,
     refuse_lost_start,
 )
-from .timestamps import (
+from .protocol.timestamps import (
     epoch_ms,
     from_epoch_ms,
     parse_rfc3339,
@@ -47,7 +47,7 @@ from .timestamps import (
     rfc3339_ms,
     utc_now,
 )
-from .wire import TopicPartitionKey
+from .protocol.wire import TopicPartitionKey
 
 __all__ = [
     "GO_DURATION",

@@ -20,10 +20,10 @@ import sys
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from .filters import FilterSpec, FilterSpecError
+from .protocol.filters import FilterSpec, FilterSpecError
+from .protocol.start_position import EndSpec, SpecError, StartSpec
+from .protocol.wire import MODES
 from .settings_table import BY_ENV, LOG_LEVELS, POISON_POLICIES, ROLES
-from .start_position import EndSpec, SpecError, StartSpec
-from .wire import MODES
 
 Role = Literal["replay", "backfill"]
 PoisonPolicy = Literal["skip", "dead-letter"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from .wire import MODES
+from .protocol.wire import MODES
 
 ROLES: tuple[str, ...] = ("replay", "backfill")
 POISON_POLICIES: tuple[str, ...] = ("skip", "dead-letter")

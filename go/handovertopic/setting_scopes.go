@@ -6,7 +6,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
-// Which client type each Kafka setting of the user's Secret is handed to: the rule of replay_worker/setting_scopes.py
+// Which client type each Kafka setting of the user's Secret is handed to: the rule of
+// replay_worker/connection/setting_scopes.py
 // (the reference; docs/installing.md states it for every port), so one Secret means the same to the Python worker,
 // the operator, the Java role and this one. librdkafka warns from every client handed a setting of another type
 // ("CONFWARN ... session.timeout.ms is a consumer property and will be ignored by this producer instance"):
@@ -29,7 +30,7 @@ const (
 var scopePrefixes = map[string]ClientType{"consumer.": Consumer, "producer.": Producer, "admin.": Admin}
 
 // ConsumerOnly are librdkafka's (2.16) consumer-only properties, global and topic-level (its C); the same set as
-// CONSUMER_ONLY of replay_worker/setting_scopes.py, which a unit test there checks against librdkafka.
+// CONSUMER_ONLY of replay_worker/connection/setting_scopes.py, which a unit test there checks against librdkafka.
 var ConsumerOnly = map[string]bool{
 	"auto.commit.enable": true, "auto.commit.interval.ms": true, "auto.offset.reset": true, "check.crcs": true,
 	"consume.callback.max.messages": true, "coordinator.query.interval.ms": true, "enable.auto.commit": true,

@@ -1,6 +1,6 @@
 // The filter of HANDOVER.md section 4: which records a replay covers, so which records the guard may skip.
 //
-// Both sides must agree on every record, so this is a faithful reading of replay_worker/filters.py,
+// Both sides must agree on every record, so this is a faithful reading of replay_worker/protocol/filters.py,
 // including its byte shortcuts (a value without the expected string's bytes cannot match and is not parsed;
 // the one-string-field filter is answered from the bytes when the record opens with that field). The
 // shortcuts decide what an unparseable value means in some cases, so they are part of the contract, and the

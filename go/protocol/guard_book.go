@@ -1,4 +1,4 @@
-// The guard's bookkeeping (port of replay_worker/guard_book.py): per assigned partition, the rules plus
+// The guard's bookkeeping (port of replay_worker/guard/guard_book.py): per assigned partition, the rules plus
 // what the service was handed and has stored, and from that what the guard stores and commits, with which
 // mark.
 //

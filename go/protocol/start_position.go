@@ -1,4 +1,4 @@
-// Where a replay starts and ends (port of replay_worker/start_position.py): the specs and the pure
+// Where a replay starts and ends (port of replay_worker/protocol/start_position.py): the specs and the pure
 // decisions. The I/O (watermarks, offsets for times) is the replay role's.
 //
 //   - A timestamp start is the earliest offset whose timestamp is >= T; when no record is that new (-1) the

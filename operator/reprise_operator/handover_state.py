@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from confluent_kafka import KafkaException
 
-from replay_worker.bootstrap import BootstrapError, bootstrap_replay
+from replay_worker.replay.bootstrap import BootstrapError, bootstrap_replay
 from replay_worker.contract import SpecError, StartOlderThanRetention, WorkerSettings
-from replay_worker.handover import ReplayHandover
-from replay_worker.handover_topic import HandoverFollower, HandoverTopic, HandoverTopicError
+from replay_worker.protocol.handover import ReplayHandover
+from replay_worker.topic.handover_topic import HandoverFollower, HandoverTopic, HandoverTopicError
 
 from .connection_cache import ConnectionCache, Retirable
 from .kafka_addresses import normal_bootstrap

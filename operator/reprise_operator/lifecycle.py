@@ -243,7 +243,7 @@ class Resource:
         """The shared admin client of the resource's cluster and the client settings from its Secret.
 
         The Secret is read only if its owner labelled it `reprise.io/kafka-client=true`, and only the settings
-        the operator may run in its own process are used (`replay_worker.setting_allow_list`): any other key
+        the operator may run in its own process are used (`replay_worker.connection.setting_allow_list`): any other key
         is refused here, before a client is built, with the key named and never its value. The pods the
         resource makes mount the whole Secret: they are the tenant's own processes."""
         config: dict[str, str] = {}

@@ -114,7 +114,7 @@ class OperatorSettings:
     """The OAuth token endpoints a tenant's Kafka Secret may name for OAUTHBEARER (OIDC client_credentials) in
     the operator's own clients (`REPRISE_OAUTH_TOKEN_ENDPOINTS`, comma-separated; the chart's
     `kafka.oauthTokenEndpoints`). Empty: no OAUTHBEARER in the operator; any other URL is refused
-    (`replay_worker.setting_allow_list`), so a Secret cannot make the operator POST to an address it chose."""
+    (`replay_worker.connection.setting_allow_list`), so a Secret cannot make the operator POST to an address it chose."""
 
     kafka_bootstrap_aliases: bootstrap_aliases.Aliases = ()
     """`pattern=host:port` entries that map the Kafka addresses specs name to ones reachable here

@@ -165,7 +165,7 @@ def failure_message(job_name: str, job_reason: str, message: str) -> str:
     return f"{head}: {message}" if message else f"{head}; it wrote no termination message"
 
 
-#: A worker reports its position at most every 2 s (`replay_worker.consumer.PROGRESS_INTERVAL`); a shadow is
+#: A worker reports its position at most every 2 s (`replay_worker.replay.consumer.PROGRESS_INTERVAL`); a shadow is
 #: compared with where the live group was at least this long ago, so a position reported a moment before the
 #: live group committed again still counts as caught up.
 LIVE_LOOKBACK = timedelta(seconds=4)

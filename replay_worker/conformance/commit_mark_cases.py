@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..commit_marks import CommitMark
-from ..json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS
+from ..protocol.commit_marks import CommitMark
+from ..protocol.json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS
 
 
 def _fields(mark: CommitMark) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..filters import FilterSpecError, Undecodable, published_filter
-from ..json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, MAX_INTEGER_DIGITS
+from ..protocol.filters import FilterSpecError, Undecodable, published_filter
+from ..protocol.json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, MAX_INTEGER_DIGITS
 from .encoding import Repeated, headers_to_json, to_json
 
 Headers = list[tuple[str, bytes | None]] | None

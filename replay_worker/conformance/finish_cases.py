@@ -1,5 +1,5 @@
 """replay_finish.json: when the replay stops a partition, per mode (HANDOVER.md sections 1 and 5.4;
-`replay_worker/finish_rules.py`).
+`replay_worker/protocol/finish_rules.py`).
 
 `finish`: the mode, the replay's position (the next offset it would process; everything below is processed),
 the partition's end bound, whether the consumer reached the end of the partition, and the live side's
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..finish_rules import record_ends_partition, replay_finish
+from ..protocol.finish_rules import record_ends_partition, replay_finish
 
 MODES = ("Drain", "Parallel", "Handover")
 

@@ -18,11 +18,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..commit_marks import CommitMark
-from ..guard_book import GuardBook, Store
-from ..guard_rules import ack_due
-from ..handover import HandoverView
-from ..wire import AckInfo, HandoverInfo, ReplayInfo, StartInfo, encode, encode_key
+from ..protocol.commit_marks import CommitMark
+from ..guard.guard_book import GuardBook, Store
+from ..protocol.guard_rules import ack_due
+from ..protocol.handover import HandoverView
+from ..protocol.wire import AckInfo, HandoverInfo, ReplayInfo, StartInfo, encode, encode_key
 from .encoding import to_json
 
 GROUP = "orders-service"

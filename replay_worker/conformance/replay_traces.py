@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..replay_book import Commit, ConsumedItem, Offset, PlannedPartition, ReplayBook
+from ..replay.replay_book import Commit, ConsumedItem, Offset, PlannedPartition, ReplayBook
 
 TOPIC = "orders"
 RID = "shop/orders-fix/1"

@@ -1,5 +1,5 @@
 """replay_start.json: where a replay starts and ends per partition (HANDOVER.md section 5.1;
-`replay_worker/start_position.py`).
+`replay_worker/protocol/start_position.py`).
 
 `parse`: a start or end spec (a JSON value, or the text of an environment variable) and its normal form, or an
 error code with the field at fault. `decide`: a start spec, an optional end spec, what Kafka said about one
@@ -12,7 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..start_position import EndSpec, PartitionFacts, SpecError, StartOlderThanRetention, StartSpec, decide_partition
+from ..protocol.start_position import (
+    EndSpec,
+    PartitionFacts,
+    SpecError,
+    StartOlderThanRetention,
+    StartSpec,
+    decide_partition,
+)
 
 NOW_MS = 1717243200000  # 2024-06-01T12:00:00Z
 

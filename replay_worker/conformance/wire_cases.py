@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..wire import (
+from ..protocol.wire import (
     AckInfo,
     GuardInfo,
     HandoverFormatError,
@@ -26,7 +26,7 @@ from ..wire import (
     decode,
     encode,
 )
-from ..json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES
+from ..protocol.json_limits import MAX_DEPTH, MAX_INTEGER_DIGITS, MAX_RECORD_KEY_BYTES, MAX_RECORD_VALUE_BYTES
 from .encoding import Repeated, to_json
 
 RID = "shop/orders-fix/3f2a9c1e-77b0-4d0e-9a51-0c6f1f7a2b10"

@@ -59,11 +59,21 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         # A pure rule reaching for a door.
         ("operator/reprise_operator/planning.py", "from . import kafka_admin", "Pure rules do no I/O"),
         # The replay contract opening a Kafka client.
-        ("replay_worker/start_position.py", "import confluent_kafka", "The replay contract opens no Kafka client"),
+        (
+            "replay_worker/protocol/start_position.py",
+            "import confluent_kafka",
+            "The replay contract opens no Kafka client",
+        ),
+        # The handover topic reaching up into the replay side.
+        (
+            "replay_worker/topic/handover_topic.py",
+            "from ..replay import metrics",
+            "The worker's layers import only downward",
+        ),
         # The operator reaching past the contract into the worker's I/O.
         (
             "operator/reprise_operator/progress.py",
-            "from replay_worker import consumer",
+            "from replay_worker.replay import consumer",
             "The operator imports the worker only through replay_worker.contract",
         ),
         # A lower layer importing a higher one.
@@ -75,7 +85,7 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         # A kind opening the handover topic itself instead of going through its door (handover_state).
         (
             "operator/reprise_operator/lakereplay/__init__.py",
-            "from replay_worker.handover_topic import HandoverTopic",
+            "from replay_worker.topic.handover_topic import HandoverTopic",
             "Only the doors talk to Kubernetes and Kafka",
         ),
         # One kind importing another.
@@ -94,5 +104,34 @@ def test_an_import_across_a_forbidden_layer_fails_lint(
     broken = _lint_imports(tree)
     assert broken.returncode != 0, broken.stdout
     # The report wraps long names over lines: compare with the whitespace normalised.
+    report = " ".join(broken.stdout.split())
+    assert f"{contract}" in report and "BROKEN" in report, broken.stdout
+
+
+# A new module is checked by the folder it lands in: no contract names it, and it is caught all the same.
+@pytest.mark.parametrize(
+    ("module", "text", "contract"),
+    [
+        # A new rule in protocol/ opening a Kafka client.
+        (
+            "replay_worker/protocol/planted_rule.py",
+            "import confluent_kafka\n",
+            "The replay contract opens no Kafka client",
+        ),
+        # A new module in topic/ reaching up into the guard.
+        (
+            "replay_worker/topic/planted_reader.py",
+            "from ..guard import consumer\n",
+            "The worker's layers import only downward",
+        ),
+        # A new module beside the folders, in no layer at all.
+        ("replay_worker/planted_helper.py", "", "The worker's layers import only downward"),
+    ],
+)
+def test_a_new_worker_module_is_checked_by_its_folder(tmp_path: Path, module: str, text: str, contract: str) -> None:
+    tree = _copy(tmp_path)
+    (tree / module).write_text(f'"""A module no contract names."""\n\nfrom __future__ import annotations\n\n{text}')
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0, broken.stdout
     report = " ".join(broken.stdout.split())
     assert f"{contract}" in report and "BROKEN" in report, broken.stdout

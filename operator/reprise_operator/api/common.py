@@ -228,7 +228,7 @@ FreeformObject = Annotated[
 # ---------------------------------------------------------------------------------------------------
 # Durations: Go-style strings on the wire (`720h`, `1h30m`, `30s`), `timedelta` in Python
 
-# One grammar with the worker (`replay_worker.durations`); the API reads Go's form of it.
+# One grammar with the worker (`replay_worker.protocol.durations`); the API reads Go's form of it.
 parse_duration = parse_go_duration
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.topic.handover_topic import HandoverTopic
 
 from ..replay_worker.harness import (
     Processes,

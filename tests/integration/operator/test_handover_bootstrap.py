@@ -9,9 +9,9 @@ import logging
 import pytest
 from confluent_kafka import Producer
 
-from replay_worker.bootstrap import bootstrap_replay
+from replay_worker.replay.bootstrap import bootstrap_replay
 from replay_worker.contract import StartSpec, WorkerSettings
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.topic.handover_topic import HandoverTopic
 from reprise_operator.handover_state import HandoverReaders
 from tests.fixtures.kube import wait_for
 from tests.integration.replay_worker.harness import committed

@@ -17,7 +17,7 @@ import json
 import pytest
 import yaml
 
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.topic.handover_topic import HandoverTopic
 from reprise_operator.constants import replay_deployment_name, replay_id
 
 from .scenario import PARTITIONS, KeepProducing, Ledger, apply, reconsume, wait_caught_up, wait_phase

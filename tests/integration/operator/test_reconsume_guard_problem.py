@@ -12,8 +12,8 @@ import json
 import pytest
 from confluent_kafka import Producer
 
-from replay_worker.handover_topic import HandoverTopic
-from replay_worker.wire import encode_key
+from replay_worker.topic.handover_topic import HandoverTopic
+from replay_worker.protocol.wire import encode_key
 from tests.fixtures.kube import wait_for
 
 from .scenario import (

@@ -254,7 +254,7 @@ def settle_and_check(
 ) -> tuple[SplitReport, dict[int, int]]:
     """After a replay handed every partition over: wait for the live group to reach the end, stop every process,
     and check the split of the ledgers at the S and H the handover topic holds. (the report, H per partition)"""
-    from replay_worker.handover_topic import HandoverTopic
+    from replay_worker.topic.handover_topic import HandoverTopic
 
     ends = end_offsets(bootstrap, topic, partitions)
     wait_for(

@@ -12,7 +12,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.topic.handover_topic import HandoverTopic
 
 from .harness import committed, end_offsets, wait_for
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.topic.handover_topic import HandoverTopic
 
 from .harness import end_offsets
 

@@ -9,10 +9,10 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
-from replay_worker.commit_marks import CommitMark
+from replay_worker.protocol.commit_marks import CommitMark
 from replay_worker.guard import GuardedConsumer
-from replay_worker.handover_topic import HandoverTopic
-from replay_worker.wire import HandoverInfo, ReplayInfo, StartInfo
+from replay_worker.topic.handover_topic import HandoverTopic
+from replay_worker.protocol.wire import HandoverInfo, ReplayInfo, StartInfo
 
 from .harness import committed, produce, wait_for
 

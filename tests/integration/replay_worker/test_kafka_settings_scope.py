@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from replay_worker import kafka_clients
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.connection import kafka_clients
+from replay_worker.topic.handover_topic import HandoverTopic
 from reprise_operator.kafka_admin import KafkaCluster
 
 pytestmark = pytest.mark.integration

@@ -20,8 +20,8 @@ import prometheus_client
 from confluent_kafka import Producer
 
 from replay_worker.guard import GuardedConsumer
-from replay_worker.handover_topic import HandoverFollower, HandoverTopic
-from replay_worker.wire import HandoverInfo, ReplayInfo, StartInfo, encode, encode_key
+from replay_worker.topic.handover_topic import HandoverFollower, HandoverTopic
+from replay_worker.protocol.wire import HandoverInfo, ReplayInfo, StartInfo, encode, encode_key
 
 from .harness import wait_for
 

@@ -16,11 +16,11 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from replay_worker.bootstrap import bootstrap_replay
-from replay_worker.commit_marks import CommitMark
-from replay_worker.handover_topic import HandoverTopic
+from replay_worker.replay.bootstrap import bootstrap_replay
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.topic.handover_topic import HandoverTopic
 from replay_worker.settings import WorkerSettings
-from replay_worker.start_position import StartSpec
+from replay_worker.protocol.start_position import StartSpec
 
 from .harness import committed, end_offsets, produce, read_log_lines, wait_for
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from prometheus_client.metrics import MetricWrapperBase
 
-from replay_worker.metrics import WorkerMetrics
+from replay_worker.replay.metrics import WorkerMetrics
 from reprise_operator import metrics as operator_metrics
 from reprise_operator.constants import child_labels
 from reprise_operator.workloads import Owner, replay_deployment_manifest

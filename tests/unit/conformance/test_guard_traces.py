@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from replay_worker.commit_marks import CommitMark
-from replay_worker.guard_book import GuardBook, Store
-from replay_worker.guard_rules import ack_due
-from replay_worker.handover import HandoverView
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.guard.guard_book import GuardBook, Store
+from replay_worker.protocol.guard_rules import ack_due
+from replay_worker.protocol.handover import HandoverView
 
 from .vectors import load, raw
 

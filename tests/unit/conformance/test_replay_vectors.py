@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from replay_worker.finish_rules import record_ends_partition, replay_finish
-from replay_worker.start_position import (
+from replay_worker.protocol.finish_rules import record_ends_partition, replay_finish
+from replay_worker.protocol.start_position import (
     EndSpec,
     PartitionFacts,
     SpecError,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from replay_worker.commit_marks import CommitMark
-from replay_worker.filters import FilterSpecError, Undecodable, published_filter
-from replay_worker.wire import (
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.protocol.filters import FilterSpecError, Undecodable, published_filter
+from replay_worker.protocol.wire import (
     AckInfo,
     GuardInfo,
     HandoverFormatError,

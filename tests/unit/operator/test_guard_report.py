@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from replay_worker.handover import PartitionHandover
-from replay_worker.wire import AckInfo, GuardInfo, HandoverInfo, StartInfo
+from replay_worker.protocol.handover import PartitionHandover
+from replay_worker.protocol.wire import AckInfo, GuardInfo, HandoverInfo, StartInfo
 
 from reprise_operator.guard_report import NAMED, condition_message, guard_problem, guard_problems
 from reprise_operator.progress import PartitionView, Progress, progress_status

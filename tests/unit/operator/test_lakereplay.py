@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from replay_worker.finish_rules import record_ends_partition, replay_finish
+from replay_worker.protocol.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
 from reprise_operator.driver import transition

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from replay_worker.filters import FilterSpec
-from replay_worker.handover import HandoverView
-from replay_worker.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
+from replay_worker.protocol.filters import FilterSpec
+from replay_worker.protocol.handover import HandoverView
+from replay_worker.protocol.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.planning import PlanError
 from replay_worker.contract import PartitionFacts, epoch_ms

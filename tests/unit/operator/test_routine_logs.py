@@ -8,7 +8,7 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from replay_worker.librdkafka_levels import LibrdkafkaLevels, level_of
+from replay_worker.connection.librdkafka_levels import LibrdkafkaLevels, level_of
 from reprise_operator.lifecycle import failure_of
 from reprise_operator.routine_logs import FencedAtInfo, RoutineAtDebug, is_routine, one_line_warning
 
@@ -89,7 +89,7 @@ def test_the_warning_of_a_closed_fenced_bootstrap_producer_is_one_info_line(logg
     text = one_line_warning(
         "Producer abort_transaction failed during close: Local: This instance has been fenced by a newer instance",
         RuntimeWarning,
-        "replay_worker/bootstrap.py",
+        "replay_worker/replay/bootstrap.py",
         274,
         "            producer.close()\n",
     )

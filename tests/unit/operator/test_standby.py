@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from replay_worker.settings import WorkerSettings
-from replay_worker.start_position import StartSpec
+from replay_worker.protocol.start_position import StartSpec
 from reprise_operator.api import KafkaConnection
 from reprise_operator.api.common import Consumer
 from reprise_operator.lifecycle import Failure, Resource, Waiting

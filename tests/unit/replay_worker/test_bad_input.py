@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.commit_marks import CommitMark
-from replay_worker.guard_book import GuardBook, ProblemReport
-from replay_worker.guard_rules import ack_due
-from replay_worker.handover import HandoverView
-from replay_worker.wire import GuardInfo, HandoverInfo, ReplayInfo, StartInfo, decode, encode, encode_key
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.guard.guard_book import GuardBook, ProblemReport
+from replay_worker.protocol.guard_rules import ack_due
+from replay_worker.protocol.handover import HandoverView
+from replay_worker.protocol.wire import GuardInfo, HandoverInfo, ReplayInfo, StartInfo, decode, encode, encode_key
 
 RID = "shop/fix/1"
 GROUP = "orders-service"

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import OFFSET_INVALID, KafkaError, Message, TopicPartition
 
-from replay_worker.consumer import ReplayConsumer
-from replay_worker.delivery import DeadLetters, HandlerDelivery
-from replay_worker.filters import compile_filter
-from replay_worker.handover import ReplayHandover
-from replay_worker.metrics import WorkerMetrics
+from replay_worker.replay.consumer import ReplayConsumer
+from replay_worker.replay.delivery import DeadLetters, HandlerDelivery
+from replay_worker.protocol.filters import compile_filter
+from replay_worker.protocol.handover import ReplayHandover
+from replay_worker.replay.metrics import WorkerMetrics
 from replay_worker.settings import WorkerSettings
-from replay_worker.wire import StartInfo
+from replay_worker.protocol.wire import StartInfo
 
 TOPIC = "orders"
 SETTINGS = WorkerSettings.from_env(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from replay_worker.consumer import ReplayConsumer
-from replay_worker.delivery import DeadLetters, Delivery
-from replay_worker.filters import compile_filter
-from replay_worker.handover import ReplayHandover
-from replay_worker.metrics import WorkerMetrics
+from replay_worker.replay.consumer import ReplayConsumer
+from replay_worker.replay.delivery import DeadLetters, Delivery
+from replay_worker.protocol.filters import compile_filter
+from replay_worker.protocol.handover import ReplayHandover
+from replay_worker.replay.metrics import WorkerMetrics
 from replay_worker.settings import WorkerSettings
 
 SETTINGS = WorkerSettings.from_env(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.delivery import (
+from replay_worker.replay.delivery import (
     DLQ_HEADERS,
     DeadLetters,
     ForwardDelivery,

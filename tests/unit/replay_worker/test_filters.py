@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from replay_worker.filters import FilterSpec, FilterSpecError, RecordFilter, Undecodable, compile_filter
+from replay_worker.protocol.filters import FilterSpec, FilterSpecError, RecordFilter, Undecodable, compile_filter
 
 
 def f(spec) -> RecordFilter:
@@ -247,6 +247,6 @@ def test_value_predicate_only_without_key_or_header_conditions() -> None:
     ],
 )
 def test_parse_json_is_json_loads(raw: bytes) -> None:
-    from replay_worker.filters import parse_json
+    from replay_worker.protocol.filters import parse_json
 
     assert parse_json(raw) == json.loads(raw)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.guard_book import GuardBook, Store
-from replay_worker.commit_marks import CommitMark
-from replay_worker.guard_rules import ActiveHandover
+from replay_worker.protocol.filters import FilterSpec, RecordFilter
+from replay_worker.guard.guard_book import GuardBook, Store
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.protocol.guard_rules import ActiveHandover
 
 KEY = ("orders", 0)
 RID = "r/1"

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.guard_book import GuardBook
-from replay_worker.guard_rules import ActiveHandover, GuardPartition, Verdict
+from replay_worker.protocol.filters import FilterSpec, RecordFilter
+from replay_worker.guard.guard_book import GuardBook
+from replay_worker.protocol.guard_rules import ActiveHandover, GuardPartition, Verdict
 
 RID = "shop/orders-fix/1a2b3c4d"
 BY_KIND = RecordFilter.compile(FilterSpec.parse({"json": [{"path": "kind", "equals": "paid"}]}))
@@ -90,7 +90,7 @@ def test_the_book_hands_a_run_and_notes_what_was_handed() -> None:
 def test_a_run_judged_through_its_messages_offsets_is_judged_as_through_a_list(seed: int) -> None:
     from confluent_kafka import Message
 
-    from replay_worker.guard import _RunOffsets
+    from replay_worker.guard.consumer import _RunOffsets
 
     rng = random.Random(seed)
     first = rng.randrange(0, 120)

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.commit_marks import CommitMark
-from replay_worker.finish_rules import record_ends_partition, replay_finish
-from replay_worker.guard_rules import ActiveHandover, GuardPartition, Verdict, ack_due
-from replay_worker.handover import HandoverView
-from replay_worker.wire import (
+from replay_worker.protocol.filters import FilterSpec, RecordFilter
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.protocol.finish_rules import record_ends_partition, replay_finish
+from replay_worker.protocol.guard_rules import ActiveHandover, GuardPartition, Verdict, ack_due
+from replay_worker.protocol.handover import HandoverView
+from replay_worker.protocol.wire import (
     AckInfo,
     GuardInfo,
     HandoverFormatError,

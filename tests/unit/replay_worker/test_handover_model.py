@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from replay_worker.filters import RecordFilter
-from replay_worker.guard_book import GuardBook
-from replay_worker.commit_marks import CommitMark
-from replay_worker.finish_rules import replay_finish
-from replay_worker.guard_rules import ActiveHandover, ack_due
+from replay_worker.protocol.filters import RecordFilter
+from replay_worker.guard.guard_book import GuardBook
+from replay_worker.protocol.commit_marks import CommitMark
+from replay_worker.protocol.finish_rules import replay_finish
+from replay_worker.protocol.guard_rules import ActiveHandover, ack_due
 
 TOPIC = "t"
 KEY = (TOPIC, 0)
 REPLAY = "ns/model/1"
 MATCH = RecordFilter.compile(
-    __import__("replay_worker.filters", fromlist=["FilterSpec"]).FilterSpec.parse({"headers": {"kind": ["m"]}})
+    __import__("replay_worker.protocol.filters", fromlist=["FilterSpec"]).FilterSpec.parse({"headers": {"kind": ["m"]}})
 )
 
 

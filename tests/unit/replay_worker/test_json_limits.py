@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from replay_worker.json_limits import MAX_DEPTH, MAX_RECORD_VALUE_BYTES, too_deep
-from replay_worker.wire import HandoverFormatError, ReplayInfo, encode
+from replay_worker.protocol.json_limits import MAX_DEPTH, MAX_RECORD_VALUE_BYTES, too_deep
+from replay_worker.protocol.wire import HandoverFormatError, ReplayInfo, encode
 
 #: Strings that look like nesting or like the end of a string to a careless scanner.
 TRICKY = ["[", "]{", '\\"[', "\\", '\\\\"{', "é[", "\u2028]]", '"', ""]

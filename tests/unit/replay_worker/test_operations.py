@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from replay_worker.backfill import LatestByKey
-from replay_worker.filters import FilterSpec, RecordFilter
-from replay_worker.kafka_clients import (
+from replay_worker.replay.backfill import LatestByKey
+from replay_worker.protocol.filters import FilterSpec, RecordFilter
+from replay_worker.connection.kafka_clients import (
     REPLAY_ASSIGNMENT,
     KafkaConfigError,
     close_within,
@@ -19,7 +19,7 @@ from replay_worker.kafka_clients import (
     producer_config,
 )
 from replay_worker.logging import JsonFormatter
-from replay_worker.metrics import WorkerMetrics
+from replay_worker.replay.metrics import WorkerMetrics
 
 
 def test_config_dir_one_setting_per_file(tmp_path) -> None:

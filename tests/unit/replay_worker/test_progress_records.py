@@ -1,7 +1,7 @@
 """`progress` records: what a replica publishes of its committed position, and what the operator reads."""
 
-from replay_worker.handover import HandoverView
-from replay_worker.wire import ProgressInfo, StartInfo, decode, encode
+from replay_worker.protocol.handover import HandoverView
+from replay_worker.protocol.wire import ProgressInfo, StartInfo, decode, encode
 
 
 def test_progress_record_round_trips_and_lands_on_its_partition():

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.setting_allow_list import (
+from replay_worker.connection.setting_allow_list import (
     MOUNTED_FOLDER,
     RefusedSetting,
     client_refusal,
     operator_settings,
 )
-from replay_worker.setting_scopes import settings_for
+from replay_worker.connection.setting_scopes import settings_for
 
 #: A value no message may carry (it stands for a password, a token or a path the tenant chose).
 VALUE = "hunter2-SENTINEL-VALUE"

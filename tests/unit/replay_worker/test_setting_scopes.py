@@ -12,8 +12,15 @@ from pathlib import Path
 
 import confluent_kafka
 
-from replay_worker.setting_allow_list import ALLOWED, ENUM_VALUES, FAMILIES, LISTED_VALUES, REFUSED, TOKEN_ENDPOINT
-from replay_worker.setting_scopes import CONSUMER_ONLY, PRODUCER_ONLY, settings_for
+from replay_worker.connection.setting_allow_list import (
+    ALLOWED,
+    ENUM_VALUES,
+    FAMILIES,
+    LISTED_VALUES,
+    REFUSED,
+    TOKEN_ENDPOINT,
+)
+from replay_worker.connection.setting_scopes import CONSUMER_ONLY, PRODUCER_ONLY, settings_for
 
 SECRET = {
     "security.protocol": "SASL_SSL",
@@ -86,7 +93,7 @@ def test_every_librdkafka_property_is_allowed_or_refused_in_the_operator(tmp_pat
     unclassified = known - ALLOWED - set(REFUSED)
     assert not unclassified, (
         f"librdkafka properties nobody has classified: {sorted(unclassified)}; add each to ALLOWED or REFUSED "
-        "in replay_worker/setting_allow_list.py (allowed only if it reads no file, calls no URL, loads no code, "
+        "in replay_worker/connection/setting_allow_list.py (allowed only if it reads no file, calls no URL, loads no code, "
         "writes no log and changes nothing process-wide)"
     )
     gone = (ALLOWED | set(REFUSED)) - known

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay_worker.start_position import (
+from replay_worker.protocol.start_position import (
     EndSpec,
     PartitionFacts,
     SpecError,

@@ -1,6 +1,6 @@
 """Throttle: two token buckets, one second of burst at most."""
 
-from replay_worker.throttle import Throttle
+from replay_worker.replay.throttle import Throttle
 
 
 def test_unlimited_never_waits() -> None:

@@ -17,7 +17,7 @@ import java.util.function.Function;
 /**
  * The guard's bookkeeping, pure: per assigned partition, the protocol rules ({@link GuardPartition}) plus what
  * the service was handed and has committed, and from that what the guard commits, with which mark. The port of
- * the reference's {@code replay_worker/guard_book.py}; {@link GuardedConsumer} is the thin I/O around it.
+ * the reference's {@code replay_worker/guard/guard_book.py}; {@link GuardedConsumer} is the thin I/O around it.
  *
  * <ul>
  * <li>A partition is held from its assignment until the handover view is current ({@code ticket}), then

@@ -4,7 +4,8 @@ import java.util.Optional;
 
 /**
  * When the replay stops a partition, per mode (HANDOVER.md section 1), ported from {@code replay_finish} and
- * {@code record_ends_partition} of {@code replay_worker/handover.py} and held to them by the conformance vectors.
+ * {@code record_ends_partition} of {@code replay_worker/protocol/finish_rules.py} and held to them by the conformance
+ * vectors.
  *
  * <table>
  *   <caption>The replay stops p when</caption>

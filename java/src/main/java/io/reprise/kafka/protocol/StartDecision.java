@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
 
 /**
  * Where a replay starts and ends on one partition: the specs ({@link Start}, {@link End}) and the pure
- * decision, ported from {@code replay_worker/start_position.py} and held to it by the conformance vectors.
+ * decision, ported from {@code replay_worker/protocol/start_position.py} and held to it by the conformance vectors.
  *
  * <ul>
  *   <li>A timestamp start is the earliest offset whose timestamp is {@code >= T}. Kafka answers "no such

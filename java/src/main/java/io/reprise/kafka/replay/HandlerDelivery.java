@@ -12,7 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A batch's way from raw records to the service's handler ({@code replay_worker/delivery.py}, HandlerDelivery):
+ * A batch's way from raw records to the service's handler ({@code replay_worker/replay/delivery.py}, HandlerDelivery):
  * the replay's filter on the raw bytes (a value a JSON condition cannot parse counts as matching, HANDOVER.md
  * section 4, and is poison here), then the service's deserializers (a record they refuse is poison), then the
  * handler with the whole batch. When the batch call throws, each record is retried on its own

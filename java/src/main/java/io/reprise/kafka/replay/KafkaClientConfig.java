@@ -21,7 +21,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The Kafka client settings of every client the replay role makes, from one place (as
- * {@code replay_worker/kafka_clients.py}).
+ * {@code replay_worker/connection/kafka_clients.py}).
  *
  * <p>Three layers, later ones winning: the service's own consumer settings (its security settings serve the replay
  * too), the files of {@code REPRISE_KAFKA_CONFIG_DIR} (one setting per file, file name = key, mounted from the

@@ -27,7 +27,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Resolves a replay's start once and records it (HANDOVER.md section 5.1, {@code replay_worker/bootstrap.py}): the
+ * Resolves a replay's start once and records it (HANDOVER.md section 5.1, {@code replay_worker/replay/bootstrap.py}): the
  * {@code replay} and {@code start} records and the replay group's committed offsets, in one Kafka transaction.
  *
  * <p>Several replicas (Java or Python) start at once. Each looks first (a replica that finds the work done fences

@@ -17,7 +17,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The replay role's Prometheus metrics, with the names and labels of the Python worker
- * ({@code replay_worker/metrics.py}) so one dashboard serves both, and the HTTP endpoint on the JDK's own server:
+ * ({@code replay_worker/replay/metrics.py}) so one dashboard serves both, and the HTTP endpoint on the JDK's own server:
  * {@code /metrics} (text format 0.0.4), {@code /healthz} (the loop went round within two minutes: a role stuck in
  * a handler stops answering 200 and Kubernetes restarts it, which resumes from committed offsets) and
  * {@code /readyz}.

@@ -1,7 +1,7 @@
 package io.reprise.kafka.replay;
 
 /**
- * Throttling in records per second and bytes per second: two token buckets, as {@code replay_worker/throttle.py}.
+ * Throttling in records per second and bytes per second: two token buckets, as {@code replay_worker/replay/throttle.py}.
  * Pure (the clock is passed in). The loop asks {@link #delaySeconds} after reading a batch and waits that long
  * before handing it on, so a replay never pushes the handler or the brokers harder than asked. A bucket holds at
  * most one second of budget, so an idle pause does not turn into a burst afterwards.

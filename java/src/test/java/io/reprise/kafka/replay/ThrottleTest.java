@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
-/** Token buckets of records and bytes per second, as replay_worker/throttle.py. */
+/** Token buckets of records and bytes per second, as replay_worker/replay/throttle.py. */
 class ThrottleTest {
 
     @Test

@@ -25,7 +25,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from . import kafka_clients
+from ..connection import kafka_clients
 
 log = logging.getLogger("replay_worker.delivery")
 

@@ -71,7 +71,7 @@ def _without_named_files(values: dict[str, str], folder: Path) -> dict[str, str]
     """The settings without the files a `*.location` setting names in this folder (`ssl.ca.location` =
     `/etc/reprise/kafka/ca.crt` and a key `ca.crt`): such a file is the value of that setting, not a setting of
     its own (librdkafka would refuse `ca.crt` as an unknown property). The operator gives the same file inline
-    (`replay_worker.setting_allow_list`), so one Secret serves both."""
+    (`replay_worker.connection.setting_allow_list`), so one Secret serves both."""
     here = {str(folder).rstrip("/"), "/etc/reprise/kafka"}
     named = {
         os.path.basename(value.strip())

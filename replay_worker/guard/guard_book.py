@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from operator import not_
 from typing import Callable, Mapping, Sequence
 
-from .commit_marks import CommitMark
-from .filters import Headers
-from .guard_rules import ActiveHandover, GuardPartition, Verdict
+from ..protocol.commit_marks import CommitMark
+from ..protocol.filters import Headers
+from ..protocol.guard_rules import ActiveHandover, GuardPartition, Verdict
 
 TopicPartitionKey = tuple[str, int]
 

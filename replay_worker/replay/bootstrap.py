@@ -29,12 +29,18 @@ from typing import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from . import kafka_clients
-from .handover import ReplayHandover
-from .wire import ReplayInfo, StartInfo, decode, encode
-from .handover_topic import HandoverTopic, HandoverTopicError, now_ms
-from .settings import WorkerSettings
-from .start_position import PartitionFacts, SpecError, StartDecision, StartOlderThanRetention, decide_partition
+from ..connection import kafka_clients
+from ..protocol.handover import ReplayHandover
+from ..protocol.wire import ReplayInfo, StartInfo, decode, encode
+from ..topic.handover_topic import HandoverTopic, HandoverTopicError, now_ms
+from ..settings import WorkerSettings
+from ..protocol.start_position import (
+    PartitionFacts,
+    SpecError,
+    StartDecision,
+    StartOlderThanRetention,
+    decide_partition,
+)
 
 log = logging.getLogger("replay_worker.bootstrap")
 

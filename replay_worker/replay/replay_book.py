@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
-from .commit_marks import CommitMark
-from .finish_rules import FinishReason, record_ends_partition, replay_finish
+from ..protocol.commit_marks import CommitMark
+from ..protocol.finish_rules import FinishReason, record_ends_partition, replay_finish
 
 TopicPartitionKey = tuple[str, int]
 

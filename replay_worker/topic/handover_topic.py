@@ -31,9 +31,9 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from prometheus_client import Counter
 
-from . import kafka_clients
-from .handover import HandoverView, ReplayHandover
-from .wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
+from ..connection import kafka_clients
+from ..protocol.handover import HandoverView, ReplayHandover
+from ..protocol.wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
 
 log = logging.getLogger("replay_worker.handover_topic")
 

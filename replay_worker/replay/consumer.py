@@ -49,16 +49,16 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from . import kafka_clients
-from .kafka_clients import FETCH_TUNING
+from ..connection import kafka_clients
+from ..connection.kafka_clients import FETCH_TUNING
 from .delivery import Delivery, DeliveryError, Outcome
-from .filters import RecordFilter, Undecodable
-from .handover import HandoverView, ReplayHandover
+from ..protocol.filters import RecordFilter, Undecodable
+from ..protocol.handover import HandoverView, ReplayHandover
 from .replay_book import Commit, Finishing, PartitionBook, PlannedPartition, ReplayBook
-from .wire import HandoverInfo, ProgressInfo, StartInfo
-from .handover_topic import HandoverFollower, HandoverTopic, now_ms
+from ..protocol.wire import HandoverInfo, ProgressInfo, StartInfo
+from ..topic.handover_topic import HandoverFollower, HandoverTopic, now_ms
 from .metrics import WorkerMetrics
-from .settings import WorkerSettings
+from ..settings import WorkerSettings
 from .throttle import Throttle
 
 #: Seconds between two `progress` records of one replica (the operator's status moves at this pace at most).

@@ -44,13 +44,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
-from . import kafka_clients
+from ..connection import kafka_clients
 from .guard_book import GuardBook, Store
-from .commit_marks import CommitMark
-from .guard_rules import ActiveHandover, ack_due
-from .handover import HandoverView
-from .wire import AckInfo, GuardInfo, encode
-from .handover_topic import DEFAULT_TOPIC, HandoverFollower, now_ms
+from ..protocol.commit_marks import CommitMark
+from ..protocol.guard_rules import ActiveHandover, ack_due
+from ..protocol.handover import HandoverView
+from ..protocol.wire import AckInfo, GuardInfo, encode
+from ..topic.handover_topic import DEFAULT_TOPIC, HandoverFollower, now_ms
 
 log = logging.getLogger("replay_worker.guard")
 

@@ -23,12 +23,12 @@ from typing import Any, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from . import kafka_clients
-from .filters import RecordFilter, Undecodable
-from .wire import ResultInfo
-from .handover_topic import HandoverTopic, now_ms
+from ..connection import kafka_clients
+from ..protocol.filters import RecordFilter, Undecodable
+from ..protocol.wire import ResultInfo
+from ..topic.handover_topic import HandoverTopic, now_ms
 from .metrics import WorkerMetrics
-from .settings import WorkerSettings
+from ..settings import WorkerSettings
 
 log = logging.getLogger("replay_worker.backfill")
 
