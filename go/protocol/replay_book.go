@@ -1,4 +1,4 @@
-// The replay side's bookkeeping (port of replay_worker/replay_book.py): per partition one replica of the
+// The replay side's bookkeeping (port of replay_worker/replay/replay_book.py): per partition one replica of the
 // replay group holds, what it has read, processed and committed, and from that what to commit with which
 // mark, when a partition finishes and with which H, when a finished mark is committed again, which
 // `progress` records to publish, and what a revoke drops. The rules: HANDOVER.md sections 1 and 5; every

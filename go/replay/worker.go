@@ -1,6 +1,6 @@
 package replay
 
-// The replay loop (port of replay_worker/consumer.py): read a batch, filter, hand it to the service's
+// The replay loop (port of replay_worker/replay/consumer.py): read a batch, filter, hand it to the service's
 // handler, and do what the book (protocol.ReplayBook: what to commit with which mark, when a partition
 // finishes, which progress to publish, what a revoke drops) says. This file holds the I/O only.
 //
