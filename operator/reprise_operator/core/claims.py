@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import time
 
-from .api import CreatedInKafka
-from .kafka_admin import GroupDescription, KafkaCluster, KafkaUnavailable
+from ..api import CreatedInKafka
+from ..doors.kafka_admin import GroupDescription, KafkaCluster, KafkaUnavailable
 from .lifecycle import Failure, Resource
 
 #: The one state in which Kafka knows nothing of a group: no members and no committed offsets.

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api.common import ConditionType, Phase
-from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, VerificationState, VerificationStatus, Verify
-from .backfill import job_state
-from .constants import LABEL_REPLAY
+from ..api.common import ConditionType, Phase
+from ..api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, VerificationState, VerificationStatus, Verify
+from ..rules.job_state import job_state
+from ..shared.constants import LABEL_REPLAY
 from .lifecycle import Failure, Resource
-from .verify import (
+from ..rules.verify import (
     cutover_approved,
     failure_message,
     next_gate,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from .api.common import Phase
+from ..api.common import Phase
 from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
 
 FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)

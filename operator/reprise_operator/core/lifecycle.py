@@ -16,25 +16,24 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, TypeVar
 
 import kopf
-from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ValidationError
 
 from replay_worker.contract import RefusedSetting, client_refusal, operator_settings
 
-from . import metrics
-from .api import API_VERSION, KINDS
-from .api.common import ConditionType, Phase, StatusModel
-from .bootstrap_aliases import aliased_spec
-from .conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
-from .constants import LABEL_KAFKA_CLIENT, replay_id
-from .handover_state import HandoverBehind
-from .kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriable_error
-from .kafka_pool import on_behalf_of
-from .kube import KubeUnavailable, NotOwned, SecretNotLabelled
-from .progress import DrainClock, EtaWindow
-from .replay_groups import groups_under_replay
+from ..shared import metrics
+from ..api import API_VERSION, KINDS
+from ..api.common import ConditionType, Phase, StatusModel
+from ..shared.bootstrap_aliases import aliased_spec
+from ..rules.conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
+from ..shared.constants import LABEL_KAFKA_CLIENT, replay_id
+from ..doors.handover_state import HandoverBehind
+from ..doors.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriable_error
+from ..shared.kafka_pool import on_behalf_of
+from ..doors.kube import ApiError, KubeUnavailable, NotOwned, SecretNotLabelled
+from ..rules.progress import DrainClock, EtaWindow
+from ..rules.replay_groups import groups_under_replay
 from .runtime import Runtime
-from .workloads import Owner
+from ..rules.workloads import Owner
 
 log = logging.getLogger("reprise.lifecycle")
 
@@ -258,7 +257,7 @@ class Resource:
                     f"{where} is not labelled {LABEL_KAFKA_CLIENT}=true, and the operator reads only Secrets "
                     f"labelled for it: kubectl label secret {secret} -n {self.namespace} {LABEL_KAFKA_CLIENT}=true",
                 ) from None
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status != 403:
                     raise
                 raise Waiting(

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .handover_state import HandoverReaders
-from .kafka_admin import KafkaClusters
-from .kafka_pool import KafkaPool
-from .kube import Kube
-from .metrics import Heartbeat
-from .namespace_limit import ActiveResources
-from .settings import OperatorSettings
+from ..doors.handover_state import HandoverReaders
+from ..doors.kafka_admin import KafkaClusters
+from ..shared.kafka_pool import KafkaPool
+from ..doors.kube import Kube
+from ..shared.metrics import Heartbeat
+from ..rules.namespace_limit import ActiveResources
+from ..shared.settings import OperatorSettings
 
 
 @dataclass

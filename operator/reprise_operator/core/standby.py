@@ -12,12 +12,12 @@ from datetime import timedelta
 
 from replay_worker.contract import WorkerSettings
 
-from . import metrics
-from .api import Consumer, Entrypoint, KafkaConnection, format_duration
-from .constants import child_labels
+from ..shared import metrics
+from ..api import Consumer, Entrypoint, KafkaConnection, format_duration
+from ..shared.constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
-from .progress import PartitionView, Progress, progress_status, summarize
-from .workloads import DELIVERY_VARIABLES, pick_container, replay_deployment_manifest
+from ..rules.progress import PartitionView, Progress, progress_status, summarize
+from ..rules.workloads import DELIVERY_VARIABLES, pick_container, replay_deployment_manifest
 
 #: With `consumer.entrypoint: Service` the service's own code handles the records, so there is no delivery to
 #: pass. `WorkerSettings` (the Python worker's contract) insists on one; this stands in while the settings are

@@ -33,11 +33,11 @@ from replay_worker.contract import SpecError, StartOlderThanRetention, WorkerSet
 from replay_worker.handover import ReplayHandover
 from replay_worker.handover_topic import HandoverFollower, HandoverTopic, HandoverTopicError
 
-from .connection_cache import ConnectionCache, Retirable
-from .kafka_addresses import normal_bootstrap
+from ..shared.connection_cache import ConnectionCache, Retirable
+from ..rules.kafka_addresses import normal_bootstrap
 from .kafka_admin import TopicPartitionKey, connection_key
-from .kafka_pool import KafkaPool
-from .metrics import HANDOVER_RECORDS_FAILED
+from ..shared.kafka_pool import KafkaPool
+from ..shared.metrics import HANDOVER_RECORDS_FAILED
 
 T = TypeVar("T")
 

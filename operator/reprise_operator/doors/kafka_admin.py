@@ -28,10 +28,10 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from replay_worker.contract import ClientType, client_refusal, settings_for
 
-from .connection_cache import ConnectionCache, Retirable
-from .kafka_addresses import normal_bootstrap
-from .kafka_pool import KafkaPool
-from .metrics import KAFKA_ADMIN_REQUESTS
+from ..shared.connection_cache import ConnectionCache, Retirable
+from ..rules.kafka_addresses import normal_bootstrap
+from ..shared.kafka_pool import KafkaPool
+from ..shared.metrics import KAFKA_ADMIN_REQUESTS
 
 TopicPartitionKey = tuple[str, int]
 

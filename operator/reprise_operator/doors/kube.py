@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar, cast
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from .constants import CREATED_FOR_ANNOTATION, GROUP, VERSION
+from ..shared.constants import CREATED_FOR_ANNOTATION, GROUP, VERSION
 
 T = TypeVar("T")
 

@@ -6,7 +6,9 @@ lists of kinds follow `api.KINDS`, and `tests/unit/operator/test_driver.py` hold
 
 from __future__ import annotations
 
-from . import backfill, lakereplay, reconsume
-from .driver import KindLifecycle
+from .backfill import steps as backfill
+from .lakereplay import steps as lakereplay
+from .reconsume import steps as reconsume
+from ..core.driver import KindLifecycle
 
 KINDS: tuple[KindLifecycle, ...] = (reconsume.LIFECYCLE, backfill.LIFECYCLE, lakereplay.LIFECYCLE)

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Literal
 
 from replay_worker.contract import parse_rfc3339, rfc3339, utc_now
 
-from .api.common import Condition
+from ..api.common import Condition
 
 __all__ = ["Clock", "ConditionStatus", "find", "is_true", "parse_rfc3339", "rfc3339", "set_condition", "utc_now"]
 

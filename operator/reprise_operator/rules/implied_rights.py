@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
-from .api import BackfillSpec, LakeReplaySpec, ReconsumeSpec
-from .api.common import ApiModel, Consumer, KafkaConnection
-from .api.verify import CUTOVER_ANNOTATION, Verify
-from .constants import APPROVE_ANNOTATION, GROUP
+from ..api import BackfillSpec, LakeReplaySpec, ReconsumeSpec
+from ..api.common import ApiModel, Consumer, KafkaConnection
+from ..api.verify import CUTOVER_ANNOTATION, Verify
+from ..shared.constants import APPROVE_ANNOTATION, GROUP
 
 #: The custom RBAC verb that approves a plan or a cutover; the chart's `reprise-approver` ClusterRole grants it.
 APPROVE_VERB = "approve"

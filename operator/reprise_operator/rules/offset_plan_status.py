@@ -11,9 +11,9 @@ from datetime import datetime
 
 from replay_worker.contract import TopicPartitionKey, from_epoch_ms
 
-from .api.common import PartitionPlan as PartitionPlanStatus
-from .api.common import Plan as PlanStatus
-from .api.common import RetentionRisk
+from ..api.common import PartitionPlan as PartitionPlanStatus
+from ..api.common import Plan as PlanStatus
+from ..api.common import RetentionRisk
 from .planning import PartitionPlan, Plan
 
 

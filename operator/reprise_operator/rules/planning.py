@@ -26,7 +26,7 @@ from replay_worker.contract import (
     rfc3339,
 )
 
-from .api import Start
+from ..api import Start
 
 
 class PlanError(ValueError):

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Literal
 
-from .api.common import PartitionProgress
-from .api.common import PartitionState as PartitionStateName
-from .api.common import Progress as ProgressStatus
+from ..api.common import PartitionProgress
+from ..api.common import PartitionState as PartitionStateName
+from ..api.common import Progress as ProgressStatus
 
 PartitionState = Literal["Pending", "Replaying", "CaughtUp", "HandedOver", "Drained"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, NamedTuple
 
-from .constants import replay_group_name
+from ..shared.constants import replay_group_name
 
 Role = Literal["live", "replay", "drain", "downstream"]
 

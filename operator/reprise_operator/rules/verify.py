@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable, Literal, Mapping
 
-from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
-from .constants import bounded_name, child_labels
+from ..api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, Verify
+from ..shared.constants import bounded_name, child_labels
 from .progress import PartitionView
 from .workloads import Owner, env_list, job_manifest, merge_env
 

@@ -21,8 +21,8 @@ import copy
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .api.common import DELIVERY_VARIABLES
-from .constants import LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY
+from ..api.common import DELIVERY_VARIABLES
+from ..shared.constants import LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY
 
 #: Where the user's librdkafka settings Secret is mounted; the worker reads one setting per file.
 KAFKA_CONFIG_DIR = "/etc/reprise/kafka"

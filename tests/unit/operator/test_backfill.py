@@ -6,8 +6,8 @@ import pytest
 
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import BackfillSpec
-from reprise_operator.backfill.keys_file import KEYS_ENV_LIMIT, murmur2
-from reprise_operator.backfill import (
+from reprise_operator.kinds.backfill.keys_file import KEYS_ENV_LIMIT, murmur2
+from reprise_operator.kinds.backfill.steps import (
     KEYS_PATH,
     QuietClock,
     check_file_keys,
@@ -25,7 +25,7 @@ from reprise_operator.backfill import (
     worker_job,
     worker_outcome,
 )
-from reprise_operator.workloads import Owner
+from reprise_operator.rules.workloads import Owner
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 OWNER = Owner("reprise.io/v1alpha1", "Backfill", "fix-users", "0b1c2d3e-aaaa")

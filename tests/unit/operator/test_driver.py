@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from reprise_operator import backfill, lakereplay, reconsume
+from reprise_operator.kinds.backfill import steps as backfill
+from reprise_operator.kinds.lakereplay import steps as lakereplay
+from reprise_operator.kinds.reconsume import steps as reconsume
 from reprise_operator.api import KINDS as API_KINDS
 from reprise_operator.api.common import ConditionType, Phase
-from reprise_operator.driver import transition
-from reprise_operator.kinds import KINDS
-from reprise_operator.lifecycle import ObjectMemory, Resource, Waiting
-from reprise_operator.namespace_limit import ActiveResources
+from reprise_operator.core.driver import transition
+from reprise_operator.kinds.lifecycles import KINDS
+from reprise_operator.core.lifecycle import ObjectMemory, Resource, Waiting
+from reprise_operator.rules.namespace_limit import ActiveResources
 
 
 class Spec(BaseModel):

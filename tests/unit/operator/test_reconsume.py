@@ -12,10 +12,10 @@ from replay_worker.filters import FilterSpec
 from replay_worker.handover import HandoverView
 from replay_worker.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
 from reprise_operator.api import ReconsumeSpec
-from reprise_operator.planning import PlanError
+from reprise_operator.rules.planning import PlanError
 from replay_worker.contract import PartitionFacts, epoch_ms
-from reprise_operator.planning import make_plan
-from reprise_operator.reconsume import (
+from reprise_operator.rules.planning import make_plan
+from reprise_operator.kinds.reconsume.steps import (
     plan_from_status,
     plan_partitions_status,
     replay_drained,

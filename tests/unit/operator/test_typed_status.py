@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from replay_worker.contract import PartitionFacts, StartSpec
-from reprise_operator import cutover
+from reprise_operator.core import cutover
 from reprise_operator.api import (
     BackfillStatus,
     Plan,
@@ -19,13 +19,13 @@ from reprise_operator.api import (
 )
 from reprise_operator.api.common import ConditionType, Phase
 from reprise_operator.api.verify import VerificationState, VerificationStatus
-from reprise_operator.backfill import plan_status as backfill_plan_status
-from reprise_operator.backfill import ranges_status
-from reprise_operator.barrier import ProducedRange, barrier_status, observe, view_of
-from reprise_operator.lifecycle import Resource
-from reprise_operator.offset_plan_status import plan_partitions_status
-from reprise_operator.planning import make_plan
-from reprise_operator.progress import EtaWindow, PartitionView, progress_status, summarize
+from reprise_operator.kinds.backfill.steps import plan_status as backfill_plan_status
+from reprise_operator.kinds.backfill.steps import ranges_status
+from reprise_operator.kinds.backfill.barrier import ProducedRange, barrier_status, observe, view_of
+from reprise_operator.core.lifecycle import Resource
+from reprise_operator.rules.offset_plan_status import plan_partitions_status
+from reprise_operator.rules.planning import make_plan
+from reprise_operator.rules.progress import EtaWindow, PartitionView, progress_status, summarize
 
 NOW = datetime(2026, 11, 23, 19, 0, 5, 750_000, tzinfo=timezone.utc)
 

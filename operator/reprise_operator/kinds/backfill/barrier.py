@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
-from .api import BarrierPartition, BarrierStatus, format_duration
-from .conditions import parse_rfc3339
+from ...api import BarrierPartition, BarrierStatus, format_duration
+from ...rules.conditions import parse_rfc3339
 
 TopicPartitionKey = tuple[str, int]
 #: (group, topic, partition)

@@ -53,8 +53,10 @@ from typing import Iterable, Literal, Sequence
 
 from replay_worker.contract import FilterSpec, WorkerSettings, epoch_ms, from_epoch_ms, parse_rfc3339
 
-from .. import barrier, debezium, metrics
-from ..api import (
+from . import barrier
+from ...doors import debezium
+from ...shared import metrics
+from ...api import (
     BackfillChildren,
     BackfillPlan,
     BackfillSpec,
@@ -65,11 +67,12 @@ from ..api import (
     Phase,
     format_duration,
 )
-from ..constants import bounded_name, child_labels
-from ..kafka_pool import KafkaPool
-from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from ..progress import PartitionView, progress_status, summarize
-from ..workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
+from ...shared.constants import bounded_name, child_labels
+from ...shared.kafka_pool import KafkaPool
+from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ...rules.job_state import job_state
+from ...rules.progress import PartitionView, progress_status, summarize
+from ...rules.workloads import KAFKA_CONFIG_DIR, Owner, job_manifest, merge_env, worker_job_manifest
 from .keys_file import (
     KEYS_FILE,
     KEYS_PATH,
@@ -97,7 +100,6 @@ QUIET_CAP = timedelta(minutes=15)
 CLOCK_SLACK_MS = 60_000
 
 SourceKind = Literal["topic", "job", "debezium"]
-JobState = Literal["missing", "running", "suspended", "succeeded", "failed"]
 
 
 # ------------------------------------------------------------------------------------------ pure parts
@@ -206,25 +208,6 @@ def upstream_job(owner: Owner, namespace: str, spec: BackfillSpec, keys: Sequenc
     if source.active_deadline_seconds is not None:
         manifest["spec"]["activeDeadlineSeconds"] = source.active_deadline_seconds
     return manifest
-
-
-def job_state(job: dict | None) -> tuple[JobState, str]:
-    """Where a Job is, from its status, and the reason when it failed."""
-    if job is None:
-        return "missing", ""
-    status = job.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("status") != "True":
-            continue
-        if condition.get("type") == "Failed":
-            return "failed", f"{condition.get('reason', 'Failed')}: {condition.get('message', '')}".rstrip(": ")
-        if condition.get("type") in ("Complete", "SuccessCriteriaMet"):
-            return "succeeded", ""
-    if int(status.get("succeeded") or 0) > 0 and not int(status.get("active") or 0):
-        return "succeeded", ""
-    if (job.get("spec") or {}).get("suspend"):
-        return "suspended", ""
-    return "running", ""
 
 
 @dataclass(frozen=True)

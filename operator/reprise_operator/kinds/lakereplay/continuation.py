@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import API_VERSION, LAKE_REPLAY, LakeReplaySpec, ReconsumeSpec
-from ..api.reconsume import ReconsumeMode
-from ..constants import bounded_name, child_labels
+from ...api import API_VERSION, LAKE_REPLAY, LakeReplaySpec, ReconsumeSpec
+from ...api.reconsume import ReconsumeMode
+from ...shared.constants import bounded_name, child_labels
 from replay_worker.contract import TopicPartitionKey
-from ..planning import Plan, log_start
-from ..spark_application import rfc3339_exact
-from ..workloads import Owner
+from ...rules.planning import Plan, log_start
+from .spark_application import rfc3339_exact
+from ...rules.workloads import Owner
 
 
 def continuation_name(cr_name: str) -> str:

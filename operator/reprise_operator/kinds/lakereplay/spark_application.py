@@ -37,10 +37,10 @@ from urllib.parse import urlsplit
 
 from replay_worker.contract import rfc3339_exact
 
-from .api import LakeReplaySpec
-from .api import spark_conf
-from .constants import bounded_name
-from .workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
+from ...api import LakeReplaySpec
+from ...api import spark_conf
+from ...shared.constants import bounded_name
+from ...rules.workloads import KAFKA_CONFIG_DIR, Owner, restricted_security
 
 GROUP = "sparkoperator.k8s.io"
 VERSION = "v1beta2"

@@ -58,7 +58,7 @@ from pydantic import ValidationError
 
 from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
 
-from ..api import (
+from ...api import (
     ConditionType,
     ContinuationOffset,
     ContinuationStatus,
@@ -69,10 +69,10 @@ from ..api import (
     SparkStatus,
     format_duration,
 )
-from ..cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
-from ..conditions import is_true
-from ..constants import GROUP, VERSION, bounded_name, child_labels, replay_group_name
-from ..claims import (
+from ...rules.cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
+from ...rules.conditions import is_true
+from ...shared.constants import GROUP, VERSION, bounded_name, child_labels, replay_group_name
+from ...core.claims import (
     claim,
     created_of,
     refuse_group_in_use,
@@ -80,15 +80,15 @@ from ..claims import (
     reprise_created_topic,
     topic_exists_message,
 )
-from ..kafka_admin import KafkaCluster, TopicPartitionKey
-from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from ..planning import Plan, PlanError, make_plan, refuse_future
-from .. import cutover
-from ..progress import PartitionView
-from ..offset_plan_status import plan_partitions_status
-from ..settings import OperatorSettings
-from ..verify import verify_env
-from ..spark_application import (
+from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
+from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ...rules.planning import Plan, PlanError, make_plan, refuse_future
+from ...core import cutover
+from ...rules.progress import PartitionView
+from ...rules.offset_plan_status import plan_partitions_status
+from ...shared.settings import OperatorSettings
+from ...rules.verify import verify_env
+from .spark_application import (
     GROUP as SPARK_GROUP,
     PLURAL as SPARK_PLURAL,
     VERSION as SPARK_VERSION,
@@ -104,8 +104,8 @@ from ..spark_application import (
     spark_application_manifest,
     spark_outcome,
 )
-from ..standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
-from ..workloads import KAFKA_CONFIG_DIR, Owner
+from ...core.standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
+from ...rules.workloads import KAFKA_CONFIG_DIR, Owner
 from .continuation import continuation_manifest, continuation_name, continuation_retention_message
 
 KIND = "LakeReplay"
@@ -849,5 +849,4 @@ __all__ = [
     "continuation_manifest",
     "drain_settings",
     "spark_application",
-    "step",
 ]

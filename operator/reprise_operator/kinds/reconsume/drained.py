@@ -9,9 +9,9 @@ from typing import Mapping, Sequence
 
 from replay_worker.contract import ReplayHandover, TopicPartitionKey
 
-from ..guard_report import guard_problem
-from ..progress import PartitionView
-from ..verify import shadow_caught_up
+from .guard_report import guard_problem
+from ...rules.progress import PartitionView
+from ...rules.verify import shadow_caught_up
 
 
 def replay_views(

@@ -15,7 +15,7 @@ from typing import Iterable
 
 from replay_worker.contract import PartitionHandover
 
-from .api.common import ConditionType
+from ...api.common import ConditionType
 
 CONDITION = ConditionType.GUARD_PROBLEM
 #: At most this many partitions are named in the condition's message; the rest are counted.

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import shlex
 
-from ..api import RECONSUME, ReconsumeSpec
-from ..constants import CREATED_FOR_ANNOTATION, child_labels
-from ..kafka_admin import TopicPartitionKey
-from ..lifecycle import Resource
+from ...api import RECONSUME, ReconsumeSpec
+from ...shared.constants import CREATED_FOR_ANNOTATION, child_labels
+from ...doors.kafka_admin import TopicPartitionKey
+from ...core.lifecycle import Resource
 
 
 def rollback_configmap(

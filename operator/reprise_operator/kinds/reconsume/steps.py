@@ -23,25 +23,27 @@ from typing import Any
 
 from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
 
-from .. import cutover, guard_report, metrics
-from ..claims import claim, refuse_group_in_use, reprise_created_group
-from ..cluster_caps import clamp_note, replay_replicas
-from ..api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
-from ..api import Plan as PlanStatus
-from ..api.common import ConditionType, Entrypoint, Filter, Phase
-from ..constants import (
+from ...core import cutover
+from . import guard_report
+from ...shared import metrics
+from ...core.claims import claim, refuse_group_in_use, reprise_created_group
+from ...rules.cluster_caps import clamp_note, replay_replicas
+from ...api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
+from ...api import Plan as PlanStatus
+from ...api.common import ConditionType, Entrypoint, Filter, Phase
+from ...shared.constants import (
     CREATED_FOR_ANNOTATION,
     replay_deployment_name,
     replay_group_name,
     rollback_configmap_name,
 )
-from ..kafka_admin import KafkaCluster, TopicPartitionKey
-from ..kube import NotOwned
-from ..lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from ..planning import Plan, PlanError, make_plan, retention_message, start_spec
-from ..progress import PartitionView, looks_soon
-from ..verify import LiveHistory, verify_env
-from ..standby import (
+from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
+from ...doors.kube import NotOwned
+from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
+from ...rules.planning import Plan, PlanError, make_plan, retention_message, start_spec
+from ...rules.progress import PartitionView, looks_soon
+from ...rules.verify import LiveHistory, verify_env
+from ...core.standby import (
     consumer_delivery,
     live_template,
     record_progress,
@@ -49,8 +51,8 @@ from ..standby import (
     require_replay_role,
     standby_deployment,
 )
-from ..workloads import KAFKA_CONFIG_DIR
-from ..offset_plan_status import plan_from_status, plan_partitions_status
+from ...rules.workloads import KAFKA_CONFIG_DIR
+from ...rules.offset_plan_status import plan_from_status, plan_partitions_status
 from .drained import replay_drained, replay_views
 from .rewind import is_own_snapshot, rollback_configmap
 
