@@ -203,7 +203,7 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
     import yaml
 
     from reprise_operator.api import LakeReplaySpec
-    from reprise_operator.kinds.lakereplay.steps import spark_application as lake_spark_application
+    from reprise_operator.kinds.lakereplay.rules import spark_application as lake_spark_application
     from reprise_operator.rules.workloads import Owner
 
     api, core = custom_objects

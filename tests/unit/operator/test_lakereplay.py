@@ -17,13 +17,15 @@ from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
 from reprise_operator.core.driver import transition
 from reprise_operator.rules.namespace_limit import ActiveResources
 from reprise_operator.kinds.lakereplay.steps import (
-    DEFAULT_BACKFILL_PARTITIONS,
     LIFECYCLE,
-    DRAIN_UNTIL_STOPPED_MS,
-    backfill_partitions,
     continuation_manifest,
     continuation_name,
     continuation_retention_message,
+)
+from reprise_operator.kinds.lakereplay.rules import (
+    DEFAULT_BACKFILL_PARTITIONS,
+    DRAIN_UNTIL_STOPPED_MS,
+    backfill_partitions,
     drain_deployment_name,
     drain_settings,
     plan_summary,

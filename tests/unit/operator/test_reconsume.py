@@ -20,9 +20,8 @@ from reprise_operator.kinds.reconsume.steps import (
     plan_partitions_status,
     replay_drained,
     replay_views,
-    start_request,
-    worker_filter,
 )
+from reprise_operator.kinds.reconsume.rules import start_request, worker_filter
 
 REPO = Path(__file__).resolve().parents[3]
 RID = "billing/invoice-tax/1a2b3c4d"

@@ -19,8 +19,8 @@ from reprise_operator.api import (
 )
 from reprise_operator.api.common import ConditionType, Phase
 from reprise_operator.api.verify import VerificationState, VerificationStatus
-from reprise_operator.kinds.backfill.steps import plan_status as backfill_plan_status
-from reprise_operator.kinds.backfill.steps import ranges_status
+from reprise_operator.kinds.backfill.rules import plan_status as backfill_plan_status
+from reprise_operator.kinds.backfill.rules import ranges_status
 from reprise_operator.kinds.backfill.barrier import ProducedRange, barrier_status, observe, view_of
 from reprise_operator.core.lifecycle import Resource
 from reprise_operator.rules.offset_plan_status import plan_partitions_status

@@ -51,12 +51,11 @@ Limits. The seam relies on the live records' Kafka timestamps being their event 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from replay_worker.contract import EndSpec, PartitionFacts, StartSpec, WorkerSettings
+from replay_worker.contract import PartitionFacts, StartSpec
 
 from ...api import (
     ConditionType,
@@ -71,7 +70,7 @@ from ...api import (
 )
 from ...rules.cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
 from ...rules.conditions import is_true
-from ...shared.constants import GROUP, VERSION, bounded_name, child_labels, replay_group_name
+from ...shared.constants import GROUP, VERSION, child_labels, replay_group_name
 from ...core.claims import (
     claim,
     created_of,
@@ -82,17 +81,15 @@ from ...core.claims import (
 )
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from ...rules.planning import Plan, PlanError, make_plan, refuse_future
+from ...rules.planning import Plan, PlanError, make_plan
 from ...core import cutover
 from ...rules.progress import PartitionView
 from ...rules.offset_plan_status import plan_partitions_status
-from ...shared.settings import OperatorSettings
 from ...rules.verify import verify_env
 from .spark_application import (
     GROUP as SPARK_GROUP,
     PLURAL as SPARK_PLURAL,
     VERSION as SPARK_VERSION,
-    SparkDefaults,
     SparkOutcome,
     SparkSpecRefused,
     application_name,
@@ -105,122 +102,20 @@ from .spark_application import (
     spark_outcome,
 )
 from ...core.standby import consumer_delivery, live_template, record_progress, require_replay_role, standby_deployment
-from ...rules.workloads import KAFKA_CONFIG_DIR, Owner
 from .continuation import continuation_manifest, continuation_name, continuation_retention_message
-
-KIND = "LakeReplay"
-PLURAL = "lakereplays"
-RECONSUME_PLURAL = "reconsumes"
-
-#: Without then.reconsume (or when its topics cannot say), the backfill topic gets this many partitions.
-DEFAULT_BACKFILL_PARTITIONS = 12
-#: The backfill topic only lives for the replay.
-DEFAULT_BACKFILL_RETENTION = timedelta(hours=168)
-#: The drain's end bound: 9999-12-31T23:59:59.999Z. A Drain worker without an end finishes a partition
-#: the first time it reaches the partition's end, which while Spark is still writing would leave the rest
-#: unread; with an end time no record reaches it never finishes by itself, and the operator decides.
-DRAIN_UNTIL_STOPPED_MS = 253_402_300_799_999
-
-
-# ------------------------------------------------------------------------------------------ pure parts
-
-
-def spark_defaults(settings: OperatorSettings) -> SparkDefaults:
-    return SparkDefaults(
-        image=settings.spark_image,
-        spark_version=settings.spark_version,
-        service_account=settings.spark_service_account,
-        jars=settings.spark_jars,
-        progress_base=settings.spark_progress_uri,
-        allow_image_override=settings.spark_allow_image_override,
-        allow_service_account_override=settings.spark_allow_service_account_override,
-    )
-
-
-def spark_application(
-    *,
-    owner: Owner,
-    namespace: str,
-    spec: LakeReplaySpec,
-    defaults: SparkDefaults = SparkDefaults(),
-    topic: str | None = None,
-) -> dict:
-    """The SparkApplication a LakeReplay (named by `owner`) runs; topic and progress as Reprise derives them."""
-    return spark_application_manifest(
-        owner=owner,
-        name=application_name(owner.name),
-        namespace=namespace,
-        spec=spec,
-        topic=topic or backfill_topic_name(namespace, owner.name, spec),
-        progress=progress_uri(spec.source.uri, namespace, owner.name, owner.uid, defaults.progress_base),
-        labels=child_labels(KIND, owner.name, "spark-application"),
-        defaults=defaults,
-    )
-
-
-def drain_deployment_name(cr_name: str) -> str:
-    return bounded_name(cr_name, "drain")
-
-
-def backfill_partitions(spec: LakeReplaySpec, live_partitions: dict[str, list[int]]) -> int:
-    """spec.backfillTopic.partitions, else the first live topic's count (keys then land on the same partition
-    numbers as in the live topic), else DEFAULT_BACKFILL_PARTITIONS."""
-    if spec.backfill_topic.partitions is not None:
-        return spec.backfill_topic.partitions
-    if spec.then is not None:
-        first = spec.then.reconsume.topics[0]
-        if live_partitions.get(first):
-            return len(live_partitions[first])
-    return DEFAULT_BACKFILL_PARTITIONS
-
-
-def topic_config(spec: LakeReplaySpec) -> dict[str, str]:
-    retention = spec.backfill_topic.retention or DEFAULT_BACKFILL_RETENTION
-    return {"retention.ms": str(int(retention.total_seconds() * 1000))}
-
-
-def drain_settings(
-    spec: LakeReplaySpec,
-    *,
-    rid: str,
-    topic: str,
-    delivery: dict[str, str],
-    handover_topic: str,
-) -> WorkerSettings:
-    """The drain consumers: the replay worker in mode Drain on the backfill topic, group spec.drainGroup,
-    from the topic's start, with an end no record reaches (see DRAIN_UNTIL_STOPPED_MS)."""
-    return WorkerSettings(
-        bootstrap_servers=spec.kafka.bootstrap_servers,
-        replay_id=rid,
-        topics=(topic,),
-        role="replay",
-        mode="Drain",
-        replay_group=spec.drain_group,
-        start=StartSpec("earliest"),
-        end=EndSpec("timestamp", timestamp_ms=DRAIN_UNTIL_STOPPED_MS),
-        handler=delivery.get("REPRISE_HANDLER"),
-        forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
-        handover_topic=handover_topic,
-        kafka_config_dir=KAFKA_CONFIG_DIR if spec.kafka.config_from is not None else None,
-    )
-
-
-def plan_summary(spec: LakeReplaySpec, topic: str, partitions: int, continuation: Plan | None) -> str:
-    """What the plan says, in one line: the lake range, the backfill topic, and the continuation."""
-    source = spec.source
-    start = rfc3339_exact(source.from_) if source.from_ is not None else "the oldest record"
-    text = (
-        f"lake {source.uri} ({source.format.value}) from {start} to {rfc3339_exact(source.to)}"
-        + (f" where {source.filter}" if source.filter else "")
-        + f", into backfill topic {topic} ({partitions} partitions), drained by group {spec.drain_group}"
-    )
-    if spec.then is not None and continuation is not None:
-        then = spec.then.reconsume
-        text += (
-            f"; then {then.mode.value} on {', '.join(then.topics)} from the offsets at "
-            f"{rfc3339_exact(source.to)} ({continuation.total_records} records there now)"
-        )
-    return text
+from .rules import (
+    KIND,
+    PLURAL,
+    RECONSUME_PLURAL,
+    spark_defaults,
+    spark_application,
+    drain_deployment_name,
+    backfill_partitions,
+    topic_config,
+    drain_settings,
+    plan_summary,
+    refuse_future_range,
+)
 
 
 def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> list[PartitionFacts]:
@@ -250,15 +145,6 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
             )
         )
     return facts
-
-
-def refuse_future_range(spec: LakeReplaySpec, now: Any) -> None:
-    """PlanError when the lake range ends after `now` (the admission rules already put `from` before `to`).
-
-    Decided as a Reconsume's start in the future is: the lake holds history only, and with then.reconsume the
-    live topics would continue from offsets of a time not reached yet, so records written between the lake's
-    last record and `to` would be replayed by neither side."""
-    refuse_future("spec.source.to", spec.source.to, now, reason="EndInFuture")
 
 
 # ------------------------------------------------------------------------------------------ the steps

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 
-from replay_worker.contract import FilterSpec, PartitionFacts, PartitionHandover, StartSpec, WorkerSettings, epoch_ms
+from replay_worker.contract import PartitionFacts, PartitionHandover, StartSpec, epoch_ms
 
 from ...core import cutover
 from . import guard_report
@@ -30,7 +30,7 @@ from ...core.claims import claim, refuse_group_in_use, reprise_created_group
 from ...rules.cluster_caps import clamp_note, replay_replicas
 from ...api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
 from ...api import Plan as PlanStatus
-from ...api.common import ConditionType, Entrypoint, Filter, Phase
+from ...api.common import ConditionType, Entrypoint, Phase
 from ...shared.constants import (
     CREATED_FOR_ANNOTATION,
     replay_deployment_name,
@@ -40,90 +40,29 @@ from ...shared.constants import (
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
 from ...doors.kube import NotOwned
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
-from ...rules.planning import Plan, PlanError, make_plan, retention_message, start_spec
+from ...rules.planning import Plan, PlanError, make_plan, retention_message
 from ...rules.progress import PartitionView, looks_soon
 from ...rules.verify import LiveHistory, verify_env
 from ...core.standby import (
     consumer_delivery,
     live_template,
     record_progress,
-    require_delivery,
     require_replay_role,
     standby_deployment,
 )
-from ...rules.workloads import KAFKA_CONFIG_DIR
 from ...rules.offset_plan_status import plan_from_status, plan_partitions_status
 from .drained import replay_drained, replay_views
 from .rewind import is_own_snapshot, rollback_configmap
+from .rules import (
+    replay_group_of,
+    start_request,
+    replay_settings,
+)
 
 log = logging.getLogger("reprise.reconsume")
 
 KIND = "Reconsume"
 PLURAL = "reconsumes"
-
-
-# ------------------------------------------------------------------------------------------ pure parts
-
-
-def replay_group_of(spec: ReconsumeSpec, namespace: str, name: str) -> tuple[str, str]:
-    """The replay group of a Parallel or Handover replay, and the field it comes from (for messages)."""
-    if spec.replay_group is not None:
-        return spec.replay_group, "spec.replayGroup"
-    return replay_group_name(namespace, name), "spec.replayGroup (unset: the default name)"
-
-
-def start_request(spec: ReconsumeSpec, now: datetime) -> StartSpec:
-    """`spec.start` as the replay contract's StartSpec (the rule the workers bootstrap with), or PlanError."""
-    return start_spec(spec.start, now)
-
-
-def worker_filter(api_filter: Filter | None) -> FilterSpec:
-    """The API's filter in the worker's terms (the worker and the guard evaluate the same spec)."""
-    if api_filter is None:
-        return FilterSpec()
-    body: dict[str, Any] = {}
-    if api_filter.headers:
-        body["headers"] = {name: list(values) for name, values in api_filter.headers.items()}
-    if api_filter.keys:
-        body["keys"] = list(api_filter.keys)
-    if api_filter.json_fields:
-        body["json"] = [{"path": m.path, "in": list(m.values)} for m in api_filter.json_fields]
-    return FilterSpec.parse(body, "spec.filter")
-
-
-def replay_settings(
-    *,
-    spec: ReconsumeSpec,
-    rid: str,
-    group: str,
-    plan_starts: dict[TopicPartitionKey, int],
-    handover_topic: str,
-    delivery: dict[str, str],
-    has_secret: bool,
-    follow: bool = False,
-) -> WorkerSettings:
-    """The replay workers' settings: the plan's exact start offsets, so plan and replay agree to the offset."""
-    offsets: dict[str, dict[int, int]] = {}
-    for (topic, partition), offset in plan_starts.items():
-        offsets.setdefault(topic, {})[partition] = offset
-    require_delivery(delivery)
-    return WorkerSettings(
-        bootstrap_servers=spec.kafka.bootstrap_servers,
-        replay_id=rid,
-        topics=tuple(spec.topics),
-        role="replay",
-        mode=spec.mode.value,
-        replay_group=group,
-        live_group=spec.consumer_group,
-        start=StartSpec("offsets", offsets=offsets),
-        allow_clamp=spec.start.allow_clamp,
-        filter=worker_filter(spec.filter),
-        handler=delivery.get("REPRISE_HANDLER"),
-        forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
-        handover_topic=handover_topic,
-        kafka_config_dir=KAFKA_CONFIG_DIR if has_secret else None,
-        follow=follow,
-    )
 
 
 # ------------------------------------------------------------------------------------------ Kafka facts
