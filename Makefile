@@ -46,11 +46,15 @@ run: platform ## run the operator: on the local platform, or on the cluster in $
 # mypy's cache per checkout (two worktrees writing one cache corrupt it), outside the repository.
 MYPY_CACHE := $(REPRISE_CACHE)/mypy/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)
 
-lint: venv ## ruff, the import-linter layer contracts and mypy (the first step of `make test`)
+# The Java build's output per checkout too, outside the repository.
+JAVA_LINT_BUILD := $(REPRISE_CACHE)/java-lint/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)
+
+lint: venv ## ruff, the import-linter layer contracts, mypy, and Java's formatter check and javac -Xlint (the first step of `make test`)
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff check --quiet .
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff format --check --quiet .
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(PY) -m mypy --cache-dir $(MYPY_CACHE) -p reprise_operator -m replay_worker.contract
+	@cd java && mvn -q -B -P lint -Dreprise.build.dir=$(JAVA_LINT_BUILD) -DskipTests verify
 
 test: platform lint ## install everything the suite needs, lint, then run it
 	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
