@@ -13,7 +13,7 @@ import copy
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Literal, TypeVar
 
 import kopf
 from pydantic import BaseModel, ValidationError
@@ -366,6 +366,45 @@ def failure_of(exc: Exception) -> tuple[str, str]:
     return "ReconcileError", f"{type(exc).__name__}: {exc}"
 
 
+@dataclass(frozen=True)
+class StepOutcome:
+    """What the reconcile makes of an exception a step raised (`outcome_of`). Pure data.
+
+    - `wait`: a person must fix something: the Waiting condition, retried every poll, no backoff;
+    - `fail`: the resource is Failed with this reason;
+    - `routine`: waiting in place (Retry, a handover topic not read far enough): logged at INFO, nothing in status;
+    - `retry`: transient or unexpected: counted in the metrics, the Waiting condition, retried with backoff;
+      `trace` asks for the traceback in the log (an unexpected error, not a known transient one).
+    """
+
+    action: Literal["wait", "fail", "routine", "retry"]
+    reason: str
+    message: str
+    trace: bool = False
+
+
+def outcome_of(exc: Exception) -> StepOutcome:
+    """The reconcile's failure mapping: every exception a step may raise, to what the status shows. Pure."""
+    if isinstance(exc, Waiting):
+        return StepOutcome("wait", exc.reason, exc.message)
+    if isinstance(exc, NotOwned):
+        return StepOutcome("wait", "NameTaken", str(exc))
+    if isinstance(exc, Failure):
+        return StepOutcome("fail", exc.reason, exc.message)
+    if isinstance(exc, WAITS):
+        return StepOutcome("routine", type(exc).__name__, str(exc))
+    if isinstance(exc, (KafkaUnavailable, KubeUnavailable)):
+        return StepOutcome("retry", type(exc).__name__, str(exc))
+    refused = client_refusal(str(exc))
+    if refused is not None:
+        # A Kafka client built later than the admin client (a consumer, a producer) refused a setting of
+        # the Secret: librdkafka's message may quote the value, so neither status nor log gets it.
+        return StepOutcome("retry", "InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {refused}")
+    reason, message = failure_of(exc)
+    # A retriable Kafka error that reached us raw is one line in the log, like KafkaUnavailable; a bug is traced.
+    return StepOutcome("retry", reason, message, trace=reason != "KafkaUnavailable")
+
+
 async def _reconcile_once(
     kind: str, plural: str, rt: Runtime, body: Any, memory: ObjectMemory, step: Callable[[Resource, ObjectMemory], Any]
 ) -> tuple[Phase, Phase]:
@@ -380,35 +419,27 @@ async def _reconcile_once(
         await step(resource, memory)
         if _has(resource, ConditionType.WAITING):
             resource.condition(ConditionType.WAITING, "False", "Resolved", "nothing is missing any more")
-    except (Waiting, NotOwned) as exc:
-        waiting = exc if isinstance(exc, Waiting) else Waiting("NameTaken", str(exc))
-        resource.condition(ConditionType.WAITING, "True", waiting.reason, waiting.message)
-        if _changed_condition(old, resource.status, ConditionType.WAITING):
-            resource.event(waiting.reason, waiting.message, warning=True)
-    except Failure as failure:
-        resource.fail(failure.reason, failure.message)
-    except WAITS as exc:
-        log.info("%s %s/%s: waiting: %s", kind, resource.namespace, resource.name, exc)
-    except (KafkaUnavailable, KubeUnavailable) as exc:
-        metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-        failed = (type(exc).__name__, str(exc))
-        log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, exc)
     except kopf.PermanentError:
         raise
-    except Exception as exc:  # a bug or an unexpected API answer: count it, show it, retry with backoff
-        metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
-        refused = client_refusal(str(exc))
-        if refused is not None:
-            # A Kafka client built later than the admin client (a consumer, a producer) refused a setting of
-            # the Secret: librdkafka's message may quote the value, so neither status nor log gets it.
-            failed = ("InvalidKafkaSetting", f"spec.kafka.configFrom.secretRef: {refused}")
-            log.warning("%s %s/%s: %s", kind, resource.namespace, resource.name, failed[1])
+    except Exception as exc:  # every failure reaches the status, by `outcome_of`
+        outcome = outcome_of(exc)
+        if outcome.action == "wait":
+            resource.condition(ConditionType.WAITING, "True", outcome.reason, outcome.message)
+            if _changed_condition(old, resource.status, ConditionType.WAITING):
+                resource.event(outcome.reason, outcome.message, warning=True)
+        elif outcome.action == "fail":
+            resource.fail(outcome.reason, outcome.message)
+        elif outcome.action == "routine":
+            log.info("%s %s/%s: waiting: %s", kind, resource.namespace, resource.name, exc)
         else:
-            failed = failure_of(exc)
-            if failed[0] == "KafkaUnavailable":  # a retriable Kafka error that reached us raw: one line, as above
-                log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, failed[1])
-            else:
+            metrics.RECONCILE_ERRORS.labels(kind, type(exc).__name__).inc()
+            failed = (outcome.reason, outcome.message)
+            if outcome.trace:
                 log.exception("%s %s/%s: reconcile failed", kind, resource.namespace, resource.name)
+            elif outcome.reason == "InvalidKafkaSetting":
+                log.warning("%s %s/%s: %s", kind, resource.namespace, resource.name, outcome.message)
+            else:
+                log.warning("%s %s/%s: will retry: %s", kind, resource.namespace, resource.name, outcome.message)
     if failed is None:
         memory.failures, memory.retry_at = 0, None
     else:
