@@ -189,6 +189,11 @@ class Resource:
         self.record(**fields)
         await self.rt.kube.aio.patch_status(self.plural, self.namespace, self.name, written)
 
+    def status_as(self, model: type[StatusT]) -> StatusT:
+        """The status as its typed model (`ReconsumeStatus`), read by Python names instead of the CRD's
+        camelCase keys. Status models ignore fields they do not know, so a newer operator's status reads."""
+        return model.model_validate(self.status)
+
     def updated(self, key: str, model: type[StatusT], **changes: Any) -> StatusT:
         """The part `key` of status as its model, with `changes` (by their Python names) applied: what to
         `record` when one field of a part moves (a Job added to `children`, `sentAt` to the signal)."""

@@ -28,7 +28,7 @@ from . import guard_report
 from ...shared import metrics
 from ...core.claims import claim, refuse_group_in_use, reprise_created_group
 from ...rules.cluster_caps import clamp_note, replay_replicas
-from ...api import ReconsumeChildren, ReconsumeSpec, RollbackSnapshot, SnapshotOffset, format_duration
+from ...api import ReconsumeChildren, ReconsumeSpec, ReconsumeStatus, RollbackSnapshot, SnapshotOffset, format_duration
 from ...api import Plan as PlanStatus
 from ...api.common import ConditionType, Entrypoint, Phase
 from ...shared.constants import (
@@ -259,9 +259,10 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
     rt = resource.rt
     if spec.mode.value == "Rewind":
         target_name = spec.live_deployment.name if spec.live_deployment else None  # type: ignore[union-attr]
-        replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas", 1)
+        rollback = resource.status_as(ReconsumeStatus).rollback
+        replicas = rollback.deployment_replicas if rollback and rollback.deployment_replicas is not None else 1
     else:
-        target_name = (resource.status.get("children") or {}).get("deployment")
+        target_name = resource.status_as(ReconsumeStatus).children.deployment
         partitions = len((resource.status.get("plan") or {}).get("partitions") or [])
         replicas = replay_replicas(spec.consumer.replicas, partitions) if spec.consumer else 1
     if target_name is None:
@@ -395,7 +396,7 @@ def report_guard_problems(resource: Resource, partitions: list[PartitionHandover
 def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:
     """What spec.verify's check is told about this replay."""
     group = (
-        (resource.status.get("children") or {}).get("replayGroup")
+        resource.status_as(ReconsumeStatus).children.replay_group
         or spec.replay_group
         or replay_group_name(resource.namespace, resource.name)
     )
@@ -425,9 +426,9 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     rt = resource.rt
     if spec.mode.value == "Rewind":
         return
-    children = resource.status.get("children") or {}
-    name = children.get("deployment")
-    group = children.get("replayGroup") or spec.replay_group or replay_group_name(resource.namespace, resource.name)
+    children = resource.status_as(ReconsumeStatus).children
+    name = children.deployment
+    group = children.replay_group or spec.replay_group or replay_group_name(resource.namespace, resource.name)
     cluster, config = await resource.kafka(spec.kafka)
     if name:
         await rt.kube.aio.delete_deployment(resource.namespace, name)
@@ -450,7 +451,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
         if description.state not in ("Empty", "Dead", "Unknown"):
             raise Retry(f"replay group {group} is {description.state}; waiting for its members to leave")
         await cluster.aio.delete_group(group)
-    elif spec.cleanup.delete_replay_group and children.get("replayGroup"):
+    elif spec.cleanup.delete_replay_group and children.replay_group:
         resource.event(
             "ReplayGroupKept",
             f"replay group {group} is not in status.created (an older operator started this replay), so it is "
@@ -660,7 +661,8 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
     except Failure:
         return  # an invalid spec never started anything
     if spec.mode.value == "Rewind":
-        replicas = (resource.status.get("rollback") or {}).get("deploymentReplicas")
+        rollback = resource.status_as(ReconsumeStatus).rollback
+        replicas = rollback.deployment_replicas if rollback else None
         if (
             replicas is not None
             and spec.live_deployment is not None
