@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from ..api.common import Phase
+from ..api.common import ConditionType, Phase
 from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
 
 FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)
@@ -93,3 +93,37 @@ async def transition(kind: KindLifecycle, resource: Resource, memory: ObjectMemo
             await kind.follow(resource, spec, memory)
     elif phase == Phase.DRAINING:
         await kind.teardown(resource, spec, memory)
+
+
+# ------------------------------------------------------------------------------------------ shared transitions
+# What every kind writes when it moves between the shared phases: the kinds do their own I/O (a plan, a scale
+# to zero) and hand the bookkeeping to these, so the conditions, reasons and phase messages are the same for all.
+
+
+def plan_ready(resource: Resource, summary: str) -> None:
+    """The tail of every kind's plan: PlanReady with the plan's summary, and under manual approval the
+    command that approves it (`may_start` then waits for the annotation)."""
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
+    if not resource.approved():  # approval Manual and not yet annotated
+        resource.condition(
+            ConditionType.APPROVED,
+            "False",
+            "AwaitingApproval",
+            f"annotate to start: kubectl annotate {resource.kind.lower()} {resource.name} reprise.io/approve=true",
+        )
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+
+
+def mark_suspended(resource: Resource, what: str, detail: str) -> None:
+    """Running -> Suspended, once the kind has stopped what runs: `what` it did (the condition's message)
+    and `detail` (the phase's)."""
+    resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {what}")
+    resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+    resource.set_phase(Phase.SUSPENDED, "Suspended", detail)
+
+
+def mark_resumed(resource: Resource, what: str, detail: str) -> None:
+    """Suspended -> Running, once the kind has started again what it stopped."""
+    resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+    resource.condition(ConditionType.RUNNING, "True", "Resumed", what)
+    resource.set_phase(Phase.RUNNING, "Resumed", detail)

@@ -61,6 +61,7 @@ from ...api import (
     format_duration,
 )
 from ...shared.kafka_pool import KafkaPool
+from ...core.driver import mark_resumed, mark_suspended, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.job_state import job_state
 from ...rules.progress import PartitionView, progress_status, summarize
@@ -189,15 +190,7 @@ async def _plan(resource: Resource, spec: BackfillSpec) -> None:
         await _snapshot_keys(resource, keys)
     resource.record(plan=plan)
     summary = plan_summary(plan, spec.topic, source)
-    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
-    if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition(
-            ConditionType.APPROVED,
-            "False",
-            "AwaitingApproval",
-            f"annotate to start: kubectl annotate backfill {resource.name} reprise.io/approve=true",
-        )
-    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+    plan_ready(resource, summary)
 
 
 async def _snapshot_keys(resource: Resource, keys: list[str]) -> None:
@@ -465,14 +458,10 @@ async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
     """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot."""
     if spec.suspend and resource.phase == Phase.RUNNING:
         what = await _hold(resource, spec, True)
-        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {what}")
-        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
-        resource.set_phase(Phase.SUSPENDED, "Suspended", what)
+        mark_suspended(resource, what, what)
     elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         what = await _hold(resource, spec, False)
-        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
-        resource.condition(ConditionType.RUNNING, "True", "Resumed", what)
-        resource.set_phase(Phase.RUNNING, "Resumed", what)
+        mark_resumed(resource, what, what)
 
 
 async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:

@@ -80,6 +80,7 @@ from ...core.claims import (
     topic_exists_message,
 )
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
+from ...core.driver import mark_resumed, mark_suspended, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan
 from ...core import cutover
@@ -231,15 +232,7 @@ async def _plan(resource: Resource, spec: LakeReplaySpec) -> None:
         continuation = await _continuation_plan(resource, spec, cluster)
         _continuation_of(resource, spec, continuation.start_offsets())  # refused now, not after the lake
     summary = plan_summary(spec, topic, partitions, continuation)
-    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
-    if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition(
-            ConditionType.APPROVED,
-            "False",
-            "AwaitingApproval",
-            f"annotate to start: kubectl annotate lakereplay {resource.name} reprise.io/approve=true",
-        )
-    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+    plan_ready(resource, summary)
 
 
 async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: KafkaCluster) -> Plan:
@@ -387,14 +380,10 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
     children = resource.status.get("children") or {}
     if spec.suspend and resource.phase == Phase.RUNNING:
         done = await _hold(resource, spec, children, suspend=True)
-        resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {done}")
-        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
-        resource.set_phase(Phase.SUSPENDED, "Suspended", f"{done}; state kept")
+        mark_suspended(resource, done, f"{done}; state kept")
     elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         done = await _hold(resource, spec, children, suspend=False)
-        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
-        resource.condition(ConditionType.RUNNING, "True", "Resumed", done)
-        resource.set_phase(Phase.RUNNING, "Resumed", done)
+        mark_resumed(resource, done, done)
     elif resource.phase == Phase.SUSPENDED and not _lake_drained(resource) and children.get("sparkApplication"):
         # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
         app = await rt.kube.aio.get_custom(

@@ -39,6 +39,7 @@ from ...shared.constants import (
 )
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
 from ...doors.kube import NotOwned
+from ...core.driver import mark_resumed, mark_suspended, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan, retention_message
 from ...rules.progress import PartitionView, looks_soon
@@ -177,15 +178,7 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
         resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
         raise Failure("RetentionExceeded", message)
     summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
-    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
-    if spec.approval.value == "Manual" and not resource.approved():
-        resource.condition(
-            ConditionType.APPROVED,
-            "False",
-            "AwaitingApproval",
-            f"annotate to start: kubectl annotate reconsume {resource.name} reprise.io/approve=true",
-        )
-    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+    plan_ready(resource, summary)
 
 
 async def _live_template(resource: Resource, spec: ReconsumeSpec) -> dict:
@@ -269,22 +262,16 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         return
     if spec.suspend and resource.phase == Phase.RUNNING:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
-        resource.condition(
-            ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: Deployment {target_name} scaled to 0"
-        )
-        resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
-        resource.set_phase(Phase.SUSPENDED, "Suspended", f"scaled {target_name} to 0; state kept")
+        mark_suspended(resource, f"Deployment {target_name} scaled to 0", f"scaled {target_name} to 0; state kept")
         # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
         # follow after the resume reports the partitions still pending again.
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
     elif not spec.suspend and resource.phase == Phase.SUSPENDED:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
-        resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
-        resource.condition(
-            ConditionType.RUNNING, "True", "Resumed", f"Deployment {target_name} scaled back to {replicas}"
-        )
-        resource.set_phase(
-            Phase.RUNNING, "Resumed", f"scaled {target_name} back to {replicas}; resuming from committed offsets"
+        mark_resumed(
+            resource,
+            f"Deployment {target_name} scaled back to {replicas}",
+            f"scaled {target_name} back to {replicas}; resuming from committed offsets",
         )
 
 
