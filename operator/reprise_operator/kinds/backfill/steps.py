@@ -55,6 +55,7 @@ from ...api import (
     BackfillChildren,
     BackfillPlan,
     BackfillSpec,
+    BackfillStatus,
     ConditionType,
     DebeziumSignalStatus,
     Phase,
@@ -402,7 +403,8 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
         if progress.rows_scanned is not None:
             # The rows the filter matched: keys without a row are not found (by count; the connector
             # does not say which).
-            key_count = (resource.status.get("plan") or {}).get("keyCount", 0)
+            plan = resource.status_as(BackfillStatus).plan
+            key_count = plan.key_count if plan else 0
             resource.record(
                 keys_produced=progress.rows_scanned, keys_not_found_count=max(0, key_count - progress.rows_scanned)
             )
@@ -467,8 +469,8 @@ async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
 async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
     kube = resource.rt.kube
     if _source(spec) == "debezium":
-        signal = resource.status.get("signal") or {}
-        if not signal.get("sentAt"):
+        signal = resource.status_as(BackfillStatus).signal
+        if signal is None or signal.sent_at is None:
             return "the signal is not sent yet" if suspend else "the signal will be sent"
         dbz = spec.source.debezium
         assert dbz is not None
@@ -476,7 +478,7 @@ async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
         suffix = "pause" if suspend else "resume"
         build = debezium.pause_snapshot if suspend else debezium.resume_snapshot
         record = build(
-            f"{signal['id']}-{suffix}-{int(resource.now().timestamp())}",
+            f"{signal.id}-{suffix}-{int(resource.now().timestamp())}",
             dbz.topic_prefix,
             f"{resource.namespace}/{resource.name}",
         )
@@ -619,15 +621,15 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         )
         if pods:
             raise Retry(f"{len(pods)} backfill pod(s) still terminating")
-    signal = resource.status.get("signal") or {}
+    signal = resource.status_as(BackfillStatus).signal
     dbz = spec.source.debezium
-    if dbz is not None and signal.get("sentAt") and resource.phase in (Phase.RUNNING, Phase.SUSPENDED):
+    if dbz is not None and signal and signal.sent_at and resource.phase in (Phase.RUNNING, Phase.SUSPENDED):
         _, config = await resource.kafka(spec.kafka)
         record = debezium.stop_snapshot(
-            f"{signal['id']}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"
+            f"{signal.id}-stop", dbz.topic_prefix, dbz.data_collection, f"{resource.namespace}/{resource.name}"
         )
         await _send(resource.rt.kafka_pool, spec.kafka.bootstrap_servers, config, dbz.signal_topic, record)
     await kube.aio.delete_configmap(resource.namespace, keys_configmap_name(resource.name))
-    if resource.status.get("startedAt"):
+    if resource.status_as(BackfillStatus).started_at:
         await _forget_result(resource, spec)
     _forget_metrics(resource, spec)
