@@ -3,7 +3,7 @@
 # The Reprise image: the operator and the replay worker, one image for both.
 #   operator:      the ENTRYPOINT, `python -m reprise_operator` (the chart's Deployment adds no command)
 #   replay worker: `python -m replay_worker` (what Backfill Jobs and LakeReplay drains run; the operator
-#                  sets that command itself, see operator/reprise_operator/workloads.py)
+#                  sets that command itself, see operator/reprise_operator/rules/workloads.py)
 # The Spark image of LakeReplay has its own recipe, spark_app/Dockerfile. Build both with `make image`:
 #   docker build -t reprise:dev -f Dockerfile .
 #

@@ -48,11 +48,18 @@ run: platform ## run the operator: on the local platform, or on the cluster in $
 # mypy's cache per checkout (two worktrees writing one cache corrupt it), outside the repository.
 MYPY_CACHE := $(REPRISE_CACHE)/mypy/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)
 
-lint: venv ## ruff, the import-linter layer contracts and mypy (the first step of `make test`)
+# The Java build's output per checkout too, outside the repository.
+JAVA_LINT_BUILD := $(REPRISE_CACHE)/java-lint/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)
+
+lint: venv ## ruff, the import-linter layer contracts, mypy, and Java's formatter check and javac -Xlint (the first step of `make test`)
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff check --quiet .
 	@RUFF_CACHE_DIR=$(REPRISE_CACHE)/ruff $(VENV)/bin/ruff format --check --quiet .
 	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(PY) -m mypy --cache-dir $(MYPY_CACHE) -p reprise_operator -m replay_worker.contract
+	@cd java && mvn -B -P lint -Dreprise.build.dir=$(JAVA_LINT_BUILD) -DskipTests clean verify >$(JAVA_LINT_BUILD).log 2>&1 \
+		|| { grep -E '^\[(ERROR|WARNING)\]' $(JAVA_LINT_BUILD).log; exit 1; }
+	@# javac's lint warnings fail the build too, but for sun.misc.Signal's, which no flag can silence (see java/pom.xml).
+	@! grep -E '^\[WARNING\] .*\.java' $(JAVA_LINT_BUILD).log | grep -v 'sun.misc.Signal is internal proprietary API'
 	@$(MAKE) --no-print-directory lint-go
 
 # The Go modules: gofmt's layout and go vet's checks (the build cache stays in Go's own cache).

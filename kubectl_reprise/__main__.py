@@ -19,8 +19,8 @@ from typing import Sequence
 import yaml
 
 from reprise_operator.api import GROUP, VERSION
-from reprise_operator.kube import KubeUnavailable
-from reprise_operator.settings import OAUTH_TOKEN_ENDPOINTS_ENV
+from reprise_operator.doors.kube import KubeUnavailable
+from reprise_operator.shared.settings import OAUTH_TOKEN_ENDPOINTS_ENV
 from replay_worker.contract import utc_now
 
 from . import controls, live_progress, plan as planning, tables

@@ -1,7 +1,7 @@
 """Which cluster, which namespace and which resource a command means: kubeconfig, context, `-n` / `-A`,
 and `KIND/NAME` or a bare NAME, resolved the way kubectl resolves them.
 
-The API door itself is the operator's `Kube` (reprise_operator.kube), built from the user's kubeconfig
+The API door itself is the operator's `Kube` (reprise_operator.doors.kube), built from the user's kubeconfig
 instead of the operator's in-cluster account.
 """
 
@@ -16,7 +16,7 @@ from kubernetes import config
 from kubernetes.client.exceptions import ApiException
 
 from reprise_operator.api import GROUP, KINDS, VERSION, KindDefinition
-from reprise_operator.kube import Kube
+from reprise_operator.doors.kube import Kube
 
 
 class PluginError(Exception):

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from reprise_operator.api import GROUP, VERSION, KindDefinition
-from reprise_operator.constants import APPROVE_ANNOTATION, CREATED_FOR_ANNOTATION, rollback_configmap_name
-from reprise_operator.kafka_admin import ClientRefused, KafkaCluster, TopicPartitionKey
-from reprise_operator.lifecycle import Resource, Waiting
+from reprise_operator.shared.constants import APPROVE_ANNOTATION, CREATED_FOR_ANNOTATION, rollback_configmap_name
+from reprise_operator.doors.kafka_admin import ClientRefused, KafkaCluster, TopicPartitionKey
+from reprise_operator.core.lifecycle import Resource, Waiting
 from reprise_operator.api import ReconsumeSpec, KafkaConnection
 from reprise_operator.api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
-from reprise_operator.runtime import Runtime
-from reprise_operator.settings import OperatorSettings
+from reprise_operator.core.runtime import Runtime
+from reprise_operator.shared.settings import OperatorSettings
 
 from .connection import PluginError, Target, api_call, find
 from .tables import table

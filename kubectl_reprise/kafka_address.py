@@ -1,5 +1,5 @@
 """Which Kafka address the plugin reaches for a manifest's `spec.kafka.bootstrapServers`: the one the operator
-reaches, through the same mapping of in-cluster names (reprise_operator.bootstrap_aliases).
+reaches, through the same mapping of in-cluster names (reprise_operator.shared.bootstrap_aliases).
 
 A manifest names Kafka as the cluster does (`kafka-bootstrap.kafka:9092`). Where that name does not resolve on
 the user's machine and the operator is given a mapping for it, as on the local platform of `make run`, `plan`
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from reprise_operator import bootstrap_aliases
-from reprise_operator.bootstrap_aliases import Aliases
+from reprise_operator.shared import bootstrap_aliases
+from reprise_operator.shared.bootstrap_aliases import Aliases
 
 from .connection import PluginError
 

@@ -20,17 +20,17 @@ from typing import Any, Mapping, Sequence
 import yaml
 from pydantic import ValidationError
 
-from reprise_operator import reconsume
+from reprise_operator.kinds.reconsume import steps as reconsume
 from reprise_operator.api import ReconsumeSpec
-from reprise_operator.conditions import utc_now
-from reprise_operator.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable
-from reprise_operator.lifecycle import Failure, Resource, Waiting
-from reprise_operator.planning import Plan, retention_message
-from reprise_operator.runtime import Runtime
-from reprise_operator.settings import OperatorSettings
+from reprise_operator.rules.conditions import utc_now
+from reprise_operator.doors.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable
+from reprise_operator.core.lifecycle import Failure, Resource, Waiting
+from reprise_operator.rules.planning import Plan, retention_message
+from reprise_operator.core.runtime import Runtime
+from reprise_operator.shared.settings import OperatorSettings
 
-from reprise_operator import bootstrap_aliases
-from reprise_operator.bootstrap_aliases import aliased_spec
+from reprise_operator.shared import bootstrap_aliases
+from reprise_operator.shared.bootstrap_aliases import aliased_spec
 
 from .connection import PluginError, Target, kind_of_manifest
 from .kafka_address import KafkaAddressing

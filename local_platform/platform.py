@@ -30,7 +30,7 @@ STATE_FILE = REPO_ROOT / ".reprise" / "platform.json"
 
 
 #: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
-#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.bootstrap_aliases).
+#: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.shared.bootstrap_aliases).
 IN_CLUSTER_KAFKA = "*.kafka:*"
 
 

@@ -4,7 +4,7 @@ The Spark operator reports a failed driver only as "driver container failed with
 ClassNotFoundException for a filesystem the image lacks, a refused credential, a filter over a missing
 column) is somewhere in the driver's log. The job writes that one line to the container's termination
 message file, which the kubelet puts into the pod's status, and the operator into the LakeReplay's
-(`reprise_operator.pod_failures`).
+(`reprise_operator.rules.pod_failures`).
 
 `failure_summary` is pure; `write_termination_message` is the one write, and never fails the job's exit.
 """

@@ -10,12 +10,13 @@ import warnings
 
 import kopf
 
-from . import admission, handlers, routine_logs
-from .kube import Kube, load_client_config
-from .leadership import Leadership
-from .metrics import serve
-from .runtime import Runtime
-from .settings import OperatorSettings, SettingsError
+from . import admission, handlers
+from .rules import routine_logs
+from .doors.kube import Kube, load_client_config
+from .doors.leadership import Leadership
+from .shared.metrics import serve
+from .core.runtime import Runtime
+from .shared.settings import OperatorSettings, SettingsError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -23,7 +24,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m reprise_operator",
         description=(
             "Reprise: reconciles Backfill, Reconsume and LakeReplay resources (group reprise.io). "
-            "Settings come from REPRISE_* environment variables; see reprise_operator/settings.py."
+            "Settings come from REPRISE_* environment variables; see reprise_operator/shared/settings.py."
         ),
     )
     parser.add_argument(

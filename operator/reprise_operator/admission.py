@@ -28,9 +28,9 @@ import kopf
 from pydantic import ValidationError
 
 from .api import GROUP, KINDS, VERSION
-from .implied_rights import Right, approval_rights, refusal, spec_changed, spec_rights
-from .kube import Kube, KubeUnavailable
-from .settings import OperatorSettings
+from .rules.implied_rights import Right, approval_rights, refusal, spec_changed, spec_rights
+from .doors.kube import Kube, KubeUnavailable
+from .shared.settings import OperatorSettings
 
 log = logging.getLogger("reprise.admission")
 

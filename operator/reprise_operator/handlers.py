@@ -20,16 +20,16 @@ from typing import Any
 
 import kopf
 
-from . import metrics
+from .shared import metrics
 from .api import GROUP, VERSION
 from .api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION
-from .constants import APPROVE_ANNOTATION, FINALIZER
-from .cutover import keeps_children
-from .driver import KindLifecycle, transition
-from .kinds import KINDS
-from .kafka_pool import on_behalf_of
-from .lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
-from .runtime import Runtime
+from .shared.constants import APPROVE_ANNOTATION, FINALIZER
+from .core.cutover import keeps_children
+from .core.driver import KindLifecycle, transition
+from .kinds.lifecycles import KINDS
+from .shared.kafka_pool import on_behalf_of
+from .core.lifecycle import FINISHED, TEMPORARY, WAITS, Resource, memory_of, retry_delay, run_reconcile
+from .core.runtime import Runtime
 
 log = logging.getLogger("reprise.handlers")
 

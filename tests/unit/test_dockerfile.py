@@ -19,7 +19,7 @@ import pytest
 
 from local_platform.node_agent import DEFAULT_ENTRYPOINT
 from replay_worker.settings import WorkerSettings
-from reprise_operator.settings import OperatorSettings
+from reprise_operator.shared.settings import OperatorSettings
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"

@@ -57,7 +57,7 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
     ("module", "planted", "contract"),
     [
         # A pure rule reaching for a door.
-        ("operator/reprise_operator/planning.py", "from . import kafka_admin", "Pure rules do no I/O"),
+        ("operator/reprise_operator/rules/planning.py", "from ..doors import kafka_admin", "Pure rules do no I/O"),
         # The replay contract opening a Kafka client.
         (
             "replay_worker/protocol/start_position.py",
@@ -72,26 +72,26 @@ def test_the_packages_as_they_are_keep_every_contract(tmp_path: Path) -> None:
         ),
         # The operator reaching past the contract into the worker's I/O.
         (
-            "operator/reprise_operator/progress.py",
+            "operator/reprise_operator/rules/progress.py",
             "from replay_worker.replay import consumer",
             "The operator imports the worker only through replay_worker.contract",
         ),
         # A lower layer importing a higher one.
         (
-            "operator/reprise_operator/workloads.py",
-            "from . import lifecycle",
+            "operator/reprise_operator/rules/workloads.py",
+            "from ..core import lifecycle",
             "The operator's layers import only downward",
         ),
         # A kind opening the handover topic itself instead of going through its door (handover_state).
         (
-            "operator/reprise_operator/lakereplay/__init__.py",
+            "operator/reprise_operator/kinds/lakereplay/steps.py",
             "from replay_worker.topic.handover_topic import HandoverTopic",
             "Only the doors talk to Kubernetes and Kafka",
         ),
         # One kind importing another.
         (
-            "operator/reprise_operator/backfill/__init__.py",
-            "from .. import reconsume",
+            "operator/reprise_operator/kinds/backfill/steps.py",
+            "from ..reconsume import steps",
             "The kinds are independent of each other",
         ),
     ],
@@ -135,3 +135,32 @@ def test_a_new_worker_module_is_checked_by_its_folder(tmp_path: Path, module: st
     assert broken.returncode != 0, broken.stdout
     report = " ".join(broken.stdout.split())
     assert f"{contract}" in report and "BROKEN" in report, broken.stdout
+
+
+@pytest.mark.parametrize(
+    ("folder", "planted", "contract"),
+    [
+        # A rule in a new sub-folder of rules/ reaching up into the reconcile.
+        ("rules/quotas", "from ...core import lifecycle", "The operator's layers import only downward"),
+        # A new module of shared/'s in a new sub-folder opening a Kafka client itself.
+        ("shared/pools", "import confluent_kafka", "Only the doors talk to Kubernetes and Kafka"),
+        # A new folder in a kind's folder importing another kind.
+        ("kinds/backfill/sources", "from ...reconsume import steps", "The kinds are independent of each other"),
+    ],
+)
+def test_a_new_module_in_a_folder_no_contract_names_is_checked_by_its_parent(
+    tmp_path: Path, folder: str, planted: str, contract: str
+) -> None:
+    """The contracts name folders: a module nobody listed is held to the contract of the folder it lands in."""
+    tree = _copy(tmp_path)
+    pyproject = (tree / "pyproject.toml").read_text()
+    assert f"reprise_operator.{folder.replace('/', '.')}" not in pyproject  # no contract names the new folder
+    package = tree / "operator" / "reprise_operator" / folder
+    package.mkdir()
+    (package / "__init__.py").write_text('"""A folder nobody listed."""\n')
+    (package / "newcomer.py").write_text(f'"""A new module."""\n\nfrom __future__ import annotations\n\n{planted}\n')
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0, broken.stdout
+    report = " ".join(broken.stdout.split())
+    assert contract in report and "BROKEN" in report, broken.stdout
+    assert f"reprise_operator.{folder.replace('/', '.')}.newcomer" in report, broken.stdout

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 import yaml
 
-from reprise_operator.workloads import restricted_pod
+from reprise_operator.rules.workloads import restricted_pod
 from tests.fixtures.kube import wait_for
 from tests.integration.operator.scenario import (
     KeepProducing,

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from reprise_operator.api import BackfillSpec
-from reprise_operator.constants import child_labels
-from reprise_operator.workloads import Owner, job_manifest, replay_deployment_manifest, worker_job_manifest
+from reprise_operator.shared.constants import child_labels
+from reprise_operator.rules.workloads import Owner, job_manifest, replay_deployment_manifest, worker_job_manifest
 from tests.integration.operator.scenario import live_deployment
 
 from .conftest import CHART, REPO, restricted_namespace
@@ -91,7 +91,7 @@ def replay_pods() -> dict[str, dict[str, Any]]:
 
 
 def job_pods() -> dict[str, dict[str, Any]]:
-    from reprise_operator.backfill import upstream_job, worker_job
+    from reprise_operator.kinds.backfill.rules import upstream_job, worker_job
 
     worker = worker_job_manifest(
         owner=OWNER,
@@ -123,11 +123,11 @@ def job_pods() -> dict[str, dict[str, Any]]:
 
 def spark_pods() -> dict[str, dict[str, Any]]:
     """Driver and executor pods as the Spark operator makes them from the SparkApplication Reprise builds
-    (`reprise_operator.lakereplay.spark_application`): spec.driver / spec.executor `podSecurityContext` on the
+    (`reprise_operator.kinds.lakereplay.rules.spark_application`): spec.driver / spec.executor `podSecurityContext` on the
     pod, `securityContext` on the container, `secrets` and `configMaps` as volumes, `envFrom` as is, plus the
     emptyDir Spark uses for its local directories (kubeflow/spark-operator's pod mutation, spark-submit)."""
     from reprise_operator.api import LakeReplaySpec
-    from reprise_operator.lakereplay import spark_application
+    from reprise_operator.kinds.lakereplay.rules import spark_application
 
     spec = LakeReplaySpec.model_validate(yaml.safe_load((REPO / "examples/lakereplay.yaml").read_text())["spec"])
     owner = Owner("reprise.io/v1alpha1", "LakeReplay", "accounts-2025h1", "00000000-0000-0000-0000-000000000003")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tests.fixtures.kube import wait_for
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .scenario import (
     PARTITIONS,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from reprise_operator.backfill import partition_for
-from reprise_operator.debezium import execute_snapshot, signal_id
+from reprise_operator.kinds.backfill.keys_file import partition_for
+from reprise_operator.doors.debezium import execute_snapshot, signal_id
 from tests.fixtures.kube import wait_for
 
 from .backfill_scenario import (

@@ -1,4 +1,4 @@
-"""The Kubernetes door (`reprise_operator.kube`) on the real API server: the Kafka Secret cached by its
+"""The Kubernetes door (`reprise_operator.doors.kube`) on the real API server: the Kafka Secret cached by its
 resourceVersion, and the leader Lease read and written only through the door.
 
 The spy below wraps the real client's method (it calls through to the API server and only counts), so what
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reprise_operator import kube as kube_door
-from reprise_operator.leadership import LEASE_NAME, Leadership
+from reprise_operator.doors import kube as kube_door
+from reprise_operator.doors.leadership import LEASE_NAME, Leadership
 from tests.fixtures.kube import wait_for
 
 pytestmark = pytest.mark.integration

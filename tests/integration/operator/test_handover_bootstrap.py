@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from replay_worker.replay.bootstrap import bootstrap_replay
 from replay_worker.contract import StartSpec, WorkerSettings
 from replay_worker.topic.handover_topic import HandoverTopic
-from reprise_operator.handover_state import HandoverReaders
+from reprise_operator.doors.handover_state import HandoverReaders
 from tests.fixtures.kube import wait_for
 from tests.integration.replay_worker.harness import committed
 

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .handover_scenario import EARLY, LATE, LIVE_GROUP, GroupLedger, run_handover
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 from tests.fixtures.kube import wait_for
 
 from .lake_scenario import (

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .handover_scenario import (
     HISTORY,

@@ -25,7 +25,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from local_platform.processes import free_port
 from local_platform.prometheus import CHART, INTERVAL_S, PrometheusServer, chart_rules
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from tests.fixtures.kube import wait_for
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from replay_worker.topic.handover_topic import HandoverTopic
-from reprise_operator.constants import replay_deployment_name, replay_id
+from reprise_operator.shared.constants import replay_deployment_name, replay_id
 
 from .scenario import PARTITIONS, KeepProducing, Ledger, apply, reconsume, wait_caught_up, wait_phase
 from tests.fixtures.kube import wait_for

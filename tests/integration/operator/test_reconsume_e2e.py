@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .scenario import (
     HISTORY,

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 from replay_worker.topic.handover_topic import HandoverTopic
 from tests.fixtures.kube import wait_for
 

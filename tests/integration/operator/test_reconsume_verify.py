@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .scenario import (
     PARTITIONS,

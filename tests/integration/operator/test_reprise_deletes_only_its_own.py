@@ -15,7 +15,7 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 
 from .scenario import (
     HISTORY,

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from local_platform.kafka_tenants import CLIENT_SECRET, SHARED_TOPIC, MultiTenant
-from reprise_operator.constants import replay_group_name
+from reprise_operator.shared.constants import replay_group_name
 from tests.fixtures.kube import Kube, wait_for
 
 from .scenario import PARTITIONS, KeepProducing, Ledger, apply, produce, wait_caught_up, wait_phase

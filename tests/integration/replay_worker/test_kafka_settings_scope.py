@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from replay_worker.connection import kafka_clients
 from replay_worker.topic.handover_topic import HandoverTopic
-from reprise_operator.kafka_admin import KafkaCluster
+from reprise_operator.doors.kafka_admin import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

@@ -203,8 +203,8 @@ def test_reprises_driver_pod_as_the_spark_operator_makes_it_is_admitted_under_re
     import yaml
 
     from reprise_operator.api import LakeReplaySpec
-    from reprise_operator.lakereplay import spark_application as lake_spark_application
-    from reprise_operator.workloads import Owner
+    from reprise_operator.kinds.lakereplay.rules import spark_application as lake_spark_application
+    from reprise_operator.rules.workloads import Owner
 
     api, core = custom_objects
     namespace = f"spark-restricted-{uuid.uuid4().hex[:6]}"

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client.metrics import MetricWrapperBase
 
 from replay_worker.replay.metrics import WorkerMetrics
-from reprise_operator import metrics as operator_metrics
-from reprise_operator.constants import child_labels
-from reprise_operator.workloads import Owner, replay_deployment_manifest
+from reprise_operator.shared import metrics as operator_metrics
+from reprise_operator.shared.constants import child_labels
+from reprise_operator.rules.workloads import Owner, replay_deployment_manifest
 
 from .conftest import RELEASE, one
 

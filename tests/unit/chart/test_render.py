@@ -6,7 +6,7 @@ import yaml
 import pytest
 
 from reprise_operator.api import KINDS
-from reprise_operator.settings import OperatorSettings
+from reprise_operator.shared.settings import OperatorSettings
 
 from .conftest import CHART, NAMESPACE, RELEASE, SITE, RenderError, find, one, run_helm
 from .pod_security import restricted_violations

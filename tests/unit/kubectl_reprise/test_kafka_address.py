@@ -7,7 +7,7 @@ import pytest
 
 from kubectl_reprise.connection import PluginError
 from kubectl_reprise.kafka_address import addressing
-from reprise_operator.bootstrap_aliases import resolve
+from reprise_operator.shared.bootstrap_aliases import resolve
 
 API = "https://127.0.0.1:39443"
 STATE = {"api_server": API, "kafka_bootstrap_aliases": "*.kafka:*=127.0.0.1:39092"}

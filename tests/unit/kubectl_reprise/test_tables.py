@@ -10,7 +10,7 @@ from kubectl_reprise.controls import moves_table, rollback_moves
 from kubectl_reprise.plan import ManifestPlan
 from kubectl_reprise.tables import duration, get_table, plan_text, table
 from reprise_operator.api import KINDS
-from reprise_operator.planning import PartitionPlan, Plan
+from reprise_operator.rules.planning import PartitionPlan, Plan
 
 NOW = datetime(2026, 11, 23, 20, 0, tzinfo=timezone.utc)
 

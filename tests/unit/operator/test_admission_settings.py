@@ -6,7 +6,7 @@ import pytest
 
 from reprise_operator.admission import WEBHOOK_NAME, configuration
 from reprise_operator.api import KINDS
-from reprise_operator.settings import OperatorSettings, SettingsError
+from reprise_operator.shared.settings import OperatorSettings, SettingsError
 
 
 def test_no_port_no_webhook() -> None:

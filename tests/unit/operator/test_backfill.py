@@ -3,19 +3,19 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from replay_worker.settings import WorkerSettings
 from reprise_operator.api import BackfillSpec
-from reprise_operator.backfill.keys_file import KEYS_ENV_LIMIT, murmur2
-from reprise_operator.backfill import (
+from reprise_operator.kinds.backfill.keys_file import (
+    KEYS_ENV_LIMIT,
     KEYS_PATH,
-    QuietClock,
     check_file_keys,
-    job_state,
-    keys_configmap,
     keys_env,
     keys_from_text,
+    murmur2,
     partition_for,
+)
+from reprise_operator.kinds.backfill.rules import (
+    QuietClock,
+    keys_configmap,
     plan_status,
     plan_summary,
     quiet_period,
@@ -25,7 +25,10 @@ from reprise_operator.backfill import (
     worker_job,
     worker_outcome,
 )
-from reprise_operator.workloads import Owner
+from reprise_operator.rules.job_state import job_state
+from reprise_operator.rules.workloads import Owner
+
+from replay_worker.settings import WorkerSettings
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 OWNER = Owner("reprise.io/v1alpha1", "Backfill", "fix-users", "0b1c2d3e-aaaa")

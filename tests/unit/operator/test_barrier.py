@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
-from reprise_operator.barrier import (
+from reprise_operator.kinds.backfill.barrier import (
     GroupPosition,
     ProducedRange,
     barrier_status,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reprise_operator.api.reconsume import ReconsumeSpec
-from reprise_operator.bootstrap_aliases import AliasError, aliased_spec, parse, resolve
-from reprise_operator.settings import OperatorSettings, SettingsError
+from reprise_operator.shared.bootstrap_aliases import AliasError, aliased_spec, parse, resolve
+from reprise_operator.shared.settings import OperatorSettings, SettingsError
 
 LOCAL = parse("*.kafka:*=127.0.0.1:39092")
 

@@ -3,14 +3,14 @@ group that someone uses (members, or committed offsets and no members)."""
 
 from __future__ import annotations
 
-from reprise_operator.claims import (
+from reprise_operator.core.claims import (
     created_of,
     group_in_use,
     group_in_use_message,
     reprise_created_group,
     reprise_created_topic,
 )
-from reprise_operator.kafka_admin import GroupDescription
+from reprise_operator.doors.kafka_admin import GroupDescription
 
 
 def test_only_a_group_kafka_knows_nothing_of_is_free():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reprise_operator.cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
+from reprise_operator.rules.cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
 
 
 def test_a_backfill_topic_above_the_cap_is_refused_with_the_field_and_the_chart_value() -> None:

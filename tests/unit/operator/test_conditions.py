@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from reprise_operator.conditions import find, is_true, set_condition
+from reprise_operator.rules.conditions import find, is_true, set_condition
 
 
 def clock_at(hour: int):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from reprise_operator.connection_cache import ConnectionCache, ConnectionRetired, Retirable
-from reprise_operator.kafka_admin import KafkaClusters, KafkaUnavailable
+from reprise_operator.shared.connection_cache import ConnectionCache, ConnectionRetired, Retirable
+from reprise_operator.doors.kafka_admin import KafkaClusters, KafkaUnavailable
 
 
 class Conn(Retirable):
@@ -103,8 +103,8 @@ def test_many_connections_keep_only_the_bound_of_clients_and_their_threads() -> 
 
 
 def test_the_cluster_label_of_the_request_counter_is_bounded() -> None:
-    from reprise_operator.kafka_admin import MAX_CLUSTER_LABELS
-    from reprise_operator.metrics import REGISTRY
+    from reprise_operator.doors.kafka_admin import MAX_CLUSTER_LABELS
+    from reprise_operator.shared.metrics import REGISTRY
 
     port = closed_port()
     clusters = KafkaClusters(limit=2)

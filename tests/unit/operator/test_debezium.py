@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reprise_operator.debezium import (
+from reprise_operator.doors.debezium import (
     IN_LIST_LIMIT,
     Notification,
     SignalError,

@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from reprise_operator import backfill, lakereplay, reconsume
+from reprise_operator.kinds.backfill import steps as backfill
+from reprise_operator.kinds.lakereplay import steps as lakereplay
+from reprise_operator.kinds.reconsume import steps as reconsume
 from reprise_operator.api import KINDS as API_KINDS
 from reprise_operator.api.common import ConditionType, Phase
-from reprise_operator.driver import transition
-from reprise_operator.kinds import KINDS
-from reprise_operator.lifecycle import ObjectMemory, Resource, Waiting
-from reprise_operator.namespace_limit import ActiveResources
+from reprise_operator.core.driver import mark_resumed, mark_suspended, plan_ready, transition
+from reprise_operator.kinds.lifecycles import KINDS
+from reprise_operator.core.lifecycle import ObjectMemory, Resource, Waiting
+from reprise_operator.rules.namespace_limit import ActiveResources
 
 
 class Spec(BaseModel):
@@ -162,3 +164,42 @@ def test_every_kind_implements_every_hook() -> None:
     for kind in KINDS:
         missing = [h for h in hooks if not callable(getattr(kind, h, None))]
         assert not missing, f"{kind.kind} lacks {missing}"
+
+
+def _condition(res: Resource, type_: str) -> tuple[str, str, str]:
+    found = next(c for c in res.status["conditions"] if c["type"] == type_)
+    return found["status"], found["reason"], found["message"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "plural"), [("Reconsume", "reconsumes"), ("Backfill", "backfills"), ("LakeReplay", "lakereplays")]
+)
+def test_the_plan_tail_is_the_drivers_for_every_kind(kind: str, plural: str) -> None:
+    res = resource("Planning", approval="Manual")
+    res.kind, res.plural = kind, plural
+    plan_ready(res, "12 records in 3 partitions")
+    assert res.phase == Phase.PLAN_READY
+    assert _condition(res, "PlanReady") == ("True", "PlanComputed", "12 records in 3 partitions")
+    status, reason, message = _condition(res, "Approved")
+    assert (status, reason) == ("False", "AwaitingApproval")
+    assert message == f"annotate to start: kubectl annotate {kind.lower()} r reprise.io/approve=true"
+
+
+def test_an_automatic_plan_asks_for_no_approval() -> None:
+    res = resource("Planning")
+    plan_ready(res, "1 record")
+    assert res.approved()
+    assert res.phase == Phase.PLAN_READY
+    assert all(c["type"] != "Approved" for c in res.status["conditions"])
+
+
+def test_suspend_and_resume_write_the_same_conditions_for_every_kind() -> None:
+    res = resource("Running")
+    mark_suspended(res, "Job j suspended", "Job j suspended; state kept")
+    assert res.phase == Phase.SUSPENDED
+    assert _condition(res, "Suspended") == ("True", "Suspended", "spec.suspend is true: Job j suspended")
+    assert _condition(res, "Running") == ("False", "Suspended", "suspended")
+    mark_resumed(res, "Job j resumed", "Job j resumed from its offsets")
+    assert res.phase == Phase.RUNNING
+    assert _condition(res, "Suspended") == ("False", "Resumed", "spec.suspend is false")
+    assert _condition(res, "Running") == ("True", "Resumed", "Job j resumed")

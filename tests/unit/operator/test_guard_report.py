@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from replay_worker.protocol.handover import PartitionHandover
 from replay_worker.protocol.wire import AckInfo, GuardInfo, HandoverInfo, StartInfo
 
-from reprise_operator.guard_report import NAMED, condition_message, guard_problem, guard_problems
-from reprise_operator.progress import PartitionView, Progress, progress_status
+from reprise_operator.kinds.reconsume.guard_report import NAMED, condition_message, guard_problem, guard_problems
+from reprise_operator.rules.progress import PartitionView, Progress, progress_status
 
 RID = "ns/orders/abc"
 

@@ -7,7 +7,7 @@ import asyncio
 import threading
 from typing import Any
 
-from reprise_operator.handover_state import HandoverReaders
+from reprise_operator.doors.handover_state import HandoverReaders
 
 
 class RecordingReaders(HandoverReaders):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from reprise_operator.api import BackfillSpec, LakeReplaySpec, ReconsumeSpec
-from reprise_operator.implied_rights import Right, approval_rights, refusal, spec_changed, spec_rights
+from reprise_operator.rules.implied_rights import Right, approval_rights, refusal, spec_changed, spec_rights
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 KAFKA = {"bootstrapServers": "kafka:9092", "configFrom": {"secretRef": {"name": "team-kafka"}}}

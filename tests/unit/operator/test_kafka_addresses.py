@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reprise_operator.kafka_addresses import normal_bootstrap
+from reprise_operator.rules.kafka_addresses import normal_bootstrap
 
 
 @pytest.mark.parametrize(

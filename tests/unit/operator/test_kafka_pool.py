@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from reprise_operator.kafka_pool import CURRENT_NAMESPACE, KafkaPool, on_behalf_of
+from reprise_operator.shared.kafka_pool import CURRENT_NAMESPACE, KafkaPool, on_behalf_of
 
 
 def test_a_namespace_of_blocked_calls_cannot_take_the_threads_of_another() -> None:

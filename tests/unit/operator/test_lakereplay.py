@@ -14,16 +14,18 @@ import yaml
 from replay_worker.protocol.finish_rules import record_ends_partition, replay_finish
 from replay_worker.settings import WorkerSettings
 from reprise_operator.api import LakeReplaySpec, ReconsumeSpec
-from reprise_operator.driver import transition
-from reprise_operator.namespace_limit import ActiveResources
-from reprise_operator.lakereplay import (
-    DEFAULT_BACKFILL_PARTITIONS,
+from reprise_operator.core.driver import transition
+from reprise_operator.rules.namespace_limit import ActiveResources
+from reprise_operator.kinds.lakereplay.steps import (
     LIFECYCLE,
-    DRAIN_UNTIL_STOPPED_MS,
-    backfill_partitions,
     continuation_manifest,
     continuation_name,
     continuation_retention_message,
+)
+from reprise_operator.kinds.lakereplay.rules import (
+    DEFAULT_BACKFILL_PARTITIONS,
+    DRAIN_UNTIL_STOPPED_MS,
+    backfill_partitions,
     drain_deployment_name,
     drain_settings,
     plan_summary,
@@ -33,11 +35,11 @@ from reprise_operator.lakereplay import (
     topic_config,
 )
 from replay_worker.contract import PartitionFacts, StartSpec
-from reprise_operator.planning import PlanError, make_plan
-from reprise_operator.lifecycle import Failure, ObjectMemory, Resource, Waiting
-from reprise_operator.settings import OperatorSettings, SettingsError
-from reprise_operator.spark_application import SparkDefaults, seam_ms
-from reprise_operator.workloads import Owner
+from reprise_operator.rules.planning import PlanError, make_plan
+from reprise_operator.core.lifecycle import Failure, ObjectMemory, Resource, Waiting
+from reprise_operator.shared.settings import OperatorSettings, SettingsError
+from reprise_operator.kinds.lakereplay.spark_application import SparkDefaults, seam_ms
+from reprise_operator.rules.workloads import Owner
 
 REPO = Path(__file__).resolve().parents[3]
 OWNER = Owner("reprise.io/v1alpha1", "LakeReplay", "journey", "9d8c7b6a-0000-4000-8000-000000000000")
@@ -335,7 +337,7 @@ def test_the_pins_are_off_unless_the_platform_sets_them():
 
 
 def test_a_lakereplay_stored_with_the_old_drain_group_name_fails_naming_the_new_one():
-    from reprise_operator.lifecycle import Failure, Resource
+    from reprise_operator.core.lifecycle import Failure, Resource
 
     spec = raw()
     spec["consumerGroup"] = spec.pop("drainGroup")

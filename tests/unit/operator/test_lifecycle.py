@@ -1,6 +1,6 @@
 """What every kind's reconcile shares, as pure rules: how long to wait after failures in a row."""
 
-from reprise_operator.lifecycle import MAX_BACKOFF_POLLS, retry_delay
+from reprise_operator.core.lifecycle import MAX_BACKOFF_POLLS, retry_delay
 
 
 def test_retry_delay_doubles_per_failure_and_is_capped():

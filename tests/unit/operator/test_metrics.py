@@ -1,6 +1,6 @@
 """The operator's liveness signal."""
 
-from reprise_operator.metrics import Heartbeat
+from reprise_operator.shared.metrics import Heartbeat
 
 
 def test_heartbeat_is_healthy_while_standby_then_goes_stale():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprise_operator.namespace_limit import ActiveResources, refusal
+from reprise_operator.rules.namespace_limit import ActiveResources, refusal
 
 
 def test_the_refusal_names_the_limit_and_the_chart_value() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from replay_worker.contract import PartitionFacts, StartSpec, epoch_ms
 from reprise_operator.api import Start
-from reprise_operator.offset_plan_status import plan_partitions_status
-from reprise_operator.planning import (
+from reprise_operator.rules.offset_plan_status import plan_partitions_status
+from reprise_operator.rules.planning import (
     PlanError,
     make_plan,
     plan_partition,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprise_operator.pod_failures import failing_containers, pod_failure_message, root_cause
+from reprise_operator.rules.pod_failures import failing_containers, pod_failure_message, root_cause
 
 HANDLER_ERROR = "REPRISE_HANDLER accounts.replay:handle: cannot import accounts.replay (No module named 'accounts')"
 

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
-from reprise_operator.progress import (
+from reprise_operator.rules.progress import (
     SETTLE_WINDOW_S,
     DrainClock,
     EtaWindow,

@@ -12,17 +12,16 @@ from replay_worker.protocol.filters import FilterSpec
 from replay_worker.protocol.handover import HandoverView
 from replay_worker.protocol.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
 from reprise_operator.api import ReconsumeSpec
-from reprise_operator.planning import PlanError
+from reprise_operator.rules.planning import PlanError
 from replay_worker.contract import PartitionFacts, epoch_ms
-from reprise_operator.planning import make_plan
-from reprise_operator.reconsume import (
+from reprise_operator.rules.planning import make_plan
+from reprise_operator.kinds.reconsume.steps import (
     plan_from_status,
     plan_partitions_status,
     replay_drained,
     replay_views,
-    start_request,
-    worker_filter,
 )
+from reprise_operator.kinds.reconsume.rules import start_request, worker_filter
 
 REPO = Path(__file__).resolve().parents[3]
 RID = "billing/invoice-tax/1a2b3c4d"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import generate_latest
 
-from reprise_operator import metrics
-from reprise_operator.constants import replay_group_name
-from reprise_operator.replay_groups import GroupUnderReplay, groups_under_replay
+from reprise_operator.shared import metrics
+from reprise_operator.shared.constants import replay_group_name
+from reprise_operator.rules.replay_groups import GroupUnderReplay, groups_under_replay
 
 
 def reconsume(mode: str, **extra: str) -> dict:

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 from reprise_operator.api import ReconsumeSpec
-from reprise_operator.lifecycle import Resource
-from reprise_operator.reconsume.rewind import rollback_configmap
+from reprise_operator.core.lifecycle import Resource
+from reprise_operator.kinds.reconsume.rewind import rollback_configmap
 
 UID = "1a2b3c4d-0000-4000-8000-000000000000"
 
@@ -74,7 +74,7 @@ def test_restore_sh_runs_kafkas_tool_with_a_hostile_group_and_bootstrap_as_plain
 
 
 def test_only_this_resources_own_snapshot_is_taken_for_it():
-    from reprise_operator.reconsume.rewind import is_own_snapshot
+    from reprise_operator.kinds.reconsume.rewind import is_own_snapshot
 
     ours = rollback_configmap(resource(), rewind_spec("accounts", "kafka:9092"), "rewind-accounts-rollback", {})
     assert ours["metadata"]["annotations"]["reprise.io/created-for"] == UID

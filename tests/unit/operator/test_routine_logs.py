@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from replay_worker.connection.librdkafka_levels import LibrdkafkaLevels, level_of
-from reprise_operator.lifecycle import failure_of
-from reprise_operator.routine_logs import FencedAtInfo, RoutineAtDebug, is_routine, one_line_warning
+from reprise_operator.core.lifecycle import failure_of
+from reprise_operator.rules.routine_logs import FencedAtInfo, RoutineAtDebug, is_routine, one_line_warning
 
 
 class Kept(logging.Handler):

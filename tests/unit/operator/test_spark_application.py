@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from reprise_operator.api import LakeReplaySpec
-from reprise_operator.spark_application import (
+from reprise_operator.kinds.lakereplay.spark_application import (
     FORBIDDEN_SPARK_SETTING,
     KAFKA_SETTINGS_DIR,
     MAIN_APPLICATION_FILE,
@@ -37,7 +37,7 @@ from reprise_operator.spark_application import (
     spark_state,
     state_reason,
 )
-from reprise_operator.workloads import Owner
+from reprise_operator.rules.workloads import Owner
 from spark_app.settings import parse_settings
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ from replay_worker.settings import WorkerSettings
 from replay_worker.protocol.start_position import StartSpec
 from reprise_operator.api import KafkaConnection
 from reprise_operator.api.common import Consumer
-from reprise_operator.lifecycle import Failure, Resource, Waiting
-from reprise_operator.standby import delivery_from_env, standby_deployment, template_env, user_env
+from reprise_operator.core.lifecycle import Failure, Resource, Waiting
+from reprise_operator.core.standby import delivery_from_env, standby_deployment, template_env, user_env
 
 TEMPLATE = {
     "metadata": {"labels": {"app": "accounts"}},
@@ -121,7 +121,7 @@ def test_pod_label_keys_must_be_label_keys(key: str):
 
 
 def test_reprise_labels_win_even_when_a_pod_label_names_one():
-    from reprise_operator.workloads import Owner, replay_deployment_manifest
+    from reprise_operator.rules.workloads import Owner, replay_deployment_manifest
 
     manifest = replay_deployment_manifest(
         owner=Owner("reprise.io/v1alpha1", "Reconsume", "fix", "uid"),

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from replay_worker.contract import PartitionFacts, StartSpec
-from reprise_operator import cutover
+from reprise_operator.core import cutover
 from reprise_operator.api import (
     BackfillStatus,
     Plan,
@@ -19,13 +19,13 @@ from reprise_operator.api import (
 )
 from reprise_operator.api.common import ConditionType, Phase
 from reprise_operator.api.verify import VerificationState, VerificationStatus
-from reprise_operator.backfill import plan_status as backfill_plan_status
-from reprise_operator.backfill import ranges_status
-from reprise_operator.barrier import ProducedRange, barrier_status, observe, view_of
-from reprise_operator.lifecycle import Resource
-from reprise_operator.offset_plan_status import plan_partitions_status
-from reprise_operator.planning import make_plan
-from reprise_operator.progress import EtaWindow, PartitionView, progress_status, summarize
+from reprise_operator.kinds.backfill.rules import plan_status as backfill_plan_status
+from reprise_operator.kinds.backfill.rules import ranges_status
+from reprise_operator.kinds.backfill.barrier import ProducedRange, barrier_status, observe, view_of
+from reprise_operator.core.lifecycle import Resource
+from reprise_operator.rules.offset_plan_status import plan_partitions_status
+from reprise_operator.rules.planning import make_plan
+from reprise_operator.rules.progress import EtaWindow, PartitionView, progress_status, summarize
 
 NOW = datetime(2026, 11, 23, 19, 0, 5, 750_000, tzinfo=timezone.utc)
 
@@ -121,3 +121,20 @@ def test_the_cutover_records_its_approval_once_in_the_verification_status() -> N
     res.now = lambda: NOW + timedelta(minutes=5)
     assert gate()
     assert res.status["verification"] == {"cutoverApprovedAt": "2026-11-23T19:00:05Z"}, "approved once, kept"
+
+
+def test_status_as_reads_the_status_by_python_names_and_ignores_what_it_does_not_know() -> None:
+    """`Resource.status_as`: the typed read that replaces `status.get("children", {}).get("replayGroup")`."""
+    status = {
+        "phase": "Running",
+        "children": {"deployment": "orders-replay", "replayGroup": "orders.reprise-1"},
+        "rollback": {"deploymentReplicas": 3},
+        "aFieldOfANewerOperator": {"x": 1},
+    }
+    resource = Resource("Reconsume", "reconsumes", {"metadata": {"name": "r", "namespace": "n"}}, status, None)  # type: ignore[arg-type]
+    typed = resource.status_as(ReconsumeStatus)
+    assert typed.children.deployment == "orders-replay"
+    assert typed.children.replay_group == "orders.reprise-1"
+    assert typed.rollback is not None and typed.rollback.deployment_replicas == 3
+    empty = Resource("Reconsume", "reconsumes", {"metadata": {}}, {}, None).status_as(ReconsumeStatus)  # type: ignore[arg-type]
+    assert empty.children.replay_group is None and empty.rollback is None

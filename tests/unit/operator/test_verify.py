@@ -7,8 +7,8 @@ import pytest
 
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.api.verify import Verify
-from reprise_operator.progress import PartitionView
-from reprise_operator.verify import (
+from reprise_operator.rules.progress import PartitionView
+from reprise_operator.rules.verify import (
     MESSAGE_LIMIT,
     cutover_approved,
     failure_message,
@@ -20,7 +20,7 @@ from reprise_operator.verify import (
     verify_job,
     verify_job_name,
 )
-from reprise_operator.workloads import Owner
+from reprise_operator.rules.workloads import Owner
 
 OWNER = Owner("reprise.io/v1alpha1", "Reconsume", "orders-v2", "0b1c2d3e-aaaa")
 
@@ -247,7 +247,7 @@ def test_spec_refuses_hold_on_handover_and_verify_on_rewind():
 def test_live_history_answers_with_a_sample_old_enough():
     from datetime import datetime, timezone
 
-    from reprise_operator.verify import LiveHistory
+    from reprise_operator.rules.verify import LiveHistory
 
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     history = LiveHistory()
@@ -259,7 +259,7 @@ def test_live_history_answers_with_a_sample_old_enough():
 
 
 def test_a_failed_check_keeps_children_until_the_deletion():
-    from reprise_operator.cutover import keeps_children
+    from reprise_operator.core.cutover import keeps_children
 
     failed = {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
     assert keeps_children(failed)
@@ -275,8 +275,8 @@ def test_a_lake_replays_check_is_told_the_backfill_topic_the_drain_group_and_the
     import yaml
 
     from reprise_operator.api import LakeReplaySpec
-    from reprise_operator.lakereplay import _verify_env
-    from reprise_operator.lifecycle import Resource
+    from reprise_operator.kinds.lakereplay.steps import _verify_env
+    from reprise_operator.core.lifecycle import Resource
 
     examples = Path(__file__).resolve().parents[3] / "examples"
     document = yaml.safe_load((examples / "lakereplay-then-reconsume.yaml").read_text())

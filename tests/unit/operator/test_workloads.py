@@ -2,8 +2,8 @@
 
 import pytest
 
-from reprise_operator.constants import child_labels
-from reprise_operator.workloads import (
+from reprise_operator.shared.constants import child_labels
+from reprise_operator.rules.workloads import (
     KAFKA_CONFIG_DIR,
     Owner,
     merge_env,
@@ -178,8 +178,8 @@ def test_entrypoint_replay_worker_replaces_the_command():
 
 def test_delivery_is_required_only_for_the_python_worker():
     from reprise_operator.api import Consumer
-    from reprise_operator.lifecycle import Failure
-    from reprise_operator.standby import SERVICE_DELIVERY, consumer_delivery
+    from reprise_operator.core.lifecycle import Failure
+    from reprise_operator.core.standby import SERVICE_DELIVERY, consumer_delivery
 
     service = Consumer.model_validate({"deploymentRef": {"name": "accounts"}, "entrypoint": "Service"})
     assert consumer_delivery(service, LIVE_TEMPLATE) == SERVICE_DELIVERY
@@ -195,7 +195,7 @@ def test_delivery_is_required_only_for_the_python_worker():
 
 
 def test_replay_role_message_says_what_the_service_must_do():
-    from reprise_operator.standby import replay_role_message
+    from reprise_operator.core.standby import replay_role_message
 
     message = replay_role_message("accounts-replay", 3, 3, "ns/accounts/1234abcd", "reprise.handover", 125)
     assert "Deployment accounts-replay (3/3 pods ready)" in message
@@ -209,8 +209,8 @@ def test_the_replay_role_clock_runs_while_followed_and_restarts_after_a_pause():
     from datetime import datetime, timedelta, timezone
 
     from reprise_operator.api import Consumer
-    from reprise_operator.lifecycle import ObjectMemory, Waiting
-    from reprise_operator.standby import require_replay_role
+    from reprise_operator.core.lifecycle import ObjectMemory, Waiting
+    from reprise_operator.core.standby import require_replay_role
 
     class AsyncKube:
         async def get_deployment(self, namespace, name):

@@ -234,6 +234,6 @@ def test_a_client_refusal_names_the_key_and_never_the_value():
 
 
 def test_the_mounted_folder_is_where_the_pods_mount_the_secret():
-    from reprise_operator.workloads import KAFKA_CONFIG_DIR
+    from reprise_operator.rules.workloads import KAFKA_CONFIG_DIR
 
     assert MOUNTED_FOLDER == KAFKA_CONFIG_DIR

@@ -1,0 +1,129 @@
+"""The one lifecycle every kind goes through: which hook runs in which phase, one transition at a time.
+
+A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, hold, follow,
+teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
+
+    Pending --(admitted: namespace_limit)--> Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
+                                                      Running <--hold--> Suspended
+    Draining --teardown--> Complete          Complete/Failed --revive--> Running (a verify rerun), else TTL
+    any hook may end in Failed (lifecycle.Failure) or wait in place (Waiting, Retry).
+
+`transition` runs at most one transition; `lifecycle.run_reconcile` writes the status after it and, when
+the phase moved, runs the next one. So every phase a resource reaches is in the API server before the next
+hook acts on it: the plan is stored before anything is created, and an operator killed at any point
+resumes from a status that describes everything it made.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from ..api.common import ConditionType, Phase
+from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
+
+FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)
+
+
+class KindLifecycle(Protocol):
+    """What a kind implements; the driver calls each hook only in its phase. A hook that moves the
+    resource on sets the new phase (`Resource.set_phase`, `complete`, `fail`); one that returns without
+    changing the phase is called again at the next poll."""
+
+    # Read-only (properties) so that a kind may narrow them: its spec model is a subclass of BaseModel.
+    @property
+    def kind(self) -> str:
+        """The kind, as in `api.KINDS`."""
+
+    @property
+    def plural(self) -> str:
+        """Its plural, as in `api.KINDS`."""
+
+    @property
+    def spec_model(self) -> type[BaseModel]:
+        """The spec's model: the driver parses the spec once per transition and hands it to the hooks."""
+
+    async def plan(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        """Pending/Planning: compute the plan into status, then PlanReady (or Failure)."""
+
+    async def start(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        """PlanReady, approved and not suspended: create what does the work, then Running."""
+
+    async def hold(self, resource: Resource, spec: Any) -> None:
+        """Running or Suspended: follow spec.suspend (scale to zero and back), setting the phase."""
+
+    async def follow(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        """Running: report progress; when the work is done, Draining."""
+
+    async def teardown(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
+        """Draining: wait for what completion needs, remove what Reprise made, then Complete."""
+
+    async def revive(self, resource: Resource, spec: Any) -> bool:
+        """Complete/Failed: start again if a person asked (a verify rerun); True when it did."""
+
+    def ttl_seconds(self, spec: Any) -> int | None:
+        """spec.cleanup.ttlSecondsAfterFinished."""
+
+    async def cleanup(self, resource: Resource, memory: ObjectMemory) -> None:
+        """The finalizer: remove what Reprise made, leaving the live side as it was."""
+
+
+def phase_of(resource: Resource) -> Phase:
+    return Phase(resource.phase)
+
+
+async def transition(kind: KindLifecycle, resource: Resource, memory: ObjectMemory) -> None:
+    """Run the hook the phase calls for: at most one transition (the phase table of the module docstring)."""
+    spec: Any = resource.spec_as(kind.spec_model)  # the kind's own model; every kind's has `suspend`
+    phase = phase_of(resource)
+    if phase in FINISHED_PHASES:
+        if not await kind.revive(resource, spec):
+            await expire_finished(resource, kind.ttl_seconds(spec))
+        return
+    if phase in (Phase.PENDING, Phase.PLANNING):
+        admit(resource)  # the chart's limits on active resources: over them, it waits here
+        await kind.plan(resource, spec, memory)
+    elif phase == Phase.PLAN_READY:
+        if may_start(resource, spec.suspend):
+            await kind.start(resource, spec, memory)
+    elif phase in (Phase.RUNNING, Phase.SUSPENDED):
+        await kind.hold(resource, spec)
+        if phase_of(resource) == Phase.RUNNING and phase == Phase.RUNNING:
+            await kind.follow(resource, spec, memory)
+    elif phase == Phase.DRAINING:
+        await kind.teardown(resource, spec, memory)
+
+
+# ------------------------------------------------------------------------------------------ shared transitions
+# What every kind writes when it moves between the shared phases: the kinds do their own I/O (a plan, a scale
+# to zero) and hand the bookkeeping to these, so the conditions, reasons and phase messages are the same for all.
+
+
+def plan_ready(resource: Resource, summary: str) -> None:
+    """The tail of every kind's plan: PlanReady with the plan's summary, and under manual approval the
+    command that approves it (`may_start` then waits for the annotation)."""
+    resource.condition(ConditionType.PLAN_READY, "True", "PlanComputed", summary)
+    if not resource.approved():  # approval Manual and not yet annotated
+        resource.condition(
+            ConditionType.APPROVED,
+            "False",
+            "AwaitingApproval",
+            f"annotate to start: kubectl annotate {resource.kind.lower()} {resource.name} reprise.io/approve=true",
+        )
+    resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+
+
+def mark_suspended(resource: Resource, what: str, detail: str) -> None:
+    """Running -> Suspended, once the kind has stopped what runs: `what` it did (the condition's message)
+    and `detail` (the phase's)."""
+    resource.condition(ConditionType.SUSPENDED, "True", "Suspended", f"spec.suspend is true: {what}")
+    resource.condition(ConditionType.RUNNING, "False", "Suspended", "suspended")
+    resource.set_phase(Phase.SUSPENDED, "Suspended", detail)
+
+
+def mark_resumed(resource: Resource, what: str, detail: str) -> None:
+    """Suspended -> Running, once the kind has started again what it stopped."""
+    resource.condition(ConditionType.SUSPENDED, "False", "Resumed", "spec.suspend is false")
+    resource.condition(ConditionType.RUNNING, "True", "Resumed", what)
+    resource.set_phase(Phase.RUNNING, "Resumed", detail)

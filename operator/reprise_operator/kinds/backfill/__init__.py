@@ -1,0 +1,1 @@
+"""The Backfill kind: `steps` (its lifecycle hooks) and the modules only it uses."""

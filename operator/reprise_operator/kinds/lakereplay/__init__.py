@@ -1,0 +1,1 @@
+"""The LakeReplay kind: `steps` (its lifecycle hooks) and the modules only it uses."""

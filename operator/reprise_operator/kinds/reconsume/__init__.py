@@ -1,0 +1,1 @@
+"""The Reconsume kind: `steps` (its lifecycle hooks) and the modules only it uses."""
