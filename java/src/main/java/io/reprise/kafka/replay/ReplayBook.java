@@ -489,6 +489,12 @@ final class ReplayBook {
         return part == null ? null : part.position;
     }
 
+    /** A held partition's end offset bound (null: none, or not held). */
+    synchronized Long endOffset(TopicPartition tp) {
+        Part part = parts.get(tp);
+        return part == null ? null : part.endOffset;
+    }
+
     /** The partitions held, with their positions (null: unknown), for the lag metrics. */
     synchronized Map<TopicPartition, Long> positions() {
         Map<TopicPartition, Long> out = new LinkedHashMap<>();
