@@ -390,16 +390,9 @@ class ReplayConsumer:
                 continue  # nothing returned since the last batch
             delivered[key] = at  # every partition's, whatever is made of the batch
             part = parts.get(key)
-            if (
-                part is None
-                or part.position is None
-                or part.finished
-                or part.end_met is not None
-                or part.end_offset is not None
-                or part.end_timestamp_ms is not None
-            ):
+            if part is None or not part.taken_as_it_comes:
                 taken_as_they_come = False
-            elif at > part.position:
+            elif at > part.position:  # type: ignore[operator]
                 moved.append((part, at))
         return moved if taken_as_they_come else None
 
@@ -424,13 +417,7 @@ class ReplayConsumer:
         taken = []
         for key, offset in last:
             part = parts.get(key)
-            if (
-                part is None
-                or part.finished
-                or part.end_met is not None
-                or part.end_offset is not None
-                or part.end_timestamp_ms is not None
-            ):
+            if part is None or not part.taken_as_it_comes:
                 return False
             taken.append((part, offset))
         # In order: a later run of the same partition is further on.

@@ -118,6 +118,12 @@ class PartitionBook:
     def bounded(self) -> bool:
         return self.end_offset is not None or self.end_timestamp_ms is not None
 
+    @property
+    def taken_as_it_comes(self) -> bool:
+        """Its records need no look one by one: read from a known position, not finished, no end bound (so a
+        batch of its records is taken whole: `ReplayBook.advance`)."""
+        return self.position is not None and not self.finished and self.end_met is None and not self.bounded
+
 
 @dataclass(frozen=True)
 class Assigned:
@@ -159,6 +165,7 @@ class ReplayBook:
     #: The batch in hand: what the consumer returned since the last turn (several reads for a port that polls
     #: record by record; one for this worker).
     in_hand: list[Sequence[ConsumedItem]] = field(default_factory=list)
+    #: Batches delivered and not committed yet (a forward's, while its producer still sends).
     uncommitted_batches: int = 0
     #: A failed asynchronous commit: the next commit is synchronous and carries every moving position again.
     commit_failed: bool = False
@@ -170,6 +177,7 @@ class ReplayBook:
     reseal_after: int = 0
     #: What the last `progress` records said, per partition.
     reported: dict[TopicPartitionKey, tuple[int, bool]] = field(default_factory=dict)
+    #: Commits asked for so far: the next one's id is this plus one.
     commits_made: int = 0
 
     def _commit(self, offsets: Iterable[Offset], sync: bool) -> Commit:

@@ -272,6 +272,10 @@ class Worker:
     end_sent: dict[TP, bool] = field(default_factory=dict)
     paused: set[TP] = field(default_factory=set)
     unanswered: list[tuple[int, list[dict[str, Any]]]] = field(default_factory=list)
+    #: The live group's offsets as last read.
+    live_offsets: dict[TP, int] = field(default_factory=dict)
+    #: Partitions another replica finished.
+    elsewhere: set[TP] = field(default_factory=set)
     #: Offsets handled, dead-lettered or skipped as poison, per partition, over the whole run.
     processed: dict[TP, set[int]] = field(default_factory=dict)
     done: bool = False
@@ -329,6 +333,11 @@ class Worker:
                 self.assigned.append(key)
             self.fetch[key] = self.committed[key][0] if key in self.committed else plan.get(key, 0)
             self.end_sent[key] = False
+
+    def handed_over_elsewhere(self, key: TP, offset: int) -> None:
+        """Another replica published H for a partition this one does not hold (no step: the next `view` says it)."""
+        self.published[key] = offset
+        self.elsewhere.add(key)
 
     def append(self, key: TP, pattern: str) -> None:
         """Records arrive (no step: the log grows, e.g. while the handler runs)."""
@@ -397,6 +406,7 @@ class Worker:
             self.paused.discard(key)
 
     def live(self, offsets: dict[TP, int]) -> None:
+        self.live_offsets = dict(offsets)
         self._step({"op": "live", "offsets": [{**_tp(k), "offset": o} for k, o in sorted(offsets.items())]})
 
     def view(self, guards: dict[TP, int] | None = None) -> None:
@@ -424,11 +434,15 @@ class Worker:
 
     def crash_and_restart(self) -> None:
         """The book is lost, and so are unanswered asynchronous commits; a new worker gets the same partitions
-        from what was committed."""
+        from what was committed, and reads the handover topic and the live group's offsets again."""
         self.unanswered = []
         self.paused = set()
         self._step({"op": "crash"})
         self.assign(list(self.assigned))
+        if self.published or self.guards:
+            self.view()
+        if self.live_offsets:
+            self.live(self.live_offsets)
 
 
 Action = tuple[Any, ...]
@@ -503,7 +517,7 @@ def _check(scenario: Scenario, worker: Worker, where: str) -> None:
     """No matching record below a partition's final H was left unprocessed (handled, dead-lettered or counted
     as poison); records below the first committed offset count as processed (an earlier owner's)."""
     for key, h in worker.published.items():
-        if key not in scenario.plan:
+        if key not in scenario.plan or key in worker.elsewhere:
             continue
         start = scenario.plan[key][0]
         first = scenario.committed.get(key, (start, None))[0] if scenario.committed else start
@@ -564,6 +578,14 @@ def scenarios() -> list[Scenario]:
                 ("tick",),
             ],
             plan=whole,
+        ),
+        Scenario(
+            "drain: a record after the end event: not at the end",
+            "a port that polls record by record gets p0's end event, then a record that arrived meanwhile, in one "
+            "batch: the record clears the end, so p0 does not finish on that event",
+            {P0: "mmm"},
+            [("assign", [P0]), ("read", 10), ("append", P0, "mm"), ("read", 1), ("deliver",), ("answer",)],
+            plan={P0: (0, None, None)},
         ),
         Scenario(
             "drain: trailing transaction markers are committed past",
@@ -814,6 +836,23 @@ def scenarios() -> list[Scenario]:
             committed={P1: (3, _mark("caught-up"))},
         ),
         Scenario(
+            "done: a partition another replica finished counts",
+            "this replica holds p0 only; p1's H, published by another replica, comes with the view: once p0 "
+            "finishes here, the replay is done",
+            {P0: "mmm", P1: "mmmm"},
+            [
+                ("assign", [P0]),
+                ("read", 2),
+                ("deliver",),
+                ("handed_over_elsewhere", P1, 4),
+                ("view",),
+                ("answer",),
+                ("read", 2),
+                ("deliver",),
+            ],
+            plan=whole,
+        ),
+        Scenario(
             "progress records",
             "a tick reports the partitions whose committed position or end moved since the last report; after a "
             "failed publish the next tick reports everything again",
@@ -850,22 +889,3 @@ def document() -> dict[str, Any]:
         "spec": "replay_worker/HANDOVER.md sections 1, 5; conformance/REPLAY_TRACES.md",
         "scenarios": [scenario_document(s) for s in scenarios()],
     }
-
-
-def serve(lines: Iterable[str], write: Any) -> None:
-    """The Python testee as a process (`python -m replay_worker.conformance.replay_traces`): one JSON step per
-    line in, one JSON line of outputs out."""
-    testee = BookTestee()
-    for text in lines:
-        if text.strip():
-            write(testee.line(text) + "\n")
-
-
-if __name__ == "__main__":
-    import sys
-
-    def _write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    serve(sys.stdin, _write)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.conformance.replay_trace_runner import run_process
+
 ROOT = Path(__file__).resolve().parents[3]
 GO_MODULES = {
     "go": (
@@ -98,3 +100,30 @@ def test_go_suite(module: str, kafka, tmp_path: Path) -> None:
     missing = [name for name in GO_MODULES[module] if top_level.get(name) != "pass"]
     assert not missing, f"tests that must run and pass in {module} did not: {missing} (ran: {sorted(top_level)})"
     assert outcomes["pass"] >= len(GO_MODULES[module])
+
+
+# -- the replay traces, run by the one trace runner through the Go testee (conformance/REPLAY_TRACES.md)
+
+GO_REPLAY_TESTEE = ROOT / "go" / "cmd" / "reprise-replay-testee"
+
+
+@pytest.mark.timeout(900)
+def test_the_go_replay_book_passes_every_replay_trace(tmp_path: Path) -> None:
+    if not GO_REPLAY_TESTEE.is_dir():
+        pytest.skip(f"no Go replay testee yet ({GO_REPLAY_TESTEE.relative_to(ROOT)}): the Go ReplayBook is not ported")
+    env = dict(os.environ)
+    env.setdefault("GOFLAGS", "-buildvcs=false")
+    binary = tmp_path / "reprise-replay-testee"  # built outside the checkout
+    built = subprocess.run(
+        [_go(), "build", "-o", str(binary), "./cmd/reprise-replay-testee"],
+        cwd=ROOT / "go",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=GO_TEST_TIMEOUT_S,
+        check=False,
+    )
+    assert built.returncode == 0, f"building the Go replay testee failed:\n{built.stdout}{built.stderr}"
+    count, failures = run_process([str(binary)])
+    assert not failures, f"{len(failures)} replay-trace runs failed in Go:\n" + "\n".join(map(str, failures[:10]))
+    assert count > 1000, f"only {count} replay-trace steps ran"

@@ -1,7 +1,7 @@
 """The Java library (`java/`): its Maven test suite, run against this session's real broker.
 
 One entry for every Java test set: the conformance vectors (filters, wire, commit marks, guard traces, replay
-rules), the unit tests, and the integration tests of the guard, the handover topic, the replay role and the
+rules; the replay traces through the Java testee and the one trace runner), the unit tests, and the integration tests of the guard, the handover topic, the replay role and the
 Spring Kafka hook on the real broker. Then interoperability: a Handover run by the Python replay role against
 live services guarded by the Java library, with kill -9 of both sides, checked like the Python-only runs. Maven resolves its dependencies into `~/.m2` (outside the repository) and
 builds into the cache (`$REPRISE_CACHE/build/java-...`), never into the checkout.
@@ -26,6 +26,7 @@ from local_platform.kafka_broker import KafkaBroker
 from local_platform.prerequisites import missing
 from tests.integration.replay_worker.harness import Processes
 from tests.integration.replay_worker.test_handover_split import run_handover
+from tests.unit.conformance.replay_trace_runner import run_process
 
 pytestmark = pytest.mark.integration
 
@@ -173,3 +174,18 @@ def test_python_replay_role_against_the_java_guard(
     assert any(f is not None for f in report.first_skipped.values()), "the Java guard never skipped: nothing was tested"
     duplicates = sum(report.duplicates.values()) - len(report.duplicates)
     assert duplicates <= allowance, report.summary()
+
+
+# -- the replay traces, run by the one trace runner through the Java testee (conformance/REPLAY_TRACES.md)
+
+REPLAY_TESTEE = JAVA / "src" / "test" / "java" / "io" / "reprise" / "kafka" / "conformance" / "ReplayTraceTestee.java"
+
+
+@pytest.mark.timeout(900)
+def test_the_java_replay_book_passes_every_replay_trace(java_classpath) -> None:
+    if not REPLAY_TESTEE.exists():
+        pytest.skip(f"no Java replay testee yet ({REPLAY_TESTEE.relative_to(REPO)}): the Java ReplayBook is not ported")
+    argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_classpath]
+    count, failures = run_process([*argv, "io.reprise.kafka.conformance.ReplayTraceTestee"])
+    assert not failures, f"{len(failures)} replay-trace runs failed in Java:\n" + "\n".join(map(str, failures[:10]))
+    assert count > 1000, f"only {count} replay-trace steps ran"

@@ -5,7 +5,8 @@ the testees' books and in that document; this file only drives and compares, the
     python -m tests.unit.conformance.replay_trace_runner -- <testee command...>
 
 runs every trace against a testee process and prints each failing step and the counts (exit 1 on a failure).
-The Python testee runs in-process (`replay_worker.conformance.replay_traces.BookTestee`); the Java and Go suites
+The Python testee runs in-process (`replay_worker.conformance.replay_traces.BookTestee`, or as a process:
+`python -m replay_worker.conformance.replay_testee`); the Java and Go suites
 (tests/integration/java, tests/integration/go) call `run_process` with their testee's command.
 """
 

@@ -31,6 +31,6 @@ def test_every_scenario_has_a_crash_run_after_most_steps() -> None:
 
 
 def test_the_process_protocol_on_the_python_testee() -> None:
-    count, failures = run_process([sys.executable, "-m", "replay_worker.conformance.replay_traces"])
+    count, failures = run_process([sys.executable, "-m", "replay_worker.conformance.replay_testee"])
     assert count > 1000
     assert not failures, "\n".join(map(str, failures[:5]))
