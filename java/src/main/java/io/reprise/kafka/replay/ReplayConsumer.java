@@ -1,7 +1,6 @@
 package io.reprise.kafka.replay;
 
 import io.reprise.kafka.protocol.CommitMetadata;
-import io.reprise.kafka.protocol.FinishRule;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.PartitionHandover;
@@ -20,16 +19,12 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ListOffsetsOptions;
-import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.FencedInstanceIdException;
@@ -66,8 +61,6 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     static final Duration POLL_WAIT = Duration.ofMillis(200);
     /** How long a stop waits for the consumer to leave the group (inside Kubernetes' 30 s grace period). */
     static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
-    /** Seconds between two {@code progress} records of one replica. */
-    static final double PROGRESS_INTERVAL = 2.0;
 
     private final ReplaySettings settings;
     private final KafkaClientConfig clients;
@@ -153,7 +146,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     /** Runs until a stop is requested or, with {@code exitWhenDone}, every partition of the replay is finished. */
     void run() {
         follower.start();
-        Checks checks = new Checks();
+        ReplayChecks checks = new ReplayChecks(settings, clients, metrics, book, handover);
         Thread checker = new Thread(checks, "reprise-replay-checks");
         checker.setDaemon(true);
         try {
@@ -494,105 +487,6 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             metrics.forget(tp.topic(), tp.partition());
         }
         metrics.assignedPartitions.set(book.held());
-    }
-
-    // ------------------------------------------------------------------------------------------- slow checks
-
-    /**
-     * The check thread: every check interval the live group's committed offsets (Parallel, Handover), the handover
-     * topic's guard positions and published H, end offsets (for lag), and progress records. Results are swapped in
-     * whole; the loop only reads them.
-     */
-    private final class Checks implements Runnable {
-        private volatile boolean stopped;
-        private long lastReport;
-
-        void stop() {
-            stopped = true;
-        }
-
-        @Override
-        public void run() {
-            try (Admin admin = Admin.create(clients.admin("reprise-" + settings.memberName() + "-checks"))) {
-                while (!stopped) {
-                    long began = System.nanoTime();
-                    try {
-                        once(admin);
-                    } catch (RuntimeException failed) {
-                        metrics.errors.inc(1);
-                        LOG.warn("a slow check failed: {}", failed.toString());
-                    }
-                    long left = (long) (settings.checkIntervalSeconds() * 1000) - (System.nanoTime() - began) / 1_000_000;
-                    long until = System.nanoTime() + Math.max(0, left) * 1_000_000;
-                    while (!stopped && System.nanoTime() < until) {
-                        sleep(Math.min(100, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
-                    }
-                }
-            }
-        }
-
-        private void once(Admin admin) {
-            report();
-            Map<TopicPartition, Long> current = book.positions();
-            if (settings.liveGroup() != null && !settings.mode().equals(FinishRule.DRAIN)) {
-                try {
-                    Map<TopicPartition, Long> found = new HashMap<>();
-                    admin.listConsumerGroupOffsets(settings.liveGroup()).partitionsToOffsetAndMetadata()
-                            .get(15, TimeUnit.SECONDS).forEach((tp, om) -> {
-                                if (om != null && om.offset() >= 0) {
-                                    found.put(tp, om.offset());
-                                }
-                            });
-                    book.live(found);
-                } catch (Exception failed) {
-                    metrics.errors.inc(1);
-                    LOG.warn("reading the live group's offsets failed: {}", failed.toString());
-                }
-            }
-            if (!current.isEmpty()) {
-                Map<TopicPartition, OffsetSpec> query = new HashMap<>();
-                current.keySet().forEach(tp -> query.put(tp, OffsetSpec.latest()));
-                try {
-                    Map<TopicPartition, Long> found = new HashMap<>();
-                    admin.listOffsets(query, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all()
-                            .get(15, TimeUnit.SECONDS).forEach((tp, info) -> found.put(tp, info.offset()));
-                    // For the lag metrics only: no finish is decided on an end offset (HANDOVER.md section 5.5).
-                    current.forEach((tp, position) -> {
-                        Long high = found.get(tp);
-                        Long endOffset = book.endOffset(tp);
-                        if (high != null && position != null) {
-                            metrics.partition(tp.topic(), tp.partition(), position,
-                                    endOffset == null ? high : Math.min(high, endOffset), null);
-                        }
-                    });
-                } catch (Exception failed) {
-                    LOG.debug("reading end offsets failed: {}", failed.toString());
-                }
-            }
-        }
-
-        /** The committed position of partitions that moved (at most every PROGRESS_INTERVAL s): advisory. */
-        private void report() {
-            if ((System.nanoTime() - lastReport) / 1e9 < PROGRESS_INTERVAL) {
-                return;
-            }
-            lastReport = System.nanoTime();
-            List<HandoverRecord> records = new ArrayList<>();
-            for (ReplayBook.Progress p : book.progress()) {
-                records.add(new HandoverRecord.Progress(settings.replayId(), p.partition().topic(),
-                        p.partition().partition(), p.committed(), p.atEnd(), settings.memberName(),
-                        System.currentTimeMillis()));
-            }
-            if (records.isEmpty()) {
-                return;
-            }
-            try {
-                handover.publish(records);
-            } catch (RuntimeException failed) {
-                book.progressFailed(); // advisory: the next report says it again
-                LOG.warn("publishing progress failed: {}", failed.toString());
-            }
-        }
     }
 
     // ------------------------------------------------------------------------------------------- waiting
