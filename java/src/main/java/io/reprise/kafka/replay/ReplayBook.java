@@ -232,8 +232,14 @@ final class ReplayBook {
     synchronized <T extends Item> Taken<T> take() {
         List<T> records = new ArrayList<>(inHand.size());
         List<T> dropped = new ArrayList<>();
+        // Items come in runs per partition: the partition's state is looked up once per run.
+        TopicPartition lastTp = null;
+        Part part = null;
         for (Item item : inHand) {
-            Part part = parts.get(item.partition());
+            if (item.partition() != lastTp) {
+                lastTp = item.partition();
+                part = parts.get(lastTp);
+            }
             if (item.endOfPartition()) {
                 if (part != null && part.finished == null) {
                     part.atEnd = true;
