@@ -225,6 +225,21 @@ final class ReplayBook {
     }
 
     /**
+     * A partition's records of this turn taken as they come, when {@link #take} would take every one of them: the
+     * partition is held, not finished, unbounded, and nothing is in hand. Then its position moves past the last,
+     * and true; else false, and its records go through {@link #read} (the common batch skips an item per record).
+     */
+    synchronized boolean takeWhole(TopicPartition tp, long lastOffset) {
+        Part part = parts.get(tp);
+        if (!inHand.isEmpty() || part == null || part.finished != null || part.endMet != null || part.bounded()) {
+            return false;
+        }
+        part.atEnd = false;
+        part.position = lastOffset + 1;
+        return true;
+    }
+
+    /**
      * The batch in hand, taken (then empty): the records to process, and those of partitions not held, finished or
      * past their end bound. An end-of-partition event marks its partition at its end until a later record.
      */

@@ -210,16 +210,24 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     }
 
     /**
-     * The poll's records, then an end-of-partition event for each partition whose last fetch reached its end (lag
-     * 0 to the last stable offset, as the poll left it; the position is past any trailing transaction markers).
-     * That is the end as the batch held it (HANDOVER.md section 5.5): records appended while the handler runs are
-     * after it and belong to the live group, so nothing read after the handler decides a finish.
+     * One turn: the poll's records into the book (a partition taken whole when the book takes all of its records,
+     * else record by record), then an end-of-partition event for each partition whose last fetch reached its end
+     * (lag 0 to the last stable offset, as the poll left it; the position is past any trailing transaction
+     * markers). That is the end as the batch held it (HANDOVER.md section 5.5): records appended while the handler
+     * runs are after it and belong to the live group, so nothing read after the handler decides a finish. Then
+     * the handler, and the commit the book asks for.
      */
-    private List<ReplayBook.Item> items(ConsumerRecords<byte[], byte[]> records) {
-        List<ReplayBook.Item> items = new ArrayList<>(records.count() + 4);
+    private void process(ConsumerRecords<byte[], byte[]> records) {
+        List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>(records.count());
+        List<ReplayBook.Item> items = new ArrayList<>();
         for (TopicPartition tp : records.partitions()) {
-            for (ConsumerRecord<byte[], byte[]> record : records.records(tp)) {
-                items.add(new Read(tp, record));
+            List<ConsumerRecord<byte[], byte[]>> run = records.records(tp);
+            if (book.takeWhole(tp, run.get(run.size() - 1).offset())) {
+                batch.addAll(run);
+            } else {
+                for (ConsumerRecord<byte[], byte[]> record : run) {
+                    items.add(new Read(tp, record));
+                }
             }
         }
         for (TopicPartition tp : consumer.assignment()) {
@@ -228,20 +236,16 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                 items.add(new ReplayBook.End(tp, consumer.position(tp)));
             }
         }
-        return items;
-    }
-
-    private void process(ConsumerRecords<byte[], byte[]> records) {
-        book.read(items(records));
+        book.read(items);
         ReplayBook.Taken<Read> taken = book.take();
-        if (!book.anythingToDeliver(taken.records())) {
+        for (Read read : taken.records()) {
+            batch.add(read.record());
+        }
+        if (!book.anythingToDeliver(batch)) {
             return;
         }
-        List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>(taken.records().size());
         long size = 0;
-        for (Read read : taken.records()) {
-            ConsumerRecord<byte[], byte[]> record = read.record();
-            batch.add(record);
+        for (ConsumerRecord<byte[], byte[]> record : batch) {
             size += Math.max(0, record.serializedValueSize()) + Math.max(0, record.serializedKeySize());
         }
         if (!batch.isEmpty()) {
