@@ -1,7 +1,6 @@
 package io.reprise.kafka.replay;
 
-import io.reprise.kafka.protocol.CommitMark;
-import io.reprise.kafka.protocol.FinishRule;
+import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.PartitionHandover;
@@ -16,22 +15,16 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.ListOffsetsOptions;
-import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.FencedInstanceIdException;
@@ -42,24 +35,22 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One replica of the replay group: read a batch, filter, hand it to the service's handler, commit, decide which
- * partitions are finished (HANDOVER.md section 5, {@code replay_worker/consumer.py}).
+ * One replica of the replay group: the I/O around its {@link ReplayBook}, which decides what to commit with which
+ * mark, when a partition finishes, what to commit again and which progress records to publish (HANDOVER.md section
+ * 5, conformance/REPLAY_TRACES.md). This loop polls, hands the batch to the service's handler, commits, publishes H
+ * and pauses as the book says, and tells the book what happened.
  *
  * <ul>
  *   <li>The start was recorded as the replay group's committed offsets by the bootstrap, so an assignment never
  *       seeks: every replica and every restart resumes from committed offsets, and a rebalance cannot replay
  *       anything twice (seed 003's trap).</li>
- *   <li>Auto commit is off. A batch's offsets are committed after the handler returned (asynchronously: the next
- *       batch is read meanwhile; at most one such commit in flight, else the next commit waits), synchronously on
- *       revoke, on finishing a partition and on stop; nothing on lost (someone else owns the partitions).</li>
- *   <li>A partition is finished when {@link FinishRule} says so. Its final offset is committed with a
- *       {@code finished} mark <em>before</em> H is published, so a replica that gets the partition later sees from
- *       the offset alone that it is finished, and publishes H again (idempotent).</li>
- *   <li>The end of a partition is where the consumer's lag (to the last stable offset) is zero after a batch is
- *       processed; the position there is past any trailing transaction markers, so committing it makes the replay
- *       group's lag really zero.</li>
- *   <li>The slow checks (the live group's offsets, the handover topic's guard records, end offsets, progress
- *       records) run in a thread of their own with clients of their own: the consumer is only touched by the loop.</li>
+ *   <li>Auto commit is off; the handler is synchronous, so a batch is durable once it returned (and the dead
+ *       letters are flushed).</li>
+ *   <li>The end of a partition is the end its last fetch reached, as the poll left it (lag 0 to the last stable
+ *       offset): the Java client's end-of-partition event. Nothing read after the handler decides a finish, so a
+ *       slow handler under steady traffic still finishes {@code end-of-partition} (issue 32).</li>
+ *   <li>The slow checks (the live group's offsets, end offsets for metrics, progress records) run in a thread of
+ *       their own with clients of their own: the consumer is only touched by the loop.</li>
  * </ul>
  */
 final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
@@ -70,48 +61,21 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     static final Duration POLL_WAIT = Duration.ofMillis(200);
     /** How long a stop waits for the consumer to leave the group (inside Kubernetes' 30 s grace period). */
     static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
-    /** Seconds between two {@code progress} records of one replica. */
-    static final double PROGRESS_INTERVAL = 2.0;
-
-    /** This replica's view of one assigned partition (the loop's; the check thread only reads). */
-    static final class PartitionProgress {
-        final TopicPartition tp;
-        volatile Long position;
-        volatile Long committed;
-        Long endOffset;
-        Long endTimestampMs;
-        volatile String finished;
-        volatile boolean atEnd;
-        Long endMet;
-
-        PartitionProgress(TopicPartition tp) {
-            this.tp = tp;
-        }
-    }
 
     private final ReplaySettings settings;
     private final KafkaClientConfig clients;
     private final HandlerDelivery<K, V> delivery;
     private final DeadLetters deadLetters;
     private final ReplayMetrics metrics;
-    private final Map<TopicPartition, HandoverRecord.Start> plan = new HashMap<>();
+    private final ReplayBook book;
+    private final int planned;
     private final HandoverTopic handover;
     private final Throttle throttle;
-    private final Map<TopicPartition, PartitionProgress> parts = new ConcurrentHashMap<>();
     private final Supplier<Boolean> stopRequested;
 
     private final KafkaConsumer<byte[], byte[]> consumer;
     private volatile boolean ready;
     private boolean reading;
-    private int asyncSent;
-    private volatile int asyncAnswered;
-    private volatile boolean commitFailed;
-    private final Map<TopicPartition, OffsetAndMetadata> reseal = new HashMap<>();
-    private int resealAfter;
-
-    // Written by the check thread, read by the loop: swapped whole.
-    private volatile Map<TopicPartition, Long> live = Map.of();
-    private volatile Map<TopicPartition, Long> ends = Map.of();
     /** Tails the handover topic: the guards' seen-until offsets and the H already published. */
     private final HandoverFollower<ReplayFacts> follower;
 
@@ -153,9 +117,14 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         this.handover = handover;
         this.stopRequested = stopRequested;
         this.throttle = new Throttle(settings.maxRecordsPerSecond(), settings.maxBytesPerSecond());
+        Map<TopicPartition, ReplayBook.Planned> plan = new HashMap<>();
         for (PartitionHandover p : state.planned()) {
-            plan.put(new TopicPartition(p.topic, p.partition), p.start);
+            plan.put(new TopicPartition(p.topic, p.partition),
+                    new ReplayBook.Planned(p.start.offset(), p.start.endOffset(), p.start.endTimestampMs()));
         }
+        this.planned = plan.size();
+        // The Java role hands records to a synchronous handler: no forward in flight, no transaction.
+        this.book = new ReplayBook(settings.replayId(), settings.mode(), plan, false, false);
     }
 
     /** The replay group's consumer of a replica: the bootstrap asks it its questions before it subscribes. */
@@ -177,7 +146,7 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     /** Runs until a stop is requested or, with {@code exitWhenDone}, every partition of the replay is finished. */
     void run() {
         follower.start();
-        Checks checks = new Checks();
+        ReplayChecks checks = new ReplayChecks(settings, clients, metrics, book, handover);
         Thread checker = new Thread(checks, "reprise-replay-checks");
         checker.setDaemon(true);
         try {
@@ -185,20 +154,23 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             checker.start();
             ready = true;
             LOG.info("replay consumer started: mode {}, topics {}, replay group {}, {} partitions planned",
-                    settings.mode(), settings.topics(), settings.replayGroup(), plan.size());
+                    settings.mode(), settings.topics(), settings.replayGroup(), planned);
             while (!stopRequested.get()) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL_WAIT);
                 metrics.beat();
                 process(records);
                 decide();
-                resealFinished();
-                if (settings.exitWhenDone() && allDone()) {
+                if (settings.exitWhenDone() && book.done()) {
                     LOG.info("every partition of the replay is finished; exiting");
                     break;
                 }
             }
             // A stop: the positions are committed before the consumer leaves.
-            commit(positions(true), false);
+            ReplayBook.Checkpoint last = book.checkpoint(() -> false, true);
+            deadLetters.makeDurable();
+            if (last.commit() != null) {
+                commit(last.commit());
+            }
         } finally {
             ready = false;
             checks.stop();
@@ -217,34 +189,64 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         }
     }
 
-    // ------------------------------------------------------------------------------------------- the batch
+    // ------------------------------------------------------------------------------------------- a turn
 
+    /** A record as the book sees it. */
+    record Read(TopicPartition partition, ConsumerRecord<byte[], byte[]> record) implements ReplayBook.Item {
+        @Override
+        public long offset() {
+            return record.offset();
+        }
+
+        @Override
+        public Long timestampMs() {
+            return record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE ? null : record.timestamp();
+        }
+
+        @Override
+        public boolean endOfPartition() {
+            return false;
+        }
+    }
+
+    /**
+     * One turn: the poll's records into the book (a partition taken whole when the book takes all of its records,
+     * else record by record), then an end-of-partition event for each partition whose last fetch reached its end
+     * (lag 0 to the last stable offset, as the poll left it; the position is past any trailing transaction
+     * markers). That is the end as the batch held it (HANDOVER.md section 5.5): records appended while the handler
+     * runs are after it and belong to the live group, so nothing read after the handler decides a finish. Then
+     * the handler, and the commit the book asks for.
+     */
     private void process(ConsumerRecords<byte[], byte[]> records) {
         List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>(records.count());
-        long size = 0;
+        List<ReplayBook.Item> items = new ArrayList<>();
         for (TopicPartition tp : records.partitions()) {
-            PartitionProgress part = parts.get(tp);
-            // Not ours (any more), or finished: never processed past the stop offset.
-            if (part == null || part.finished != null || part.endMet != null) {
-                continue;
-            }
-            boolean bounded = part.endOffset != null || part.endTimestampMs != null;
-            long position = -1; // set once per partition and batch: a boxed Long per record costs an allocation
-            for (ConsumerRecord<byte[], byte[]> record : records.records(tp)) {
-                if (bounded) {
-                    Long ts = record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE ? null : record.timestamp();
-                    if (FinishRule.recordEndsPartition(part.endOffset, part.endTimestampMs, record.offset(), ts)) {
-                        part.endMet = record.offset();
-                        break;
-                    }
+            List<ConsumerRecord<byte[], byte[]>> run = records.records(tp);
+            if (book.takeWhole(tp, run.get(run.size() - 1).offset())) {
+                batch.addAll(run);
+            } else {
+                for (ConsumerRecord<byte[], byte[]> record : run) {
+                    items.add(new Read(tp, record));
                 }
-                position = record.offset() + 1;
-                batch.add(record);
-                size += Math.max(0, record.serializedValueSize()) + Math.max(0, record.serializedKeySize());
             }
-            if (position >= 0) {
-                part.position = position;
+        }
+        for (TopicPartition tp : consumer.assignment()) {
+            OptionalLong lag = consumer.currentLag(tp);
+            if (lag.isPresent() && lag.getAsLong() == 0) {
+                items.add(new ReplayBook.End(tp, consumer.position(tp)));
             }
+        }
+        book.read(items);
+        ReplayBook.Taken<Read> taken = book.take();
+        for (Read read : taken.records()) {
+            batch.add(read.record());
+        }
+        if (!book.anythingToDeliver(batch)) {
+            return;
+        }
+        long size = 0;
+        for (ConsumerRecord<byte[], byte[]> record : batch) {
+            size += Math.max(0, record.serializedValueSize()) + Math.max(0, record.serializedKeySize());
         }
         if (!batch.isEmpty()) {
             if (!reading) {
@@ -263,204 +265,107 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             metrics.deadLettered.inc(outcome.deadLettered);
             metrics.poisonSkipped.inc(outcome.poisonSkipped);
         }
-        // The end of a partition: everything up to the last stable offset was handed out and is processed now.
-        for (PartitionProgress part : parts.values()) {
-            if (part.finished != null || part.position == null) {
-                continue;
-            }
-            if (part.endMet != null) {
-                part.position = Math.max(part.position, part.endMet);
-                continue;
-            }
-            OptionalLong lag = consumer.currentLag(part.tp);
-            boolean atEnd = lag.isPresent() && lag.getAsLong() == 0;
-            part.atEnd = atEnd;
-            if (atEnd) {
-                part.position = Math.max(part.position, consumer.position(part.tp));
-            }
-        }
+        book.endPositions();
+        // The handler has returned (it is synchronous): a dead letter is the one thing still on its way.
+        ReplayBook.Checkpoint checkpoint = book.checkpoint(() -> false, false);
         deadLetters.makeDurable();
-        Map<TopicPartition, OffsetAndMetadata> offsets = positions(false);
-        if (!offsets.isEmpty()) {
-            // At most one asynchronous commit on its way: if the last one has not come back (a coordinator moving,
-            // a broker away), this one waits, so the uncommitted batches never pile up.
-            boolean async = asyncSent == asyncAnswered && !commitFailed;
-            commitFailed = false;
-            commit(offsets, async);
+        if (checkpoint.commit() != null) {
+            commit(checkpoint.commit());
         }
-    }
-
-    private Map<TopicPartition, OffsetAndMetadata> positions(boolean all) {
-        Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
-        for (PartitionProgress part : parts.values()) {
-            if (part.finished == null && part.position != null && (all || !part.position.equals(part.committed))) {
-                offsets.put(part.tp, new OffsetAndMetadata(part.position));
-            }
-        }
-        return offsets;
     }
 
     /**
-     * Commits; retries while Kafka is briefly unavailable. False when this replica is no longer a member (the
-     * rebalance that follows takes the partitions away).
+     * Makes a commit the book asked for and tells it the result; a synchronous one is retried while Kafka is briefly
+     * unavailable. False when this replica is no longer a member (the rebalance that follows takes the partitions
+     * away).
      */
-    private boolean commit(Map<TopicPartition, OffsetAndMetadata> offsets, boolean async) {
-        if (offsets.isEmpty()) {
-            return true;
+    private boolean commit(ReplayBook.Commit commit) {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
+        for (ReplayBook.Offset o : commit.offsets()) {
+            offsets.put(o.partition(), o.mark() == null ? new OffsetAndMetadata(o.offset())
+                    : new OffsetAndMetadata(o.offset(), CommitMetadata.store(o.mark())));
         }
-        if (async) {
-            asyncSent++;
+        if (!commit.sync()) {
             consumer.commitAsync(offsets, (committed, error) -> {
-                asyncAnswered++;
+                // Called on the loop's thread (inside a later poll or commit).
                 if (error != null) {
-                    commitFailed = true;
                     metrics.errors.inc(1);
                     LOG.warn("a commit failed; it is made again with the next batch: {}", error.toString());
-                    for (TopicPartition tp : offsets.keySet()) {
-                        PartitionProgress part = parts.get(tp);
-                        if (part != null && part.finished == null) {
-                            part.committed = null;
-                        }
-                    }
                 }
+                book.answered(error == null ? List.of() : offsets.keySet());
             });
-        } else {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (true) {
-                try {
-                    consumer.commitSync(offsets, Duration.ofSeconds(15));
-                    break;
-                } catch (RebalanceInProgressException rebalancing) {
-                    // Cooperative rebalancing: the commit can only go through after the next poll completes the
-                    // rebalance. Not committed now; the positions are committed again after that poll.
-                    LOG.info("commit deferred until the rebalance under way completes");
-                    return false;
-                } catch (CommitFailedException | FencedInstanceIdException notMember) {
-                    LOG.warn("commit refused: no longer a member; the partitions move to another replica: {}",
-                            notMember.toString());
-                    metrics.errors.inc(1);
-                    return false;
-                } catch (RetriableException retriable) {
-                    if (System.nanoTime() > deadline) {
-                        throw retriable;
-                    }
-                    metrics.errors.inc(1);
-                    LOG.warn("commit failed, retrying: {}", retriable.toString());
-                    sleep(500);
+        } else if (!commitSync(offsets)) {
+            book.committed(commit, false);
+            return false;
+        }
+        book.committed(commit, true);
+        metrics.commits.inc(1);
+        offsets.forEach((tp, om) -> metrics.partition(tp.topic(), tp.partition(), om.offset(), null, null));
+        return true;
+    }
+
+    private boolean commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                consumer.commitSync(offsets, Duration.ofSeconds(15));
+                return true;
+            } catch (RebalanceInProgressException rebalancing) {
+                // Cooperative rebalancing: the commit can only go through after the next poll completes the
+                // rebalance. Not committed now; the positions are committed again after that poll.
+                LOG.info("commit deferred until the rebalance under way completes");
+                return false;
+            } catch (CommitFailedException | FencedInstanceIdException notMember) {
+                LOG.warn("commit refused: no longer a member; the partitions move to another replica: {}",
+                        notMember.toString());
+                metrics.errors.inc(1);
+                return false;
+            } catch (RetriableException retriable) {
+                if (System.nanoTime() > deadline) {
+                    throw retriable;
                 }
+                metrics.errors.inc(1);
+                LOG.warn("commit failed, retrying: {}", retriable.toString());
+                sleep(500);
             }
         }
-        metrics.commits.inc(1);
-        offsets.forEach((tp, om) -> {
-            PartitionProgress part = parts.get(tp);
-            if (part != null) {
-                part.committed = om.offset();
-                metrics.partition(tp.topic(), tp.partition(), om.offset(), null, null);
-            }
-        });
-        return true;
     }
 
     // ------------------------------------------------------------------------------------------- finishing
 
+    /**
+     * Commits the stop offsets of the partitions that finish with {@code finished} marks, then publishes them as H,
+     * then stops reading them; partitions that finish together share one commit and one publish. Then the marks an
+     * asynchronous commit may have erased are committed again.
+     */
     private void decide() {
-        Map<TopicPartition, Long> liveNow = live;
-        Map<TopicPartition, Long> guardNow = follower.snapshot().guardPositions();
-        List<Map.Entry<PartitionProgress, String>> finishing = new ArrayList<>();
-        for (PartitionProgress part : parts.values()) {
-            if (part.finished != null || part.position == null) {
-                continue;
+        ReplayFacts facts = follower.snapshot();
+        book.view(facts.handedOver(), facts.guardPositions());
+        ReplayBook.Finishing finishing = book.decide();
+        if (finishing != null) {
+            boolean ok = commit(finishing.commit());
+            List<ReplayBook.Handover> handovers = book.finished(finishing, ok);
+            if (!handovers.isEmpty()) {
+                List<HandoverRecord> records = new ArrayList<>();
+                for (ReplayBook.Handover h : handovers) {
+                    records.add(new HandoverRecord.Handover(settings.replayId(), h.partition().topic(),
+                            h.partition().partition(), h.offset(), h.reason(), settings.memberName(),
+                            System.currentTimeMillis()));
+                }
+                publishHandover(records);
+                for (ReplayBook.Handover h : handovers) {
+                    consumer.pause(List.of(h.partition()));
+                    metrics.partition(h.partition().topic(), h.partition().partition(), h.offset(), null, "finished");
+                    metrics.finishedPartitions.incrementAndGet();
+                    LOG.info("partition {} finished: handover offset {}, reason {}", h.partition(), h.offset(),
+                            h.reason());
+                }
             }
-            if (part.endMet != null) {
-                finishing.add(Map.entry(part, FinishRule.END_BOUND));
-                continue;
-            }
-            Long liveAt = liveNow.get(part.tp);
-            Long guard = guardNow.get(part.tp);
-            if (guard != null) {
-                liveAt = Math.max(liveAt == null ? 0 : liveAt, guard);
-            }
-            Optional<String> reason = FinishRule.decide(settings.mode(), part.position, part.endOffset,
-                    part.endTimestampMs, part.atEnd, liveAt);
-            reason.ifPresent(r -> finishing.add(Map.entry(part, r)));
         }
-        finishing.removeIf(f -> FinishRule.END_OF_PARTITION.equals(f.getValue()) && !endIsCurrent(f.getKey()));
-        if (!finishing.isEmpty()) {
-            finish(finishing);
+        ReplayBook.Commit reseal = book.resealing();
+        if (reseal != null) {
+            commit(reseal);
         }
-    }
-
-    /**
-     * Whether {@code part}'s position is the end of the partition now. The consumer's lag comes from its last fetch
-     * response for the partition, and it fetches a partition again only once the records it holds are handed out:
-     * a throttled or slow replay drains a fetch taken seconds ago and would see a lag of 0 at an end long passed
-     * (and hand over short of it). So the end is asked for before a partition finishes on it (HANDOVER.md section
-     * 1: it reaches the end of p, nothing new arriving; the reference's {@code at_end} is an end reported since the
-     * last decision); the answer also refreshes the consumer's cached lag.
-     */
-    private boolean endIsCurrent(PartitionProgress part) {
-        try {
-            Long end = consumer.endOffsets(List.of(part.tp), Duration.ofSeconds(10)).get(part.tp);
-            boolean current = end != null && part.position >= end;
-            if (!current) {
-                part.atEnd = false;
-            }
-            return current;
-        } catch (KafkaException unanswered) {
-            LOG.debug("the end of {} could not be confirmed now; asked again next turn: {}", part.tp,
-                    unanswered.toString());
-            return false;
-        }
-    }
-
-    /**
-     * Commits the stop offsets with {@code finished} marks, then publishes them as H, then stops reading those
-     * partitions. Partitions that finish together share one commit and one publish.
-     */
-    private void finish(List<Map.Entry<PartitionProgress, String>> finishing) {
-        Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
-        for (Map.Entry<PartitionProgress, String> f : finishing) {
-            offsets.put(f.getKey().tp, new OffsetAndMetadata(f.getKey().position,
-                    FinishMark.metadata(settings.replayId(), f.getValue())));
-        }
-        if (!commit(offsets, false)) {
-            return; // not a member any more: whoever gets the partitions decides again
-        }
-        if (asyncSent != asyncAnswered) {
-            // An asynchronous commit of the same positions without the mark may still be on its way and land after
-            // this one: the marks are committed again once it is answered.
-            reseal.putAll(offsets);
-            resealAfter = asyncSent;
-        }
-        List<HandoverRecord> records = new ArrayList<>();
-        for (Map.Entry<PartitionProgress, String> f : finishing) {
-            PartitionProgress part = f.getKey();
-            part.finished = f.getValue();
-            records.add(new HandoverRecord.Handover(settings.replayId(), part.tp.topic(), part.tp.partition(),
-                    part.position, f.getValue(), settings.memberName(), System.currentTimeMillis()));
-        }
-        publishHandover(records);
-        for (Map.Entry<PartitionProgress, String> f : finishing) {
-            PartitionProgress part = f.getKey();
-            consumer.pause(List.of(part.tp));
-            metrics.partition(part.tp.topic(), part.tp.partition(), part.position, null, "finished");
-            metrics.finishedPartitions.incrementAndGet();
-            LOG.info("partition {} finished: handover offset {}, reason {}", part.tp, part.position, f.getValue());
-        }
-    }
-
-    private void resealFinished() {
-        if (reseal.isEmpty() || asyncAnswered < resealAfter) {
-            return;
-        }
-        Map<TopicPartition, OffsetAndMetadata> again = new LinkedHashMap<>();
-        reseal.forEach((tp, om) -> {
-            if (parts.containsKey(tp)) {
-                again.put(tp, om);
-            }
-        });
-        reseal.clear();
-        commit(again, false);
     }
 
     /** H must be durable before anyone acts on it: retried until acknowledged (a restart would publish it again). */
@@ -481,21 +386,6 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         }
     }
 
-    /** Every planned partition is finished: here, or as the handover topic says. */
-    private boolean allDone() {
-        if (plan.isEmpty()) {
-            return false;
-        }
-        Set<TopicPartition> known = follower.snapshot().handedOver();
-        for (TopicPartition tp : plan.keySet()) {
-            PartitionProgress part = parts.get(tp);
-            if (!known.contains(tp) && (part == null || part.finished == null)) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     // ------------------------------------------------------------------------------------------- rebalances
 
     @Override
@@ -513,48 +403,33 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         List<TopicPartition> toPause = new ArrayList<>();
         List<TopicPartition> finishedHere = new ArrayList<>();
         for (TopicPartition tp : partitions) {
-            HandoverRecord.Start start = plan.get(tp);
-            PartitionProgress part = new PartitionProgress(tp);
-            if (start == null) {
-                // Not in the replay's plan (e.g. added after the start was resolved): the live group owns it.
-                part.finished = "not-in-plan";
-                toPause.add(tp);
-            } else {
-                OffsetAndMetadata found = committed.get(tp);
-                if (found == null) {
-                    // Planned, but the group's offset is gone (offsets of a long-empty group expire): resume at the
-                    // published start, the offset the bootstrap committed. Duplicates, never a loss.
-                    found = new OffsetAndMetadata(start.offset());
-                    consumer.commitSync(Map.of(tp, found));
-                    consumer.seek(tp, start.offset());
-                    LOG.warn("planned partition {} had no committed offset; committed its published start {}", tp,
-                            start.offset());
-                }
-                part.position = found.offset();
-                part.committed = found.offset();
-                part.endOffset = start.endOffset();
-                part.endTimestampMs = start.endTimestampMs();
-                CommitMark mark = FinishMark.decode(found.metadata());
-                if (mark != null && mark.finished() != null && settings.replayId().equals(mark.replayId())) {
-                    part.finished = mark.finished();
-                    toPause.add(tp);
-                    finishedHere.add(tp);
-                    // The previous owner may have died between its commit and its publish: publish again (the same
-                    // H under the same key: idempotent).
-                    publishHandover(List.of(new HandoverRecord.Handover(settings.replayId(), tp.topic(),
-                            tp.partition(), found.offset(), mark.finished(), settings.memberName(),
-                            System.currentTimeMillis())));
-                    metrics.partition(tp.topic(), tp.partition(), found.offset(), null, "finished");
-                } else {
-                    metrics.partition(tp.topic(), tp.partition(), found.offset(), null, "replaying");
-                }
+            OffsetAndMetadata found = committed.get(tp);
+            ReplayBook.Assigned assigned = book.assign(tp, found == null ? null : found.offset(),
+                    found == null ? null : FinishMark.decode(found.metadata()));
+            if (assigned.startCommit() != null) {
+                // The group's offset is gone (offsets of a long-empty group expire): the published start again.
+                long start = assigned.startCommit().offsets().get(0).offset();
+                consumer.commitSync(Map.of(tp, new OffsetAndMetadata(start)));
+                consumer.seek(tp, start);
+                LOG.warn("planned partition {} had no committed offset; committed its published start {}", tp, start);
             }
-            parts.put(tp, part);
+            if (assigned.pause()) {
+                toPause.add(tp);
+            }
+            ReplayBook.Handover h = assigned.handover();
+            if (h != null) {
+                finishedHere.add(tp);
+                publishHandover(List.of(new HandoverRecord.Handover(settings.replayId(), tp.topic(), tp.partition(),
+                        h.offset(), h.reason(), settings.memberName(), System.currentTimeMillis())));
+                metrics.partition(tp.topic(), tp.partition(), h.offset(), null, "finished");
+            } else if (!assigned.pause()) {
+                metrics.partition(tp.topic(), tp.partition(), book.position(tp), null, "replaying");
+            }
         }
         if (!toPause.isEmpty()) {
             consumer.pause(toPause);
         }
-        metrics.assignedPartitions.set(parts.size());
+        metrics.assignedPartitions.set(book.held());
         LOG.info("partitions assigned: {} (finished: {})", partitions, finishedHere);
     }
 
@@ -590,17 +465,13 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             return;
         }
         metrics.rebalances.inc(1);
-        Map<TopicPartition, OffsetAndMetadata> pending = new LinkedHashMap<>();
-        for (TopicPartition tp : partitions) {
-            PartitionProgress part = parts.get(tp);
-            if (part != null && part.finished == null && part.position != null) {
-                pending.put(tp, new OffsetAndMetadata(part.position));
+        ReplayBook.Commit pending = book.revoking(partitions);
+        if (pending != null) {
+            try {
+                commit(pending);
+            } catch (KafkaException failed) {
+                LOG.warn("commit on revoke failed: {}", failed.toString());
             }
-        }
-        try {
-            commit(pending, false);
-        } catch (KafkaException failed) {
-            LOG.warn("commit on revoke failed: {}", failed.toString());
         }
         drop(partitions);
         LOG.info("partitions revoked: {}", partitions);
@@ -614,118 +485,12 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     }
 
     private void drop(Collection<TopicPartition> partitions) {
+        // The batch in hand is empty between turns here: a poll's batch is processed in the turn it was read.
+        book.lost(partitions);
         for (TopicPartition tp : partitions) {
-            parts.remove(tp);
-            reseal.remove(tp);
             metrics.forget(tp.topic(), tp.partition());
         }
-        metrics.assignedPartitions.set(parts.size());
-    }
-
-    // ------------------------------------------------------------------------------------------- slow checks
-
-    /**
-     * The check thread: every check interval the live group's committed offsets (Parallel, Handover), the handover
-     * topic's guard positions and published H, end offsets (for lag), and progress records. Results are swapped in
-     * whole; the loop only reads them.
-     */
-    private final class Checks implements Runnable {
-        private volatile boolean stopped;
-        private final Map<TopicPartition, String> reported = new HashMap<>();
-        private long lastReport;
-
-        void stop() {
-            stopped = true;
-        }
-
-        @Override
-        public void run() {
-            try (Admin admin = Admin.create(clients.admin("reprise-" + settings.memberName() + "-checks"))) {
-                while (!stopped) {
-                    long began = System.nanoTime();
-                    try {
-                        once(admin);
-                    } catch (RuntimeException failed) {
-                        metrics.errors.inc(1);
-                        LOG.warn("a slow check failed: {}", failed.toString());
-                    }
-                    long left = (long) (settings.checkIntervalSeconds() * 1000) - (System.nanoTime() - began) / 1_000_000;
-                    long until = System.nanoTime() + Math.max(0, left) * 1_000_000;
-                    while (!stopped && System.nanoTime() < until) {
-                        sleep(Math.min(100, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
-                    }
-                }
-            }
-        }
-
-        private void once(Admin admin) {
-            List<PartitionProgress> current = new ArrayList<>(parts.values());
-            report(current);
-            if (settings.liveGroup() != null && !settings.mode().equals(FinishRule.DRAIN)) {
-                try {
-                    Map<TopicPartition, Long> found = new HashMap<>();
-                    admin.listConsumerGroupOffsets(settings.liveGroup()).partitionsToOffsetAndMetadata()
-                            .get(15, TimeUnit.SECONDS).forEach((tp, om) -> {
-                                if (om != null && om.offset() >= 0) {
-                                    found.put(tp, om.offset());
-                                }
-                            });
-                    live = found;
-                } catch (Exception failed) {
-                    metrics.errors.inc(1);
-                    LOG.warn("reading the live group's offsets failed: {}", failed.toString());
-                }
-            }
-            if (!current.isEmpty()) {
-                Map<TopicPartition, OffsetSpec> query = new HashMap<>();
-                current.forEach(p -> query.put(p.tp, OffsetSpec.latest()));
-                try {
-                    Map<TopicPartition, Long> found = new HashMap<>();
-                    admin.listOffsets(query, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all()
-                            .get(15, TimeUnit.SECONDS).forEach((tp, info) -> found.put(tp, info.offset()));
-                    ends = found;
-                    for (PartitionProgress p : current) {
-                        Long high = found.get(p.tp);
-                        if (high != null && p.position != null) {
-                            metrics.partition(p.tp.topic(), p.tp.partition(), p.position,
-                                    p.endOffset == null ? high : Math.min(high, p.endOffset), null);
-                        }
-                    }
-                } catch (Exception failed) {
-                    LOG.debug("reading end offsets failed: {}", failed.toString());
-                }
-            }
-        }
-
-        /** The committed position of partitions that moved (at most every PROGRESS_INTERVAL s): advisory. */
-        private void report(List<PartitionProgress> current) {
-            if ((System.nanoTime() - lastReport) / 1e9 < PROGRESS_INTERVAL) {
-                return;
-            }
-            lastReport = System.nanoTime();
-            List<HandoverRecord> records = new ArrayList<>();
-            for (PartitionProgress p : current) {
-                Long committed = p.committed;
-                if (committed == null) {
-                    continue;
-                }
-                String now = committed + "/" + p.atEnd;
-                if (!now.equals(reported.get(p.tp))) {
-                    records.add(new HandoverRecord.Progress(settings.replayId(), p.tp.topic(), p.tp.partition(),
-                            committed, p.atEnd, settings.memberName(), System.currentTimeMillis()));
-                    reported.put(p.tp, now);
-                }
-            }
-            if (records.isEmpty()) {
-                return;
-            }
-            try {
-                handover.publish(records);
-            } catch (RuntimeException failed) {
-                reported.clear(); // advisory: the next report says it again
-                LOG.warn("publishing progress failed: {}", failed.toString());
-            }
-        }
+        metrics.assignedPartitions.set(book.held());
     }
 
     // ------------------------------------------------------------------------------------------- waiting

@@ -141,21 +141,24 @@ class ReplayRoleBrokerTest {
     }
 
     @Test
-    void theEndOfAPartitionIsTheEndWhenItFinishesNotTheEndOfItsLastFetch() throws Exception {
-        String topic = RealKafka.unique("growing");
+    void underSteadyTrafficAPartitionFinishesAtTheEndItsBatchHeld() throws Exception {
+        String topic = RealKafka.unique("steady");
         String handover = RealKafka.unique("handover");
         RealKafka.createTopic(topic, 1);
         RealKafka.produce(topic, 1, 100);
         String replayId = "ns/" + topic + "/uid";
         Ledger ledger = new Ledger();
-        AtomicInteger batches = new AtomicInteger();
-        // The first fetch holds all 100 records; 50 more are written while the replay hands those out in batches of
-        // 5. When the 100 are processed, the consumer's lag still comes from that first fetch (0): only a fresh
-        // look at the end shows the 50, and a Drain replay finishes at the end there is when it finishes.
+        AtomicInteger calls = new AtomicInteger();
+        int trafficCalls = 60;
+        // Steady traffic (issue 32 item 6): while the handler runs, 5 more records arrive, for its first 60 calls
+        // (300 records in all). The end of the partition moves on during every handler call; the replay must still
+        // finish at the end-of-partition its batch held (HANDOVER.md section 5.5), while the records still arrive.
+        // A replay that compares its position with an end offset read after the handler finishes only once the
+        // traffic has stopped, after 60 calls, at offset 400.
         RecordsHandler<String, String> handler = records -> {
-            if (batches.getAndIncrement() == 0) {
+            if (calls.incrementAndGet() <= trafficCalls) {
                 try {
-                    RealKafka.produce(topic, 1, 50, (p, i) -> "late-" + i);
+                    RealKafka.produce(topic, 1, 5, (p, i) -> "late-" + i);
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
                 }
@@ -168,8 +171,18 @@ class ReplayRoleBrokerTest {
         HandoverRecord.Handover h = RealKafka.handoverRecords(handover, replayId).stream()
                 .filter(r -> r instanceof HandoverRecord.Handover).map(r -> (HandoverRecord.Handover) r)
                 .findFirst().orElseThrow();
-        assertEquals(150, h.offset(), "the replay handed over at the end of a fetch taken before the last 50");
-        assertEquals(150, ledger.total());
+        assertEquals("end-of-partition", h.reason());
+        assertTrue(calls.get() < trafficCalls, "the replay finished only after the traffic stopped: " + calls.get()
+                + " handler calls, H " + h.offset());
+        // Everything below H processed once, nothing at or above it (it belongs to the live side).
+        assertEquals(h.offset(), ledger.seen.size());
+        assertEquals(h.offset(), ledger.total());
+        for (long offset = 0; offset < h.offset(); offset++) {
+            assertNotNull(ledger.seen.get("0/" + offset), "offset " + offset + " below H was not processed");
+        }
+        OffsetAndMetadata om = RealKafka.committed(topic + "-replay").get(new TopicPartition(topic, 0));
+        assertEquals(h.offset(), om.offset());
+        assertEquals("end-of-partition", FinishMark.decode(om.metadata()).finished());
     }
 
     @Test
