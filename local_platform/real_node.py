@@ -58,7 +58,16 @@ CGROUP_HIERARCHIES = (
 )
 #: Folders the kubelet makes at hard-coded paths whatever its --root-dir; removed on stop if this node made them
 #: and they are empty (another node of the machine may be using them).
-KUBELET_HOST_DIRS = (Path("/var/lib/kubelet/device-plugins"), Path("/var/lib/kubelet"))
+KUBELET_HOST_DIRS = (
+    Path("/var/lib/kubelet/device-plugins"),
+    Path("/var/lib/kubelet"),
+    # containerd 1.6's shim sockets and ctr's fifos, also at fixed paths
+    Path("/run/containerd/s"),
+    Path("/run/containerd/fifo"),
+    Path("/run/containerd"),
+    Path("/var/lib/cni/results"),
+    Path("/var/lib/cni"),
+)
 #: The values the kubelet sets unless they are set (pkg/kubelet/cm: setupKernelTunables), bind-mounted over
 #: /proc/sys inside the node's namespace only.
 KERNEL_TUNABLES = {"vm/overcommit_memory": "1", "kernel/panic": "10", "kernel/panic_on_oops": "1"}
