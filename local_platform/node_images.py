@@ -175,9 +175,8 @@ def load(tag: str, references: Sequence[str], ctr: Sequence[str], env: Mapping[s
                 ["podman", "save", "--quiet", "--format", "docker-archive", "-o", str(archive), tag], "podman save", env
             )
             _run([*ctr, "-n", "k8s.io", "images", "import", str(archive)], f"importing {tag} into containerd", env)
-    for reference in wanted[1:]:
-        if reference not in listed:
-            _run([*ctr, "-n", "k8s.io", "images", "tag", "--force", wanted[0], reference], f"tagging {reference}", env)
+    for reference in wanted[1:]:  # always: the reference may name an older build of the image
+        _run([*ctr, "-n", "k8s.io", "images", "tag", "--force", wanted[0], reference], f"tagging {reference}", env)
 
 
 def _normalised(reference: str) -> str:

@@ -268,7 +268,7 @@ class RealNode:
         config.write_text(
             f"""version = 2
 root = "{self.store}"
-state = "{state / 'state'}"
+state = "{state / "state"}"
 oom_score = 0
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
 [grpc]
@@ -278,7 +278,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [metrics]
   address = ""
 [plugins."io.containerd.internal.v1.opt"]
-  path = "{state / 'opt'}"
+  path = "{state / "opt"}"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{pause}"
   # root here lacks CAP_SYS_RESOURCE: runc cannot lower a sandbox's oom_score_adj to -998, so clamp it
@@ -294,11 +294,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        BinaryName = "{shutil.which('runc')}"
-        Root = "{state / 'runc'}"
+        BinaryName = "{shutil.which("runc")}"
+        Root = "{state / "runc"}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_BIN}"
-    conf_dir = "{self.workdir / 'cni' / 'net.d'}"
+    conf_dir = "{self.workdir / "cni" / "net.d"}"
 """
         )
         self.containerd = processes.start(
@@ -417,7 +417,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             subprocess.run([*self.ctr, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task], capture_output=True)
         for task in listed.stdout.split():
             subprocess.run([*self.ctr, "-n", "k8s.io", "tasks", "rm", "-f", task], capture_output=True)
-        containers = subprocess.run([*self.ctr, "-n", "k8s.io", "containers", "ls", "-q"], capture_output=True, text=True)
+        containers = subprocess.run(
+            [*self.ctr, "-n", "k8s.io", "containers", "ls", "-q"], capture_output=True, text=True
+        )
         for container in containers.stdout.split():
             subprocess.run([*self.ctr, "-n", "k8s.io", "containers", "rm", container], capture_output=True)
 

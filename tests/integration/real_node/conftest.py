@@ -59,7 +59,9 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeClust
     try:
         control_plane.start()
         node.start()
-        tag, _ = reprise_image()
+        # REPRISE_NODE_IMAGE: a podman tag to run instead of building this checkout (e.g. an older commit's image,
+        # to see a test fail on it).
+        tag = os.environ.get("REPRISE_NODE_IMAGE") or reprise_image()[0]
         node.load_image(tag, IMAGE)
         yield NodeCluster(Kube(control_plane, None), node)  # type: ignore[arg-type]  # no node agent here
     finally:
