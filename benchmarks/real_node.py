@@ -72,7 +72,17 @@ def pod_start_seconds(kubectl: list[str], namespace: str, image: str, count: int
             },
         }
         watch = subprocess.Popen(
-            [*kubectl, "get", "pod", name, "-n", namespace, "--watch", "-o", 'jsonpath={.status.phase}{"\\n"}'],
+            [
+                *kubectl,
+                "get",
+                "pods",
+                "-n",
+                namespace,
+                f"--field-selector=metadata.name={name}",  # a watch by name fails before the pod exists
+                "--watch",
+                "-o",
+                'jsonpath={.status.phase}{"\\n"}',
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -90,6 +100,8 @@ def pod_start_seconds(kubectl: list[str], namespace: str, image: str, count: int
         finally:
             watch.kill()
             watch.wait()
+        if len(seconds) != i + 1:
+            raise RuntimeError(f"pod {name} was never reported Running")
     return seconds
 
 
