@@ -216,12 +216,8 @@ class RealNode:
                         "dataDir": str(self.workdir / "cni" / "ipam"),
                     },
                 },
-                {"type": "loopback"},
             ],
         }
-        # The loopback plugin is a plugin of its own in a conflist only in newer CNI; containerd 1.6 sets up lo
-        # itself, so the list holds the bridge alone.
-        network["plugins"] = network["plugins"][:1]
         (conf / "10-reprise.conflist").write_text(json.dumps(network, indent=2))
 
     def _make_cgroups(self) -> None:

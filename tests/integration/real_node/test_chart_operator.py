@@ -35,7 +35,13 @@ def _diagnosis(kube, namespace: str) -> str:
     pods = kube.kubectl("get", "pods", "-n", namespace, "-o", "json", check=False).stdout
     events = kube.kubectl("get", "events", "-n", namespace, check=False).stdout
     logs = kube.kubectl("logs", "-n", namespace, "-l", "app.kubernetes.io/component=operator", "--tail=40", check=False)
-    return f"pods: {pods[-3000:]}\nevents:\n{events[-3000:]}\nlog:\n{logs.stdout}{logs.stderr}"
+    previous = kube.kubectl(
+        "logs", "-n", namespace, "-l", "app.kubernetes.io/component=operator", "--previous", "--tail=20", check=False
+    )
+    return (
+        f"pods: {pods[-3000:]}\nevents:\n{events[-3000:]}\nlog:\n{logs.stdout}{logs.stderr}\n"
+        f"log of the previous container:\n{previous.stdout}{previous.stderr}"
+    )
 
 
 def _ready(pod: dict | None) -> bool:
