@@ -16,8 +16,9 @@ What it owns, and removes on `stop()`:
   `hostNetwork`; the others get an address on the bridge.
 
 Stopping goes kubelet, containers, containerd, then every process still in the namespace (found by its mount
-namespace, signalled by PID), the namespace holder, the bridge, the cgroups (deepest first) and the files the
-kubelet and containerd write outside their own folders.
+namespace) or in the node's cgroups, signalled by PID, the namespace holder, the bridge, the cgroups (deepest
+first) and the files the kubelet and containerd write outside their own folders. That holds also after the kubelet
+and containerd were killed with SIGKILL.
 
 containerd's content store lives in the cache (`node/containerd`), so images are imported once per machine;
 a lock on it allows one real node per machine at a time, and a second one is refused with the first one's PID.
@@ -438,16 +439,28 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                 continue
         return members
 
+    def _pod_processes(self) -> list[int]:
+        """The PIDs in the node's cgroup tree: containers' processes, which have mount namespaces of their own and
+        outlive a containerd that was killed before it could stop them."""
+        top = Path("/sys/fs/cgroup/pids") / self.cgroup_root.lstrip("/")
+        pids: set[int] = set()
+        for procs in top.rglob("cgroup.procs") if top.is_dir() else []:
+            try:
+                pids.update(int(line) for line in procs.read_text().split())
+            except OSError:
+                continue
+        return sorted(pids)
+
     def _stop_namespace_members(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            members = self._namespace_members()
+            members = self._namespace_members() + self._pod_processes()
             for pid in members:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
             deadline = time.monotonic() + 10
-            while self._namespace_members() and time.monotonic() < deadline:
+            while (self._namespace_members() or self._pod_processes()) and time.monotonic() < deadline:
                 time.sleep(0.1)
 
     def _remove_cgroups(self) -> None:
