@@ -39,7 +39,7 @@ class NodeCluster:
     node: RealNode
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # per module: a node starts in ~2 s, and test_stop.py needs the store's lock free
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeCluster]:
     workdir = tmp_path_factory.mktemp("real-node")
     control_plane = ControlPlane(workdir / "control-plane")
