@@ -481,6 +481,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     def _remove_host_files(self) -> None:
         """What the kubelet and containerd write outside their folders (hard-coded paths), if this node made it."""
         Path("/var/lib/kubelet/device-plugins/kubelet.sock").unlink(missing_ok=True)
+        # libcni's result cache: one file per sandbox and network, kept when a sandbox goes without a CNI DEL (its
+        # task killed at stop). `reprise-net` is this node's network; containerd's own loopback one shares the id.
+        results = Path("/var/lib/cni/results")
+        for cached in results.glob("reprise-net-*") if results.is_dir() else []:
+            sandbox = cached.name.split("-")[2]
+            cached.unlink(missing_ok=True)
+            (results / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
         for folder in KUBELET_HOST_DIRS:  # deepest first
             if folder not in self._host_dirs_before:
                 try:

@@ -57,3 +57,5 @@ def test_stop_removes_everything_after_kubelet_and_containerd_were_killed(tmp_pa
     assert left == [], f"cgroups left in {left}"
     assert _host_mounts_under(tmp_path) == []
     assert {d for d in KUBELET_HOST_DIRS if d.exists()} <= dirs_before
+    results = Path("/var/lib/cni/results")
+    assert not (results.is_dir() and list(results.glob("reprise-net-*"))), "libcni results of the node's pods left"
