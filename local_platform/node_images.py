@@ -152,6 +152,12 @@ def build(
     log = cache_root() / "node" / f"{name.replace('/', '-')}-build.log"
     log.unlink(missing_ok=True)
     _run([*argv, str(context)], f"building {name} from {dockerfile.name}", env, log)
+    # Older builds of the same image are superseded: one tagged build per image. The untagged stages stay, as
+    # podman's layer cache (the dependencies' stage is rebuilt only when constraints.txt changes).
+    listed = _run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", f"localhost/{name}"], "listing", env)
+    older = [t for t in listed.split() if t != tag and t.startswith(f"localhost/{name}:")]
+    if older:
+        subprocess.run(["podman", "rmi", *older], capture_output=True, env=dict(env))
     return tag, time.monotonic() - began
 
 
