@@ -16,6 +16,16 @@ from local_platform.real_node import CGROUP_HIERARCHIES, KUBELET_HOST_DIRS, Real
 from .conftest import IMAGE
 
 
+def _identity(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of a process, None once it is gone: a zombie waiting for its parent to reap it counts
+    as gone, and a PID the kernel gave to another process since has another start time."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (fields[0], fields[19]) if fields[0] != "Z" else None
+
+
 def _host_mounts_under(folder: Path) -> list[str]:
     return [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(folder) in line]
 
@@ -44,14 +54,15 @@ def test_stop_removes_everything_after_kubelet_and_containerd_were_killed(tmp_pa
         subprocess.run([*kubectl, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=120s"], check=True)
         pod_processes = node._pod_processes()
         assert pod_processes, "the pod's processes are not in the node's cgroups"
-        holder = node.holder.pid  # type: ignore[union-attr]
+        ours = {pid: _identity(pid) for pid in [*pod_processes, node.holder.pid]}  # type: ignore[union-attr]
         os.kill(node.kubelet.pid, signal.SIGKILL)  # type: ignore[union-attr]
         os.kill(node.containerd.pid, signal.SIGKILL)  # type: ignore[union-attr]
     finally:
         node.stop()
         control_plane.stop()
-    for pid in [*pod_processes, holder]:
-        assert not Path(f"/proc/{pid}").exists(), f"pid {pid} of the node is still running"
+    for pid, identity in ours.items():
+        now = _identity(pid)
+        assert now is None or now[1] != identity[1], f"pid {pid} of the node is still running ({now})"  # type: ignore[index]
     assert subprocess.run(["ip", "link", "show", node.bridge], capture_output=True).returncode != 0, "bridge left"
     left = [h for h in CGROUP_HIERARCHIES if (Path("/sys/fs/cgroup") / h / node.cgroup_root.lstrip("/")).exists()]
     assert left == [], f"cgroups left in {left}"
