@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # control plane, operator). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv platform run lint lint-go test test-unit test-integration crds vectors bench soak demo demo-jvm demo-backfill demo-rewind demo-lake e2e-kind image constraints clean-platform
+.PHONY: help venv platform run lint lint-go test test-unit test-node test-integration crds vectors bench soak demo demo-jvm demo-backfill demo-rewind demo-lake e2e-kind image constraints clean-platform
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -77,6 +77,10 @@ test: platform lint ## install everything the suite needs, lint, then run it
 
 test-unit: venv ## only the fast unit tests (no platform)
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# One process: one real node per machine at a time (containerd's image store in the cache is locked).
+test-node: platform ## the real node's tests (kubelet + containerd, images from the Dockerfile; root, see docs/local-platform.md)
+	@REPRISE_NODE=real $(PY) -m pytest tests/integration/real_node -p no:randomly $(PYTEST_ARGS)
 
 crds: venv ## generate crds/ and the chart's CRDs from the typed models
 	@$(PY) -m reprise_operator.api.generate

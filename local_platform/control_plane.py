@@ -229,6 +229,9 @@ class ControlPlane:
                     f"--service-account-key-file={pki / 'sa.pub'}",
                     f"--service-account-signing-key-file={pki / 'sa.key'}",
                     "--allow-privileged=true",
+                    # a real node (REPRISE_NODE=real) is reached by its address for logs and exec: its name is
+                    # in no DNS
+                    "--kubelet-preferred-address-types=InternalIP,Hostname",
                     "--enable-priority-and-fairness=false",
                     "--profiling=false",
                     "--v=0",

@@ -81,6 +81,8 @@ PROMETHEUS = Component(
     "prometheus", PROMETHEUS_VERSION, "prometheus.sh", "PROMETHEUS_VERSION", ("promtool", "prometheus")
 )
 COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR, PROMETHEUS)
+#: Only for the real node (REPRISE_NODE=real), so not in COMPONENTS: `make platform` does not build it by default.
+KUBELET = Component("kubelet", KUBE_VERSION, "kubelet.sh", "KUBE_VERSION", ("kubelet",))
 
 
 def go_problem() -> str | None:
@@ -166,6 +168,10 @@ def ensure_helm(announce=None) -> Path:
 def kubectl_path() -> Path:
     """Where kubectl is (or will be) cached; `ensure_kube_binaries()` builds it."""
     return KUBE.directory / "bin" / "kubectl"
+
+
+def ensure_kubelet(announce=None) -> Path:
+    return ensure(KUBELET, announce)[0]
 
 
 def ensure_spark_operator(announce=None) -> Path:

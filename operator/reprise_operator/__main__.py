@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import socket
 import sys
 import warnings
 
@@ -70,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     if settings.webhook_port:
         # Before the Lease: every replica serves the webhook (see `admission`).
         admission.start(rt.kube, settings, namespaces)
+    # Named here, not left to Kopf: Kopf's own default asks getpass.getuser(), which raises KeyError for the
+    # image's uid 65532 (no /etc/passwd entry, no USER in a pod's env) and crash-looped the chart's pod.
+    identity = f"{socket.gethostname()}-{os.getpid()}"
     if settings.leader_election and not args.no_leader_election:
-        Leadership(rt.kube, settings.lease_namespace).acquire()
+        Leadership(rt.kube, settings.lease_namespace, identity=identity).acquire()
 
     registry = kopf.OperatorRegistry()
 
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         clusterwide=not namespaces,
         namespaces=list(namespaces),
         memo=kopf.Memo(rt=rt),
+        identity=identity,  # type: ignore[arg-type]  # kopf's Identity (a NewType of str) is not exported
     )
     return 0
 

@@ -9,7 +9,10 @@ to the API, so every rule below is unit-tested as data:
   policies select pods by are given as `consumer.podLabels` instead; Reprise's own labels win over them.
 - The replay settings are injected as environment; Kafka credentials only as a Secret volume, so they
   never appear in the pod spec, the resource's status or Events.
-- Every container gets the `restricted` Pod Security settings unless it already says otherwise.
+- Every container gets the `restricted` Pod Security settings unless it already says otherwise, and a pod
+  never runs with group 0 by omission: a pod that names its user but no group runs with that user's number as
+  its group too (containerd falls back to gid 0 for a numeric user without an /etc/passwd entry), and the
+  pods of Reprise's own image run as that image's `USER` (`IMAGE_USER`), named in full.
 - With `keep_command` (the resource's `consumer.entrypoint: Service`) the cloned container keeps its own
   command, args and ports: the service's Reprise library runs the replay role from the `REPRISE_*` env, with
   the service's own handler, so the Python worker's delivery variables are left out.
@@ -28,6 +31,9 @@ from ..shared.constants import LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY
 KAFKA_CONFIG_DIR = "/etc/reprise/kafka"
 KAFKA_CONFIG_VOLUME = "reprise-kafka-config"
 WORKER_COMMAND = ["python", "-m", "replay_worker"]
+#: The `USER` of the project's Dockerfile (uid and gid). The kubelet fills in only the uid from a numeric image
+#: user, and the runtime then finds no group for it and uses 0, so pods of that image state both, and fsGroup.
+IMAGE_USER = 65532
 
 
 @dataclass(frozen=True)
@@ -67,11 +73,23 @@ def restricted_pod(pod_spec: dict) -> dict:
     pod_security = dict(spec.get("securityContext") or {})
     pod_security.setdefault("runAsNonRoot", True)
     pod_security.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    if "runAsUser" in pod_security:
+        # A user named without a group would run with gid 0 (no /etc/passwd entry in a slim image).
+        pod_security.setdefault("runAsGroup", pod_security["runAsUser"])
     spec["securityContext"] = pod_security
-    spec["containers"] = [restricted_security(c) for c in spec.get("containers") or []]
+    group = pod_security.get("runAsGroup")
+    spec["containers"] = [_own_group(restricted_security(c), group) for c in spec.get("containers") or []]
     if spec.get("initContainers"):
-        spec["initContainers"] = [restricted_security(c) for c in spec["initContainers"]]
+        spec["initContainers"] = [_own_group(restricted_security(c), group) for c in spec["initContainers"]]
     return spec
+
+
+def _own_group(container: dict, pod_group: int | None) -> dict:
+    """A container that names its own user, in a pod that names no group, runs with that number as group."""
+    security = container["securityContext"]
+    if pod_group is not None or "runAsUser" not in security or "runAsGroup" in security:
+        return container
+    return {**container, "securityContext": {**security, "runAsGroup": security["runAsUser"]}}
 
 
 def merge_env(*layers: Iterable[dict]) -> list[dict]:
@@ -215,7 +233,11 @@ def worker_job_manifest(
         "env": env_list(worker_env),
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
     }
-    spec: dict = {"restartPolicy": "Never", "containers": [container]}
+    spec: dict = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "securityContext": {"runAsUser": IMAGE_USER, "runAsGroup": IMAGE_USER, "fsGroup": IMAGE_USER},
+    }
     spec, container = _with_kafka_secret(spec, container, kafka_secret)
     spec["containers"] = [container]
     return job_manifest(

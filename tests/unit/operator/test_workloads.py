@@ -4,6 +4,7 @@ import pytest
 
 from reprise_operator.shared.constants import child_labels
 from reprise_operator.rules.workloads import (
+    IMAGE_USER,
     KAFKA_CONFIG_DIR,
     Owner,
     merge_env,
@@ -249,3 +250,54 @@ def test_the_replay_role_clock_runs_while_followed_and_restarts_after_a_pause():
     worker = Consumer.model_validate({"deploymentRef": {"name": "svc"}})
     resource.at += timedelta(hours=1)
     asyncio.run(require_replay_role(resource, memory, worker, False, "ns/x/1", "reprise.handover", 120))
+
+
+# The kubelet fills in only runAsUser from a numeric image USER; containerd then finds no /etc/passwd entry for it
+# and runs the process with gid 0 (seen on a real kubelet + containerd, issue 29). So a pod never leaves its group
+# to the runtime when it can name it.
+
+
+def test_worker_job_runs_as_the_image_user_and_group_not_group_0():
+    job = worker_job_manifest(
+        owner=OWNER,
+        name="bf-emit",
+        namespace="ns",
+        labels={"reprise.io/replay": "bf"},
+        image="reprise:dev",
+        args=["backfill-topic"],
+        worker_env={},
+    )
+    pod = job["spec"]["template"]["spec"]["securityContext"]
+    assert (pod["runAsUser"], pod["runAsGroup"], pod["fsGroup"]) == (65532, 65532, 65532)
+
+
+def test_image_user_is_the_dockerfiles_user():
+    from pathlib import Path
+
+    dockerfile = Path(__file__).resolve().parents[3] / "Dockerfile"
+    users = [line.split()[1] for line in dockerfile.read_text().splitlines() if line.startswith("USER ")]
+    assert users == [f"{IMAGE_USER}:{IMAGE_USER}"]
+
+
+def test_replay_pod_that_names_its_user_gets_that_group_not_group_0():
+    template = {"spec": {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "app"}]}}
+    spec = build(pod_template=template)["spec"]["template"]["spec"]
+    assert spec["securityContext"]["runAsGroup"] == 1000
+
+
+def test_replay_container_that_names_its_user_gets_that_group_not_group_0():
+    template = {"spec": {"containers": [{"name": "app", "securityContext": {"runAsUser": 2000}}]}}
+    spec = build(pod_template=template)["spec"]["template"]["spec"]
+    assert spec["containers"][0]["securityContext"]["runAsGroup"] == 2000
+
+
+def test_a_group_the_service_names_is_kept():
+    template = {
+        "spec": {
+            "securityContext": {"runAsUser": 1000, "runAsGroup": 3000},
+            "containers": [{"name": "app", "securityContext": {"runAsUser": 2000}}],
+        }
+    }
+    spec = build(pod_template=template)["spec"]["template"]["spec"]
+    assert spec["securityContext"]["runAsGroup"] == 3000
+    assert "runAsGroup" not in spec["containers"][0]["securityContext"], "the pod's group applies to it"

@@ -21,7 +21,7 @@ import org.apache.kafka.common.TopicPartition;
  * processed and committed, and from that what to commit with which mark, when a partition finishes and with which
  * H, when a finished mark is committed again, which {@code progress} records to publish, and what a revoke drops.
  * {@link ReplayConsumer} is the I/O around it; conformance/REPLAY_TRACES.md gives every step's rules and
- * {@code replay_traces.json} holds them (the reference is {@code replay_worker/replay_book.py}).
+ * {@code replay_traces.json} holds them (the reference is {@code replay_worker/replay/replay_book.py}).
  *
  * <p>The loop and the check thread both use a book (the check thread for live offsets, the handover topic's view
  * and progress records), so every method is synchronized; nothing in it blocks.
