@@ -4,15 +4,14 @@ import io.reprise.kafka.protocol.ActiveHandover;
 import io.reprise.kafka.protocol.CommitMark;
 import io.reprise.kafka.protocol.GuardPartition;
 import io.reprise.kafka.protocol.Verdict;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Headers;
-
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
 
 /**
  * The guard's bookkeeping, pure: per assigned partition, the protocol rules ({@link GuardPartition}) plus what
@@ -46,6 +45,7 @@ public final class GuardBook {
         Store guardCommit;
         /** The highest offset committed or stored in this session (at first the committed one). */
         Long highWater;
+
         Long reportedSeen;
         GuardPartition.Problem reportedProblem;
 
@@ -323,8 +323,11 @@ public final class GuardBook {
         for (Map.Entry<TopicPartition, PartitionBook> e : parts.entrySet()) {
             PartitionBook part = e.getValue();
             GuardPartition rules = part.rules;
-            if (part.ticket == null && rules.handover() == null && rules.firstSkipped() != null
-                    && rules.replayId() != null && rules.seenUntil() != null
+            if (part.ticket == null
+                    && rules.handover() == null
+                    && rules.firstSkipped() != null
+                    && rules.replayId() != null
+                    && rules.seenUntil() != null
                     && !rules.seenUntil().equals(part.reportedSeen)) {
                 reports.add(new SkipReport(rules.replayId(), e.getKey(), rules.firstSkipped(), rules.seenUntil()));
                 part.reportedSeen = rules.seenUntil();
@@ -335,9 +338,8 @@ public final class GuardBook {
 
     /** What a {@code guard} record with {@code problem} says: the guard cannot follow a replay on a partition and
      * skips nothing for it (HANDOVER.md section 6, Bad input). */
-    public record ProblemReport(String replayId, TopicPartition partition, String problem, Long firstSkipped,
-                                Long seenUntil) {
-    }
+    public record ProblemReport(
+            String replayId, TopicPartition partition, String problem, Long firstSkipped, Long seenUntil) {}
 
     /** Released partitions whose problem appeared or changed since the last report (each reported once). */
     public List<ProblemReport> problemReports() {
@@ -350,7 +352,11 @@ public final class GuardBook {
             }
             part.reportedProblem = problem;
             if (problem != null) {
-                reports.add(new ProblemReport(problem.replayId(), e.getKey(), problem.problem(), part.rules.firstSkipped(),
+                reports.add(new ProblemReport(
+                        problem.replayId(),
+                        e.getKey(),
+                        problem.problem(),
+                        part.rules.firstSkipped(),
                         part.rules.seenUntil()));
             }
         }
@@ -358,8 +364,7 @@ public final class GuardBook {
     }
 
     /** A replay and its H, to acknowledge once the live group committed past H. */
-    public record PendingAck(String replayId, long handover) {
-    }
+    public record PendingAck(String replayId, long handover) {}
 
     /** Partitions whose handover offset is known: the replay and H to acknowledge. */
     public Map<TopicPartition, PendingAck> pendingAcks() {

@@ -2,7 +2,6 @@ package io.reprise.kafka.guard;
 
 import io.reprise.kafka.topic.HandoverTopic;
 import io.reprise.kafka.topic.KafkaConnection;
-
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.Map;
@@ -19,14 +18,20 @@ import java.util.Map;
  * @param autoCommit       the service relies on automatic commits ({@code enable.auto.commit}, Kafka's default
  *                         true): the guard commits for it, every {@code autoCommitInterval}, with its marks
  */
-public record GuardSettings(String groupId, Map<String, Object> connection, String handoverTopic, String member,
-                            Duration progressInterval, boolean autoCommit, Duration autoCommitInterval) {
+public record GuardSettings(
+        String groupId,
+        Map<String, Object> connection,
+        String handoverTopic,
+        String member,
+        Duration progressInterval,
+        boolean autoCommit,
+        Duration autoCommitInterval) {
 
     public GuardSettings {
         connection = Map.copyOf(connection);
         if (handoverTopic == null || handoverTopic.isEmpty()) {
-            throw new IllegalArgumentException("handoverTopic: give the handover topic's name (default "
-                    + HandoverTopic.DEFAULT_TOPIC + ")");
+            throw new IllegalArgumentException(
+                    "handoverTopic: give the handover topic's name (default " + HandoverTopic.DEFAULT_TOPIC + ")");
         }
     }
 
@@ -35,14 +40,19 @@ public record GuardSettings(String groupId, Map<String, Object> connection, Stri
         Object group = consumerConfig.get("group.id");
         Object auto = consumerConfig.get("enable.auto.commit");
         Object interval = consumerConfig.get("auto.commit.interval.ms");
-        return new GuardSettings(group == null ? null : group.toString(), KafkaConnection.settings(consumerConfig),
-                defaultTopic(), defaultMember(), Duration.ofSeconds(1),
+        return new GuardSettings(
+                group == null ? null : group.toString(),
+                KafkaConnection.settings(consumerConfig),
+                defaultTopic(),
+                defaultMember(),
+                Duration.ofSeconds(1),
                 auto == null || Boolean.parseBoolean(auto.toString()),
                 Duration.ofMillis(interval == null ? 5000 : Long.parseLong(interval.toString())));
     }
 
     public GuardSettings withGroupId(String value) {
-        return new GuardSettings(value, connection, handoverTopic, member, progressInterval, autoCommit, autoCommitInterval);
+        return new GuardSettings(
+                value, connection, handoverTopic, member, progressInterval, autoCommit, autoCommitInterval);
     }
 
     public GuardSettings withHandoverTopic(String value) {
@@ -50,7 +60,8 @@ public record GuardSettings(String groupId, Map<String, Object> connection, Stri
     }
 
     public GuardSettings withMember(String value) {
-        return new GuardSettings(groupId, connection, handoverTopic, value, progressInterval, autoCommit, autoCommitInterval);
+        return new GuardSettings(
+                groupId, connection, handoverTopic, value, progressInterval, autoCommit, autoCommitInterval);
     }
 
     public GuardSettings withProgressInterval(Duration value) {
@@ -58,7 +69,8 @@ public record GuardSettings(String groupId, Map<String, Object> connection, Stri
     }
 
     public GuardSettings withAutoCommit(boolean value) {
-        return new GuardSettings(groupId, connection, handoverTopic, member, progressInterval, value, autoCommitInterval);
+        return new GuardSettings(
+                groupId, connection, handoverTopic, member, progressInterval, value, autoCommitInterval);
     }
 
     static String defaultTopic() {

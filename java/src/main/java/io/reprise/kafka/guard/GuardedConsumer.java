@@ -4,11 +4,22 @@ import io.reprise.kafka.protocol.ActiveHandover;
 import io.reprise.kafka.protocol.CommitMark;
 import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.HandoverRecord;
-import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.HandoverWire;
 import io.reprise.kafka.protocol.PartitionHandover;
 import io.reprise.kafka.topic.HandoverFollower;
 import io.reprise.kafka.topic.KafkaConnection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.CloseOptions;
@@ -35,19 +46,6 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.OptionalLong;
-import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Pattern;
 
 /**
  * The handover guard for a live service's Kafka consumer (HANDOVER.md section 6). It behaves like the consumer
@@ -81,7 +79,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     private static final Logger log = LoggerFactory.getLogger(GuardedConsumer.class);
     private static final Duration SLICE = Duration.ofMillis(200);
 
-    private static final java.util.concurrent.atomic.AtomicInteger INSTANCES = new java.util.concurrent.atomic.AtomicInteger();
+    private static final java.util.concurrent.atomic.AtomicInteger INSTANCES =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     private final Consumer<byte[], byte[]> raw;
     private final String clientId;
@@ -98,6 +97,7 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
      * (building a producer costs a tenth of a second of CPU, and its thread and metadata refreshes run for good).
      */
     private KafkaProducer<byte[], byte[]> producer;
+
     private final Set<TopicPartition> userPaused = new HashSet<>();
     private volatile Map<TopicPartition, GuardBook.PendingAck> pendingAcks = Map.of();
     private Admin admin;
@@ -115,13 +115,17 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
      * {@code group.id} and {@code bootstrap.servers}), never committing by itself; when the config asks for
      * automatic commits the guard makes them, with its marks.
      */
-    public static <K, V> GuardedConsumer<K, V> create(Map<String, Object> config, Deserializer<K> keys, Deserializer<V> values) {
+    public static <K, V> GuardedConsumer<K, V> create(
+            Map<String, Object> config, Deserializer<K> keys, Deserializer<V> values) {
         return create(config, keys, values, java.util.function.UnaryOperator.identity());
     }
 
     /** As {@link #create(Map, Deserializer, Deserializer)}, with settings changed (the handover topic, the member). */
-    public static <K, V> GuardedConsumer<K, V> create(Map<String, Object> config, Deserializer<K> keys, Deserializer<V> values,
-                                                      java.util.function.UnaryOperator<GuardSettings> customize) {
+    public static <K, V> GuardedConsumer<K, V> create(
+            Map<String, Object> config,
+            Deserializer<K> keys,
+            Deserializer<V> values,
+            java.util.function.UnaryOperator<GuardSettings> customize) {
         GuardSettings settings = customize.apply(GuardSettings.from(config));
         Map<String, Object> inner = new HashMap<>(config);
         inner.put("enable.auto.commit", false);
@@ -144,7 +148,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
      * Wraps a consumer of bytes that does not commit automatically; {@code keys} and {@code values} deserialize
      * the records handed to the service (null for both: the service consumes bytes).
      */
-    public GuardedConsumer(Consumer<byte[], byte[]> raw, Deserializer<K> keys, Deserializer<V> values, GuardSettings settings) {
+    public GuardedConsumer(
+            Consumer<byte[], byte[]> raw, Deserializer<K> keys, Deserializer<V> values, GuardSettings settings) {
         if ((keys == null) != (values == null)) {
             throw new IllegalArgumentException("give both deserializers, or neither (a service of bytes)");
         }
@@ -153,14 +158,22 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         this.values = values;
         this.identity = keys == null;
         this.settings = settings;
-        this.groupId = settings.groupId() != null ? settings.groupId() : raw.groupMetadata().groupId();
+        this.groupId = settings.groupId() != null
+                ? settings.groupId()
+                : raw.groupMetadata().groupId();
         if (groupId == null || groupId.isEmpty()) {
             throw new IllegalArgumentException("the guard acts for one live group: the consumer needs group.id");
         }
         // One process may run several guarded consumers (a listener container's concurrency): client ids differ.
         this.clientId = "reprise-guard-" + settings.member() + "-" + INSTANCES.incrementAndGet();
-        this.follower = new HandoverFollower<>(settings.connection(), settings.handoverTopic(),
-                view -> view.activeFor(groupId), Duration.ofMillis(100), this::tick, clientId + "-follower").start();
+        this.follower = new HandoverFollower<>(
+                        settings.connection(),
+                        settings.handoverTopic(),
+                        view -> view.activeFor(groupId),
+                        Duration.ofMillis(100),
+                        this::tick,
+                        clientId + "-follower")
+                .start();
     }
 
     private synchronized KafkaProducer<byte[], byte[]> producer() {
@@ -171,7 +184,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     }
 
     public GuardStats stats() {
-        stats.handoverRecordsFailed = follower.failures().values().stream().mapToLong(Long::longValue).sum();
+        stats.handoverRecordsFailed =
+                follower.failures().values().stream().mapToLong(Long::longValue).sum();
         return stats;
     }
 
@@ -289,7 +303,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         Set<TopicPartition> before = new HashSet<>(raw.assignment());
         raw.assign(partitions);
         manualAssignment = true;
-        List<TopicPartition> gone = before.stream().filter(tp -> !partitions.contains(tp)).toList();
+        List<TopicPartition> gone =
+                before.stream().filter(tp -> !partitions.contains(tp)).toList();
         drop(gone);
         take(partitions.stream().filter(tp -> !before.contains(tp)).toList());
     }
@@ -343,12 +358,16 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         for (Map.Entry<TopicPartition, Long> seek : seeks.entrySet()) {
             GuardBook.PartitionBook part = book.part(seek.getKey());
             stats.seeks++;
-            log.info("guard seeks {} back to offset {} (replay {})", seek.getKey(), seek.getValue(),
+            log.info(
+                    "guard seeks {} back to offset {} (replay {})",
+                    seek.getKey(),
+                    seek.getValue(),
                     part.rules.replayId() != null ? part.rules.replayId() : part.rules.rereadReplay());
             raw.seek(seek.getKey(), seek.getValue());
         }
         if (!released.isEmpty()) {
-            List<TopicPartition> resume = released.stream().filter(tp -> !userPaused.contains(tp)).toList();
+            List<TopicPartition> resume =
+                    released.stream().filter(tp -> !userPaused.contains(tp)).toList();
             raw.resume(resume);
         }
     }
@@ -461,8 +480,10 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         return result(out, records, failure);
     }
 
-    private ConsumerRecords<K, V> result(Map<TopicPartition, List<ConsumerRecord<K, V>>> out,
-                                         ConsumerRecords<byte[], byte[]> records, RecordDeserializationException failure) {
+    private ConsumerRecords<K, V> result(
+            Map<TopicPartition, List<ConsumerRecord<K, V>>> out,
+            ConsumerRecords<byte[], byte[]> records,
+            RecordDeserializationException failure) {
         if (out.isEmpty() && failure != null) {
             throw failure; // the position stays at the record, as a consumer's own deserialization failure leaves it
         }
@@ -478,12 +499,26 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             key = keys.deserialize(r.topic(), r.headers(), r.key());
             value = values.deserialize(r.topic(), r.headers(), r.value());
         } catch (RuntimeException e) {
-            throw new RecordDeserializationException(new TopicPartition(r.topic(), r.partition()), r.offset(),
+            throw new RecordDeserializationException(
+                    new TopicPartition(r.topic(), r.partition()),
+                    r.offset(),
                     "Error deserializing the record at offset " + r.offset() + " of " + r.topic() + "-" + r.partition()
-                            + ". If needed, please seek past the record to continue consumption.", e);
+                            + ". If needed, please seek past the record to continue consumption.",
+                    e);
         }
-        return new ConsumerRecord<>(r.topic(), r.partition(), r.offset(), r.timestamp(), r.timestampType(),
-                r.serializedKeySize(), r.serializedValueSize(), key, value, r.headers(), r.leaderEpoch(), r.deliveryCount());
+        return new ConsumerRecord<>(
+                r.topic(),
+                r.partition(),
+                r.offset(),
+                r.timestamp(),
+                r.timestampType(),
+                r.serializedKeySize(),
+                r.serializedValueSize(),
+                key,
+                value,
+                r.headers(),
+                r.leaderEpoch(),
+                r.deliveryCount());
     }
 
     // -- committing on behalf of the service
@@ -581,7 +616,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             });
         }
         long now = System.nanoTime();
-        if (settings.autoCommit() && now - lastAutoCommit >= settings.autoCommitInterval().toNanos()) {
+        if (settings.autoCommit()
+                && now - lastAutoCommit >= settings.autoCommitInterval().toNanos()) {
             lastAutoCommit = now;
             Map<TopicPartition, OffsetAndMetadata> offsets = offsets(book.storedOffsets());
             if (!offsets.isEmpty()) {
@@ -597,17 +633,33 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
         }
         lastProgress = now;
         for (SkipReport report : book.skipReports()) {
-            publish(new HandoverRecord.Guard(report.replayId(), report.partition().topic(), report.partition().partition(),
-                    report.firstSkipped(), report.seenUntil(), settings.member(), System.currentTimeMillis()));
+            publish(new HandoverRecord.Guard(
+                    report.replayId(),
+                    report.partition().topic(),
+                    report.partition().partition(),
+                    report.firstSkipped(),
+                    report.seenUntil(),
+                    settings.member(),
+                    System.currentTimeMillis()));
         }
         for (GuardBook.ProblemReport problem : book.problemReports()) {
             // Once per partition and problem: the guard skips nothing here for this replay (at-least-once).
-            log.warn("guard of group {} cannot follow replay {} on {} and skips nothing for it: {}", groupId,
-                    problem.replayId(), problem.partition(), problem.problem());
+            log.warn(
+                    "guard of group {} cannot follow replay {} on {} and skips nothing for it: {}",
+                    groupId,
+                    problem.replayId(),
+                    problem.partition(),
+                    problem.problem());
             if (!problem.replayId().isEmpty()) {
-                publish(new HandoverRecord.Guard(problem.replayId(), problem.partition().topic(),
-                        problem.partition().partition(), problem.firstSkipped(), problem.seenUntil(), settings.member(),
-                        System.currentTimeMillis(), problem.problem()));
+                publish(new HandoverRecord.Guard(
+                        problem.replayId(),
+                        problem.partition().topic(),
+                        problem.partition().partition(),
+                        problem.firstSkipped(),
+                        problem.seenUntil(),
+                        settings.member(),
+                        System.currentTimeMillis(),
+                        problem.problem()));
             }
         }
         for (Store store : book.floorCommits(tp -> raw.position(tp))) {
@@ -615,7 +667,10 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             try {
                 raw.commitSync(offsets);
             } catch (RuntimeException e) {
-                log.warn("committing the handover offset of quiet partition {} failed: {}", store.partition(), e.toString());
+                log.warn(
+                        "committing the handover offset of quiet partition {} failed: {}",
+                        store.partition(),
+                        e.toString());
                 continue;
             }
             book.floorDone(store);
@@ -632,11 +687,14 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
 
     private void publish(HandoverRecord record) {
         HandoverWire.Encoded encoded = HandoverWire.encode(record);
-        producer().send(new ProducerRecord<>(settings.handoverTopic(), 0, encoded.key(), encoded.value()), (metadata, error) -> {
-            if (error != null) {
-                log.warn("publishing {} failed: {}", record.key(), error.toString());
-            }
-        });
+        producer()
+                .send(
+                        new ProducerRecord<>(settings.handoverTopic(), 0, encoded.key(), encoded.value()),
+                        (metadata, error) -> {
+                            if (error != null) {
+                                log.warn("publishing {} failed: {}", record.key(), error.toString());
+                            }
+                        });
     }
 
     // -- acknowledgements (in the follower's thread)
@@ -656,7 +714,9 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             Map<TopicPartition, GuardBook.PendingAck> due = new HashMap<>();
             pending.forEach((tp, ack) -> {
                 PartitionHandover part = view.replay(ack.replayId()).partitions.get(tp);
-                if (part != null && part.handover != null && part.handover.offset() == ack.handover()
+                if (part != null
+                        && part.handover != null
+                        && part.handover.offset() == ack.handover()
                         && !(part.ack != null && part.ack.offset() == ack.handover())) {
                     due.put(tp, ack);
                 }
@@ -671,8 +731,10 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             if (admin == null) {
                 admin = Admin.create(KafkaConnection.adminConfig(settings.connection(), clientId + "-admin"));
             }
-            committed = admin.listConsumerGroupOffsets(Map.of(groupId, new ListConsumerGroupOffsetsSpec().topicPartitions(todo.keySet())))
-                    .partitionsToOffsetAndMetadata(groupId).get(15, TimeUnit.SECONDS);
+            committed = admin.listConsumerGroupOffsets(
+                            Map.of(groupId, new ListConsumerGroupOffsetsSpec().topicPartitions(todo.keySet())))
+                    .partitionsToOffsetAndMetadata(groupId)
+                    .get(15, TimeUnit.SECONDS);
         } catch (Exception e) {
             log.warn("reading the live group's offsets for acknowledgements failed: {}", e.toString());
             return;
@@ -683,12 +745,22 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
             Long offset = found == null || found.offset() < 0 ? null : found.offset();
             CommitMark mark = found == null ? null : CommitMetadata.read(found.metadata());
             if (CommitMark.ackDue(e.getValue().handover(), offset, mark)) {
-                publish(new HandoverRecord.Ack(e.getValue().replayId(), e.getKey().topic(), e.getKey().partition(),
-                        e.getValue().handover(), offset, settings.member(), System.currentTimeMillis()));
+                publish(new HandoverRecord.Ack(
+                        e.getValue().replayId(),
+                        e.getKey().topic(),
+                        e.getKey().partition(),
+                        e.getValue().handover(),
+                        offset,
+                        settings.member(),
+                        System.currentTimeMillis()));
                 stats.acks++;
                 sent = true;
-                log.info("handover of {} acknowledged (replay {}, handover offset {}, committed {})", e.getKey(),
-                        e.getValue().replayId(), e.getValue().handover(), offset);
+                log.info(
+                        "handover of {} acknowledged (replay {}, handover offset {}, committed {})",
+                        e.getKey(),
+                        e.getValue().replayId(),
+                        e.getValue().handover(),
+                        offset);
             }
         }
         if (sent) {
@@ -826,7 +898,8 @@ public final class GuardedConsumer<K, V> implements Consumer<K, V> {
     }
 
     @Override
-    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch, Duration timeout) {
+    public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(
+            Map<TopicPartition, Long> timestampsToSearch, Duration timeout) {
         return raw.offsetsForTimes(timestampsToSearch, timeout);
     }
 

@@ -2,7 +2,6 @@ package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.math.BigInteger;
 
@@ -84,12 +83,18 @@ public record CommitMark(String replayId, String finished, Long skipFrom, Long r
         JsonNode finished = body.get("finished");
         JsonNode skipFrom = body.get("skip_from");
         JsonNode rereadUntil = body.get("reread_until");
-        if (replay == null || !replay.isTextual() || !(absent(finished) || finished.isTextual())
-                || !(absent(skipFrom) || isLong(skipFrom)) || !(absent(rereadUntil) || isLong(rereadUntil))) {
+        if (replay == null
+                || !replay.isTextual()
+                || !(absent(finished) || finished.isTextual())
+                || !(absent(skipFrom) || isLong(skipFrom))
+                || !(absent(rereadUntil) || isLong(rereadUntil))) {
             return unusable(replayId, "malformed");
         }
-        return new CommitMark(replayId, absent(finished) ? null : finished.textValue(),
-                absent(skipFrom) ? null : skipFrom.longValue(), absent(rereadUntil) ? null : rereadUntil.longValue());
+        return new CommitMark(
+                replayId,
+                absent(finished) ? null : finished.textValue(),
+                absent(skipFrom) ? null : skipFrom.longValue(),
+                absent(rereadUntil) ? null : rereadUntil.longValue());
     }
 
     private static CommitMark unusable(String replayId, String problem) {

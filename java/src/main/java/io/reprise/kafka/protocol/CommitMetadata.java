@@ -7,8 +7,7 @@ package io.reprise.kafka.protocol;
  * metadata up to its first NUL, so marks written by either language read the same on both sides.
  */
 public final class CommitMetadata {
-    private CommitMetadata() {
-    }
+    private CommitMetadata() {}
 
     /** The metadata string a mark is committed as: its JSON and one NUL. */
     public static String store(CommitMark mark) {

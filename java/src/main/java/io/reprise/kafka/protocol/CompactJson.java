@@ -14,7 +14,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
@@ -64,8 +63,7 @@ public final class CompactJson {
 
     public static final JsonNodeFactory NODES = JsonNodeFactory.withExactBigDecimals(false);
 
-    private CompactJson() {
-    }
+    private CompactJson() {}
 
     /** Parses JSON text; {@link IOException} when it is not exactly one JSON document. */
     public static JsonNode parse(byte[] bytes) throws IOException {
@@ -105,9 +103,12 @@ public final class CompactJson {
         JsonNode node = tree(parser, first, true);
         JsonToken trailing = parser.nextToken();
         if (trailing != null) {
-            throw MismatchedInputException.from(parser, JsonNode.class, "Trailing token (of type " + trailing
-                    + ") found after value (bound as `" + JsonNode.class.getName() + "`): not allowed as per "
-                    + "`DeserializationFeature.FAIL_ON_TRAILING_TOKENS`");
+            throw MismatchedInputException.from(
+                    parser,
+                    JsonNode.class,
+                    "Trailing token (of type " + trailing
+                            + ") found after value (bound as `" + JsonNode.class.getName() + "`): not allowed as per "
+                            + "`DeserializationFeature.FAIL_ON_TRAILING_TOKENS`");
         }
         return node;
     }
@@ -149,11 +150,13 @@ public final class CompactJson {
                 return NODES.textNode(parser.getText());
             case VALUE_NUMBER_INT:
                 if (bigIntegers) {
-                    int digits = parser.getTextLength() - (parser.getTextCharacters()[parser.getTextOffset()] == '-' ? 1 : 0);
+                    int digits = parser.getTextLength()
+                            - (parser.getTextCharacters()[parser.getTextOffset()] == '-' ? 1 : 0);
                     if (digits > JsonLimits.MAX_INTEGER_DIGITS) {
                         // Python's rule (its parser refuses more); Jackson's own default was 1000 for any number.
-                        throw new JsonParseException(parser, "an integer of " + digits + " digits, more than "
-                                + JsonLimits.MAX_INTEGER_DIGITS);
+                        throw new JsonParseException(
+                                parser,
+                                "an integer of " + digits + " digits, more than " + JsonLimits.MAX_INTEGER_DIGITS);
                     }
                     return NODES.numberNode(parser.getBigIntegerValue());
                 }
@@ -171,8 +174,8 @@ public final class CompactJson {
             case VALUE_NULL:
                 return NODES.nullNode();
             default:
-                throw MismatchedInputException.from(parser, JsonNode.class, "Unexpected token (" + token
-                        + ") where a JSON value starts");
+                throw MismatchedInputException.from(
+                        parser, JsonNode.class, "Unexpected token (" + token + ") where a JSON value starts");
         }
     }
 

@@ -3,7 +3,6 @@ package io.reprise.kafka.protocol;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -19,8 +18,8 @@ import java.util.TreeSet;
  * ..., "in": [...]} | {"path": ..., "exists": bool}]}}. {@code keysFile} is the replay side's; the handover
  * topic carries the keys inlined, and a guard cannot read a file mounted into the replay's pods.
  */
-public record FilterSpec(Map<String, List<String>> headers, List<String> keys, String keysFile,
-                         List<JsonCondition> json) {
+public record FilterSpec(
+        Map<String, List<String>> headers, List<String> keys, String keysFile, List<JsonCondition> json) {
 
     /** One JSON condition: the field at {@code path} equals one of {@code values}, or exists (or not). */
     public record JsonCondition(List<String> path, List<JsonNode> values, Boolean exists) {
@@ -50,8 +49,11 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
         try {
             return parse(CompactJson.parse(text));
         } catch (IOException e) {
-            throw new FilterSpecException("filter: not valid JSON (" + e.getMessage().lines().findFirst().orElse("") + ")",
-                    "filter", "not-json");
+            throw new FilterSpecException(
+                    "filter: not valid JSON ("
+                            + e.getMessage().lines().findFirst().orElse("") + ")",
+                    "filter",
+                    "not-json");
         }
     }
 
@@ -65,8 +67,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
             return obj.textValue().isEmpty() ? EMPTY : parse(obj.textValue());
         }
         if (!obj.isObject()) {
-            throw new FilterSpecException(what + ": expected a JSON object with headers, keys, keysFile or json", what,
-                    "not-an-object");
+            throw new FilterSpecException(
+                    what + ": expected a JSON object with headers, keys, keysFile or json", what, "not-an-object");
         }
         Set<String> unknown = new TreeSet<>();
         obj.fieldNames().forEachRemaining(name -> {
@@ -75,15 +77,17 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
             }
         });
         if (!unknown.isEmpty()) {
-            throw new FilterSpecException(what + ": unknown field(s) " + pyList(unknown) + "; known: headers, keys, keysFile, json",
-                    what + "." + unknown.iterator().next(), "unknown-field");
+            throw new FilterSpecException(
+                    what + ": unknown field(s) " + pyList(unknown) + "; known: headers, keys, keysFile, json",
+                    what + "." + unknown.iterator().next(),
+                    "unknown-field");
         }
         Map<String, List<String>> headers = new LinkedHashMap<>();
         JsonNode rawHeaders = obj.get("headers");
         if (HandoverWire.truthy(rawHeaders)) {
             if (!rawHeaders.isObject()) {
-                throw new FilterSpecException(what + ".headers: expected {\"name\": [\"value\", ...]}", what + ".headers",
-                        "bad-headers");
+                throw new FilterSpecException(
+                        what + ".headers: expected {\"name\": [\"value\", ...]}", what + ".headers", "bad-headers");
             }
             for (Iterator<Map.Entry<String, JsonNode>> it = rawHeaders.fields(); it.hasNext(); ) {
                 Map.Entry<String, JsonNode> entry = it.next();
@@ -103,8 +107,9 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     list = null;
                 }
                 if (list == null) {
-                        throw new FilterSpecException(what + ".headers." + entry.getKey()
-                            + ": expected a string or a non-empty list of strings", what + ".headers." + entry.getKey(),
+                    throw new FilterSpecException(
+                            what + ".headers." + entry.getKey() + ": expected a string or a non-empty list of strings",
+                            what + ".headers." + entry.getKey(),
                             "bad-header-values");
                 }
                 headers.put(entry.getKey(), List.copyOf(list));
@@ -119,7 +124,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
             keys = new ArrayList<>();
             for (JsonNode k : rawKeys) {
                 if (!k.isTextual()) {
-                    throw new FilterSpecException(what + ".keys: expected a list of strings", what + ".keys", "bad-keys");
+                    throw new FilterSpecException(
+                            what + ".keys: expected a list of strings", what + ".keys", "bad-keys");
                 }
                 keys.add(k.textValue());
             }
@@ -141,15 +147,19 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                 rawJson = one;
             }
             if (!rawJson.isArray()) {
-                throw new FilterSpecException(what + ".json: expected a list of {path, equals|in|exists}", what + ".json",
-                        "bad-json");
+                throw new FilterSpecException(
+                        what + ".json: expected a list of {path, equals|in|exists}", what + ".json", "bad-json");
             }
             int index = 0;
             for (JsonNode cond : rawJson) {
                 String where = what + ".json[" + index++ + "]";
-                if (!cond.isObject() || !cond.path("path").isTextual() || cond.get("path").textValue().isEmpty()) {
-                    throw new FilterSpecException(where + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)",
-                            where, "bad-condition");
+                if (!cond.isObject()
+                        || !cond.path("path").isTextual()
+                        || cond.get("path").textValue().isEmpty()) {
+                    throw new FilterSpecException(
+                            where + ": expected {\"path\": \"a.b\", \"equals\": value} (or in / exists)",
+                            where,
+                            "bad-condition");
                 }
                 List<String> ops = new ArrayList<>();
                 for (String op : List.of("equals", "in", "exists")) {
@@ -158,7 +168,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     }
                 }
                 if (ops.size() != 1) {
-                    throw new FilterSpecException(where + ": give exactly one of equals, in, exists", where, "bad-operator");
+                    throw new FilterSpecException(
+                            where + ": give exactly one of equals, in, exists", where, "bad-operator");
                 }
                 List<String> path = List.of(cond.get("path").textValue().split("\\.", -1));
                 switch (ops.get(0)) {
@@ -166,7 +177,8 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     case "in" -> {
                         JsonNode in = cond.get("in");
                         if (!in.isArray() || in.isEmpty()) {
-                            throw new FilterSpecException(where + ".in: expected a non-empty list", where + ".in", "bad-in");
+                            throw new FilterSpecException(
+                                    where + ".in: expected a non-empty list", where + ".in", "bad-in");
                         }
                         List<JsonNode> values = new ArrayList<>();
                         in.forEach(values::add);
@@ -175,10 +187,11 @@ public record FilterSpec(Map<String, List<String>> headers, List<String> keys, S
                     default -> {
                         if (!cond.get("exists").isBoolean()) {
                             // "false" (a string) must not read as true: a guard would skip what the replay ignores.
-                            throw new FilterSpecException(where + ".exists: expected true or false", where + ".exists",
-                                    "bad-exists");
+                            throw new FilterSpecException(
+                                    where + ".exists: expected true or false", where + ".exists", "bad-exists");
                         }
-                        conditions.add(new JsonCondition(path, List.of(), cond.get("exists").booleanValue()));
+                        conditions.add(new JsonCondition(
+                                path, List.of(), cond.get("exists").booleanValue()));
                     }
                 }
             }

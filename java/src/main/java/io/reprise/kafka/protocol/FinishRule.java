@@ -28,8 +28,7 @@ public final class FinishRule {
     public static final String PARALLEL = "Parallel";
     public static final String HANDOVER = "Handover";
 
-    private FinishRule() {
-    }
+    private FinishRule() {}
 
     /**
      * Whether the replay stops this partition now, at {@code position} (the next offset it would process; every
@@ -43,8 +42,8 @@ public final class FinishRule {
      * @param liveCommitted the live side's position (its committed offset, or a guard's seen-until), or null
      * @return the finish reason, or empty when the partition goes on
      */
-    public static Optional<String> decide(String mode, long position, Long endOffset, Long endTimestampMs,
-                                          boolean atEnd, Long liveCommitted) {
+    public static Optional<String> decide(
+            String mode, long position, Long endOffset, Long endTimestampMs, boolean atEnd, Long liveCommitted) {
         if (endOffset != null && position >= endOffset) {
             return Optional.of(END_BOUND);
         }

@@ -29,6 +29,7 @@ public final class GuardPartition {
     RecordFilter rereadMatcher;
     /** Set once the guard committed the handover offset itself (a quiet partition). */
     boolean floorCommitted;
+
     long skipped;
     /** The replay the handover view reports this partition's problem for, and the problem: the guard follows no
      * replay here. */
@@ -42,8 +43,7 @@ public final class GuardPartition {
     boolean unknownSkips;
 
     /** A replay this guard cannot follow on a partition, and why ({@code <what>:<code>}). */
-    public record Problem(String replayId, String problem) {
-    }
+    public record Problem(String replayId, String problem) {}
 
     public GuardPartition(String topic, int partition) {
         this.topic = topic;
@@ -132,12 +132,16 @@ public final class GuardPartition {
 
     /** Applies what the handover topic now says; returns an offset to seek back to, or null. */
     public Long update(ActiveHandover active) {
-        viewProblem = active != null && active.problem() != null ? new Problem(active.replayId(), active.problem()) : null;
+        viewProblem =
+                active != null && active.problem() != null ? new Problem(active.replayId(), active.problem()) : null;
         if (viewProblem != null) {
             // A replay the guard cannot follow covers nothing as far as it can prove: as if it were gone.
             active = null;
         }
-        if (rereadUntil != null && rereadMatcher == null && active != null && active.replayId().equals(rereadReplay)) {
+        if (rereadUntil != null
+                && rereadMatcher == null
+                && active != null
+                && active.replayId().equals(rereadReplay)) {
             rereadMatcher = active.filter();
         }
         if (active != null && replayId != null && !active.replayId().equals(replayId)) {

@@ -2,7 +2,6 @@ package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
@@ -42,8 +41,11 @@ public record HandoverKey(String replayId, String kind, String topic, Integer pa
                 parts = null; // every way a key fails to parse is the protocol's malformed-key
             }
         }
-        if (parts == null || !parts.isArray() || (parts.size() != 2 && parts.size() != 4)
-                || !parts.get(0).isTextual() || !parts.get(1).isTextual()) {
+        if (parts == null
+                || !parts.isArray()
+                || (parts.size() != 2 && parts.size() != 4)
+                || !parts.get(0).isTextual()
+                || !parts.get(1).isTextual()) {
             throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
         }
         if (parts.size() == 4) {
@@ -51,7 +53,10 @@ public record HandoverKey(String replayId, String kind, String topic, Integer pa
             if (!parts.get(2).isTextual() || !partition.isIntegralNumber() || !partition.canConvertToInt()) {
                 throw new HandoverFormatException("not a handover key: " + show(raw), "malformed-key");
             }
-            return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), parts.get(2).textValue(),
+            return new HandoverKey(
+                    parts.get(0).textValue(),
+                    parts.get(1).textValue(),
+                    parts.get(2).textValue(),
                     partition.intValue());
         }
         return new HandoverKey(parts.get(0).textValue(), parts.get(1).textValue(), null, null);

@@ -2,7 +2,6 @@ package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.util.List;
 
 /**
@@ -34,8 +33,15 @@ public sealed interface HandoverRecord {
     }
 
     /** {@code replay}: what the replay is. Written once, in the bootstrap transaction. */
-    record Replay(String replayId, String mode, String replayGroup, String liveGroup, List<String> topics,
-                  ObjectNode filter, long atMs) implements HandoverRecord {
+    record Replay(
+            String replayId,
+            String mode,
+            String replayGroup,
+            String liveGroup,
+            List<String> topics,
+            ObjectNode filter,
+            long atMs)
+            implements HandoverRecord {
         public Replay {
             topics = List.copyOf(topics);
             filter = filter == null ? CompactJson.NODES.objectNode() : filter.deepCopy();
@@ -53,8 +59,16 @@ public sealed interface HandoverRecord {
     }
 
     /** {@code start}: S(p), and the end bound when there is one. Written in the bootstrap transaction. */
-    record Start(String replayId, String topic, int partition, long offset, Long endOffset, Long endTimestampMs,
-                 boolean clamped, long atMs) implements PerPartition {
+    record Start(
+            String replayId,
+            String topic,
+            int partition,
+            long offset,
+            Long endOffset,
+            Long endTimestampMs,
+            boolean clamped,
+            long atMs)
+            implements PerPartition {
         @Override
         public String kind() {
             return "start";
@@ -62,8 +76,8 @@ public sealed interface HandoverRecord {
     }
 
     /** {@code handover}: H(p). The replay processed every matching record below it and none from it on. */
-    record Handover(String replayId, String topic, int partition, long offset, String reason, String by,
-                    long atMs) implements PerPartition {
+    record Handover(String replayId, String topic, int partition, long offset, String reason, String by, long atMs)
+            implements PerPartition {
         @Override
         public String kind() {
             return "handover";
@@ -74,9 +88,24 @@ public sealed interface HandoverRecord {
      * {@code guard}: the live side is skipping p (advisory), or, with {@code problem}, cannot follow the replay on
      * p and skips nothing for it (a reason code such as {@code unevaluable-filter:unknown-field}).
      */
-    record Guard(String replayId, String topic, int partition, Long firstSkipped, Long seenUntil, String member,
-                 long atMs, String problem) implements PerPartition {
-        public Guard(String replayId, String topic, int partition, long firstSkipped, long seenUntil, String member, long atMs) {
+    record Guard(
+            String replayId,
+            String topic,
+            int partition,
+            Long firstSkipped,
+            Long seenUntil,
+            String member,
+            long atMs,
+            String problem)
+            implements PerPartition {
+        public Guard(
+                String replayId,
+                String topic,
+                int partition,
+                long firstSkipped,
+                long seenUntil,
+                String member,
+                long atMs) {
             this(replayId, topic, partition, firstSkipped, seenUntil, member, atMs, null);
         }
 
@@ -87,8 +116,8 @@ public sealed interface HandoverRecord {
     }
 
     /** {@code ack}: the live group's committed offset of p is at or past H with no mark: p is handed over. */
-    record Ack(String replayId, String topic, int partition, long offset, long committed, String member,
-               long atMs) implements PerPartition {
+    record Ack(String replayId, String topic, int partition, long offset, long committed, String member, long atMs)
+            implements PerPartition {
         @Override
         public String kind() {
             return "ack";
@@ -96,8 +125,9 @@ public sealed interface HandoverRecord {
     }
 
     /** {@code progress}: the replay group's committed position of p (advisory, for the operator's status). */
-    record Progress(String replayId, String topic, int partition, long position, boolean atEnd, String member,
-                    long atMs) implements PerPartition {
+    record Progress(
+            String replayId, String topic, int partition, long position, boolean atEnd, String member, long atMs)
+            implements PerPartition {
         @Override
         public String kind() {
             return "progress";

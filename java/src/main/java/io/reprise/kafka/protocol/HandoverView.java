@@ -1,9 +1,5 @@
 package io.reprise.kafka.protocol;
 
-import org.apache.kafka.common.TopicPartition;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -13,6 +9,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The state of every replay, built by applying the handover topic's records in log order.
@@ -35,8 +34,7 @@ public final class HandoverView {
     private String lastMalformed;
     private String lastMalformedCode;
 
-    private record CompiledFilter(Object spec, RecordFilter filter) {
-    }
+    private record CompiledFilter(Object spec, RecordFilter filter) {}
 
     /** Applies one message of the handover topic; returns false when it was malformed. */
     public boolean apply(byte[] rawKey, byte[] rawValue) {

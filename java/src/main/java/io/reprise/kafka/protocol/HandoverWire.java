@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -21,16 +20,13 @@ public final class HandoverWire {
 
     public static final int FORMAT_VERSION = 1;
 
-    private HandoverWire() {
-    }
+    private HandoverWire() {}
 
     /** Key and value bytes of one record; a null value is a tombstone. */
-    public record Encoded(byte[] key, byte[] value) {
-    }
+    public record Encoded(byte[] key, byte[] value) {}
 
     /** A decoded message: its key and its record, or null for a tombstone. */
-    public record Decoded(HandoverKey key, HandoverRecord record) {
-    }
+    public record Decoded(HandoverKey key, HandoverRecord record) {}
 
     public static Encoded encode(HandoverRecord record) {
         ObjectNode v = CompactJson.NODES.objectNode();
@@ -86,8 +82,8 @@ public final class HandoverWire {
     }
 
     /** The kinds of record the protocol has. */
-    public static final java.util.Set<String> KINDS = java.util.Set.of("replay", "start", "handover", "guard", "ack",
-            "progress", "result");
+    public static final java.util.Set<String> KINDS =
+            java.util.Set.of("replay", "start", "handover", "guard", "ack", "progress", "result");
 
     /**
      * The record of one handover-topic message (a null record for a tombstone). Refusals carry a code, checked in
@@ -104,34 +100,41 @@ public final class HandoverWire {
             return new Decoded(key, null);
         }
         if (rawValue.length > JsonLimits.MAX_RECORD_VALUE_BYTES) {
-            throw new HandoverFormatException("value of " + key + " is " + rawValue.length
-                    + " bytes, more than the limit of " + JsonLimits.MAX_RECORD_VALUE_BYTES, "too-large");
+            throw new HandoverFormatException(
+                    "value of " + key + " is " + rawValue.length + " bytes, more than the limit of "
+                            + JsonLimits.MAX_RECORD_VALUE_BYTES,
+                    "too-large");
         }
         JsonNode v;
         try {
             v = CompactJson.parseRecord(rawValue);
         } catch (IOException | RuntimeException e) {
             // Nested deeper than MAX_DEPTH or not JSON: one code, as a value can be both and every port must agree.
-            throw new HandoverFormatException("value of " + key + " is not JSON nested at most " + JsonLimits.MAX_DEPTH
-                    + " deep", "malformed-value");
+            throw new HandoverFormatException(
+                    "value of " + key + " is not JSON nested at most " + JsonLimits.MAX_DEPTH + " deep",
+                    "malformed-value");
         }
         if (!v.isObject() || (v.has("v") && !isInteger(v.get("v")))) {
             throw new HandoverFormatException("value of " + key + " is not a handover record", "malformed-value");
         }
         if (v.has("v") && v.get("v").bigIntegerValue().compareTo(BigInteger.valueOf(FORMAT_VERSION)) > 0) {
-            throw new HandoverFormatException(key + " has format version " + v.get("v") + ", newer than "
-                    + FORMAT_VERSION + ": this reader is older than its writer", "newer-version");
+            throw new HandoverFormatException(
+                    key + " has format version " + v.get("v") + ", newer than " + FORMAT_VERSION
+                            + ": this reader is older than its writer",
+                    "newer-version");
         }
         JsonNode kind = v.get("kind");
         if (kind == null || !kind.isTextual() || !kind.textValue().equals(key.kind())) {
-            throw new HandoverFormatException("value of " + key + " does not say kind '" + key.kind() + "'", "kind-mismatch");
+            throw new HandoverFormatException(
+                    "value of " + key + " does not say kind '" + key.kind() + "'", "kind-mismatch");
         }
         if (!KINDS.contains(key.kind())) {
             throw new HandoverFormatException("unknown record kind '" + key.kind() + "'", "unknown-kind");
         }
         boolean replayWide = key.kind().equals("replay") || key.kind().equals("result");
         if ((key.topic() == null) != replayWide) {
-            throw new HandoverFormatException("a " + key.kind() + " record has no key of this shape: " + key, "key-mismatch");
+            throw new HandoverFormatException(
+                    "a " + key.kind() + " record has no key of this shape: " + key, "key-mismatch");
         }
         String rid = key.replayId();
         try {
@@ -149,12 +152,21 @@ public final class HandoverWire {
                 }
                 JsonNode filter = field(v, "filter", JsonNodeType.OBJECT, false);
                 JsonNode live = field(v, "live_group", JsonNodeType.STRING, false);
-                return new Decoded(key, new HandoverRecord.Replay(rid, field(v, "mode", JsonNodeType.STRING, true).textValue(),
-                        field(v, "replay_group", JsonNodeType.STRING, true).textValue(), live == null ? null : live.textValue(),
-                        topics, (ObjectNode) filter, at));
+                return new Decoded(
+                        key,
+                        new HandoverRecord.Replay(
+                                rid,
+                                field(v, "mode", JsonNodeType.STRING, true).textValue(),
+                                field(v, "replay_group", JsonNodeType.STRING, true)
+                                        .textValue(),
+                                live == null ? null : live.textValue(),
+                                topics,
+                                (ObjectNode) filter,
+                                at));
             }
             if (key.kind().equals("result")) {
-                return new Decoded(key, new HandoverRecord.Result(rid, field(v, "result", JsonNodeType.OBJECT, false), at));
+                return new Decoded(
+                        key, new HandoverRecord.Result(rid, field(v, "result", JsonNodeType.OBJECT, false), at));
             }
             String t = field(v, "topic", JsonNodeType.STRING, true).textValue();
             long p = requiredLong(v, "partition");
@@ -162,22 +174,55 @@ public final class HandoverWire {
                 throw new HandoverFormatException("value of " + key + " names " + t + "[" + p + "]", "key-mismatch");
             }
             int partition = key.partition();
-            HandoverRecord record = switch (key.kind()) {
-                case "start" -> new HandoverRecord.Start(rid, t, partition, requiredLong(v, "offset"),
-                        optionalLong(v, "end_offset", null), optionalLong(v, "end_timestamp_ms", null),
-                        optionalBoolean(v, "clamped"), at);
-                case "handover" -> new HandoverRecord.Handover(rid, t, partition, requiredLong(v, "offset"),
-                        optionalText(v, "reason", ""), optionalText(v, "by", "replay"), at);
-                case "guard" -> new HandoverRecord.Guard(rid, t, partition, optionalLong(v, "first_skipped", null),
-                        optionalLong(v, "seen_until", null), optionalText(v, "member", ""), at, optionalText(v, "problem", null));
-                case "progress" -> new HandoverRecord.Progress(rid, t, partition, requiredLong(v, "position"),
-                        optionalBoolean(v, "at_end"), optionalText(v, "member", ""), at);
-                default -> new HandoverRecord.Ack(rid, t, partition, requiredLong(v, "offset"), requiredLong(v, "committed"),
-                        optionalText(v, "member", ""), at);
-            };
+            HandoverRecord record =
+                    switch (key.kind()) {
+                        case "start" -> new HandoverRecord.Start(
+                                rid,
+                                t,
+                                partition,
+                                requiredLong(v, "offset"),
+                                optionalLong(v, "end_offset", null),
+                                optionalLong(v, "end_timestamp_ms", null),
+                                optionalBoolean(v, "clamped"),
+                                at);
+                        case "handover" -> new HandoverRecord.Handover(
+                                rid,
+                                t,
+                                partition,
+                                requiredLong(v, "offset"),
+                                optionalText(v, "reason", ""),
+                                optionalText(v, "by", "replay"),
+                                at);
+                        case "guard" -> new HandoverRecord.Guard(
+                                rid,
+                                t,
+                                partition,
+                                optionalLong(v, "first_skipped", null),
+                                optionalLong(v, "seen_until", null),
+                                optionalText(v, "member", ""),
+                                at,
+                                optionalText(v, "problem", null));
+                        case "progress" -> new HandoverRecord.Progress(
+                                rid,
+                                t,
+                                partition,
+                                requiredLong(v, "position"),
+                                optionalBoolean(v, "at_end"),
+                                optionalText(v, "member", ""),
+                                at);
+                        default -> new HandoverRecord.Ack(
+                                rid,
+                                t,
+                                partition,
+                                requiredLong(v, "offset"),
+                                requiredLong(v, "committed"),
+                                optionalText(v, "member", ""),
+                                at);
+                    };
             return new Decoded(key, record);
         } catch (IllegalArgumentException e) {
-            throw new HandoverFormatException("value of " + key + " is missing or has a bad field: " + e.getMessage(), "bad-field");
+            throw new HandoverFormatException(
+                    "value of " + key + " is missing or has a bad field: " + e.getMessage(), "bad-field");
         }
     }
 
@@ -196,7 +241,8 @@ public final class HandoverWire {
             return null;
         }
         if (value.getNodeType() != type) {
-            throw new IllegalArgumentException("'" + name + "' is not a JSON " + type.name().toLowerCase(java.util.Locale.ROOT));
+            throw new IllegalArgumentException(
+                    "'" + name + "' is not a JSON " + type.name().toLowerCase(java.util.Locale.ROOT));
         }
         return value;
     }

@@ -28,6 +28,5 @@ public final class JsonLimits {
      */
     public static final int MAX_INTEGER_DIGITS = 4300;
 
-    private JsonLimits() {
-    }
+    private JsonLimits() {}
 }

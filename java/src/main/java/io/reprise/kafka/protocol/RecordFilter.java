@@ -1,9 +1,6 @@
 package io.reprise.kafka.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.Headers;
-
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +13,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 
 /**
  * A compiled {@link FilterSpec}: which records a replay covers, so which ones the guard may skip
@@ -34,8 +33,7 @@ public final class RecordFilter {
 
     public static final RecordFilter MATCH_ALL = new RecordFilter(Map.of(), null, List.of());
 
-    private record Compiled(List<String> path, List<JsonNode> values, Boolean exists, List<byte[]> needles) {
-    }
+    private record Compiled(List<String> path, List<JsonNode> values, Boolean exists, List<byte[]> needles) {}
 
     private final Map<String, Set<Bytes>> headers;
     private final Set<Bytes> keys;
@@ -95,8 +93,10 @@ public final class RecordFilter {
     public static RecordFilter published(JsonNode spec) throws FilterSpecException {
         FilterSpec parsed = FilterSpec.parse(spec);
         if (parsed.keysFile() != null) {
-            throw new FilterSpecException("filter.keysFile: a published filter carries its keys inline (keys), not a file",
-                    "filter.keysFile", "keys-file-not-published");
+            throw new FilterSpecException(
+                    "filter.keysFile: a published filter carries its keys inline (keys), not a file",
+                    "filter.keysFile",
+                    "keys-file-not-published");
         }
         return compile(parsed);
     }
@@ -111,8 +111,10 @@ public final class RecordFilter {
                     }
                 }
             } catch (IOException e) {
-                throw new FilterSpecException("filter.keysFile " + spec.keysFile() + ": cannot read it (" + e.getMessage() + ")",
-                        "filter.keysFile", "keys-file-unreadable");
+                throw new FilterSpecException(
+                        "filter.keysFile " + spec.keysFile() + ": cannot read it (" + e.getMessage() + ")",
+                        "filter.keysFile",
+                        "keys-file-unreadable");
             }
         }
         return keys;
@@ -141,7 +143,9 @@ public final class RecordFilter {
             for (Map.Entry<String, Set<Bytes>> wanted : headers.entrySet()) {
                 boolean found = false;
                 for (Header h : recordHeaders) {
-                    if (h.key().equals(wanted.getKey()) && h.value() != null && wanted.getValue().contains(new Bytes(h.value()))) {
+                    if (h.key().equals(wanted.getKey())
+                            && h.value() != null
+                            && wanted.getValue().contains(new Bytes(h.value()))) {
                         found = true;
                         break;
                     }
@@ -209,8 +213,8 @@ public final class RecordFilter {
     /** HANDOVER.md section 4, step 5: a value above the size limit is undecodable before any other test of it. */
     static void tooLarge(byte[] value) throws UndecodableValueException {
         if (value.length > JsonLimits.MAX_FILTER_VALUE_BYTES) {
-            throw new UndecodableValueException("a value of " + value.length + " bytes, more than "
-                    + JsonLimits.MAX_FILTER_VALUE_BYTES);
+            throw new UndecodableValueException(
+                    "a value of " + value.length + " bytes, more than " + JsonLimits.MAX_FILTER_VALUE_BYTES);
         }
     }
 
@@ -219,7 +223,9 @@ public final class RecordFilter {
         try {
             return CompactJson.parseRecord(value);
         } catch (IOException | RuntimeException e) {
-            String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse("");
+            String message = e.getMessage() == null
+                    ? e.getClass().getSimpleName()
+                    : e.getMessage().lines().findFirst().orElse("");
             throw new UndecodableValueException("value is not JSON: " + message);
         }
     }
@@ -316,11 +322,16 @@ public final class RecordFilter {
             return null;
         }
         Compiled c = conditions.get(0);
-        if (c.path().size() != 1 || c.exists() != null || c.values().size() != 1 || !c.values().get(0).isTextual()
-                || c.needles() == null || c.needles().isEmpty()) {
+        if (c.path().size() != 1
+                || c.exists() != null
+                || c.values().size() != 1
+                || !c.values().get(0).isTextual()
+                || c.needles() == null
+                || c.needles().isEmpty()) {
             return null;
         }
-        return new SingleStringField(c.path().get(0), c.values().get(0).textValue(), c.needles().get(0));
+        return new SingleStringField(
+                c.path().get(0), c.values().get(0).textValue(), c.needles().get(0));
     }
 
     /**
@@ -344,11 +355,11 @@ public final class RecordFilter {
             this.wanted = wanted;
             this.needle = needle;
             this.keyToken = CompactJson.string(key).getBytes(StandardCharsets.UTF_8);
-            byte[] head = concat(new byte[]{'{'}, keyToken, new byte[]{':'});
+            byte[] head = concat(new byte[] {'{'}, keyToken, new byte[] {':'});
             this.start = head.length;
-            this.opens = concat(head, new byte[]{'"'});
-            this.hitComma = concat(head, needle, new byte[]{','});
-            this.hitBrace = concat(head, needle, new byte[]{'}'});
+            this.opens = concat(head, new byte[] {'"'});
+            this.hitComma = concat(head, needle, new byte[] {','});
+            this.hitBrace = concat(head, needle, new byte[] {'}'});
         }
 
         boolean matches(byte[] value) throws UndecodableValueException {
@@ -410,8 +421,7 @@ public final class RecordFilter {
 
     /** JSON equality: same type, numbers by value ({@code 1 == 1.0}), {@code true != 1}; inside arrays and objects too. */
     static final class JsonEquality {
-        private JsonEquality() {
-        }
+        private JsonEquality() {}
 
         static boolean equal(JsonNode a, JsonNode b) {
             if (a.isBoolean() || b.isBoolean()) {

@@ -1,13 +1,12 @@
 package io.reprise.kafka.protocol;
 
-import org.apache.kafka.common.TopicPartition;
-
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.kafka.common.TopicPartition;
 
 /** Everything the handover topic says about one replay id: what the operator reads. */
 public final class ReplayHandover {
@@ -36,7 +35,8 @@ public final class ReplayHandover {
     }
 
     public PartitionHandover partition(String topic, int partition) {
-        return partitions.computeIfAbsent(new TopicPartition(topic, partition), k -> new PartitionHandover(topic, partition));
+        return partitions.computeIfAbsent(
+                new TopicPartition(topic, partition), k -> new PartitionHandover(topic, partition));
     }
 
     public List<PartitionHandover> planned() {
@@ -61,8 +61,7 @@ public final class ReplayHandover {
     }
 
     /** The kind, topic and partition of a record key; topic and partition are null for replay-wide kinds. */
-    public record KeySlot(String kind, String topic, Integer partition) {
-    }
+    public record KeySlot(String kind, String topic, Integer partition) {}
 
     void apply(HandoverKey key, byte[] rawKey, HandoverRecord record) {
         unreadable.remove(new KeySlot(key.kind(), key.topic(), key.partition()));
@@ -81,8 +80,7 @@ public final class ReplayHandover {
                 result = (HandoverRecord.Result) record;
                 return;
             }
-            default -> {
-            }
+            default -> {}
         }
         if (key.topic() == null || key.partition() == null) {
             return;
@@ -94,8 +92,7 @@ public final class ReplayHandover {
             case "guard" -> part.guard = (HandoverRecord.Guard) record;
             case "ack" -> part.ack = (HandoverRecord.Ack) record;
             case "progress" -> part.progress = (HandoverRecord.Progress) record;
-            default -> {
-            }
+            default -> {}
         }
         if (part.empty()) {
             partitions.remove(new TopicPartition(key.topic(), key.partition()));

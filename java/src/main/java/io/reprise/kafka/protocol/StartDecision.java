@@ -41,9 +41,8 @@ import java.util.regex.Pattern;
  * @param endOffset the exclusive end offset of a bounded replay, when known now (else null)
  * @param endTimestampMs a timestamp end in the future: the first record at or after it ends the partition
  */
-public record StartDecision(String topic, int partition, long offset, boolean clamped, Long endOffset,
-                            Long endTimestampMs) {
-
+public record StartDecision(
+        String topic, int partition, long offset, boolean clamped, Long endOffset, Long endTimestampMs) {
 
     /**
      * A start or end spec that cannot be understood, or cannot be honoured on a partition; the message says what is
@@ -80,7 +79,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             super("start of " + topic + "[" + partition + "] (" + (requested != null ? "offset " + requested : what)
                     + ") is older than the partition's log-start offset " + logStart
                     + ": those records were deleted by retention. Replay them from the lake (a LakeReplay), or allow "
-                    + "clamping (REPRISE_ALLOW_CLAMP=true / --allow-clamp) to start at offset " + logStart + " instead");
+                    + "clamping (REPRISE_ALLOW_CLAMP=true / --allow-clamp) to start at offset " + logStart
+                    + " instead");
             this.topic = topic;
             this.partition = partition;
             this.logStart = logStart;
@@ -105,21 +105,31 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
     }
 
     /** What Kafka said about one partition at bootstrap. */
-    public record PartitionFacts(String topic, int partition, long logStart, long end, Long timeLookup,
-                                 Long endTimeLookup) {
+    public record PartitionFacts(
+            String topic, int partition, long logStart, long end, Long timeLookup, Long endTimeLookup) {
         public PartitionFacts(String topic, int partition, long logStart, long end) {
             this(topic, partition, logStart, end, null, null);
         }
     }
 
     /** The kinds of start. */
-    public enum StartKind { EARLIEST, TIMESTAMP, DURATION, OFFSETS }
+    public enum StartKind {
+        EARLIEST,
+        TIMESTAMP,
+        DURATION,
+        OFFSETS
+    }
 
     /** The kinds of end bound. */
-    public enum EndKind { SNAPSHOT, TIMESTAMP, OFFSETS }
+    public enum EndKind {
+        SNAPSHOT,
+        TIMESTAMP,
+        OFFSETS
+    }
 
     /** Where the replay starts: earliest, a timestamp, a duration back from now, or explicit offsets. */
-    public record Start(StartKind kind, Long timestampMs, Double durationSeconds, Map<String, Map<Integer, Long>> offsets) {
+    public record Start(
+            StartKind kind, Long timestampMs, Double durationSeconds, Map<String, Map<Integer, Long>> offsets) {
 
         public static final Start EARLIEST = new Start(StartKind.EARLIEST, null, null, Map.of());
 
@@ -135,7 +145,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             return switch (kind) {
                 case "earliest" -> EARLIEST;
                 case "timestamp" -> new Start(StartKind.TIMESTAMP, msFrom(value, what + ".timestamp"), null, Map.of());
-                case "duration" -> new Start(StartKind.DURATION, null, parseDuration(value, what + ".duration"), Map.of());
+                case "duration" -> new Start(
+                        StartKind.DURATION, null, parseDuration(value, what + ".duration"), Map.of());
                 default -> new Start(StartKind.OFFSETS, null, null, parseOffsets(value, what + ".offsets"));
             };
         }
@@ -206,12 +217,18 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             case OFFSETS: {
                 Long wanted = spec.offsets().getOrDefault(t, Map.of()).get(p);
                 if (wanted == null) {
-                    throw new SpecException("missing-partition-offset", "start.offsets", "start.offsets has no offset for " + t + "[" + p
-                            + "]: give one for every partition of the topics");
+                    throw new SpecException(
+                            "missing-partition-offset",
+                            "start.offsets",
+                            "start.offsets has no offset for " + t + "[" + p
+                                    + "]: give one for every partition of the topics");
                 }
                 if (wanted > facts.end()) {
-                    throw new SpecException("offset-beyond-end", "start.offsets", "start.offsets: " + t + "[" + p + "]=" + wanted
-                            + " is beyond the partition's end offset " + facts.end());
+                    throw new SpecException(
+                            "offset-beyond-end",
+                            "start.offsets",
+                            "start.offsets: " + t + "[" + p + "]=" + wanted + " is beyond the partition's end offset "
+                                    + facts.end());
                 }
                 if (wanted < facts.logStart()) {
                     if (!allowClamp) {
@@ -252,8 +269,11 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             case OFFSETS: {
                 Long end = spec.offsets().getOrDefault(facts.topic(), Map.of()).get(facts.partition());
                 if (end == null) {
-                    throw new SpecException("missing-partition-offset", "end.offsets", "end.offsets has no offset for " + facts.topic() + "[" + facts.partition()
-                            + "]: give one for every partition of the topics");
+                    throw new SpecException(
+                            "missing-partition-offset",
+                            "end.offsets",
+                            "end.offsets has no offset for " + facts.topic() + "[" + facts.partition()
+                                    + "]: give one for every partition of the topics");
                 }
                 return new Long[] {end, null};
             }
@@ -276,8 +296,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
      * Start and end of one partition. A partition that already has a committed offset in the replay group keeps
      * it: the replay resumes there, and that is what the published start must say.
      */
-    public static StartDecision decide(Start start, End end, PartitionFacts facts, boolean allowClamp, long nowMs,
-                                       Long committed) {
+    public static StartDecision decide(
+            Start start, End end, PartitionFacts facts, boolean allowClamp, long nowMs, Long committed) {
         StartDecision decision = committed != null && committed >= 0
                 ? new StartDecision(facts.topic(), facts.partition(), committed, false, null, null)
                 : decideStart(start, facts, allowClamp);
@@ -286,19 +306,18 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
         if (endOffset != null && endOffset < decision.offset()) {
             endOffset = decision.offset();
         }
-        return new StartDecision(decision.topic(), decision.partition(), decision.offset(), decision.clamped(),
-                endOffset, bound[1]);
+        return new StartDecision(
+                decision.topic(), decision.partition(), decision.offset(), decision.clamped(), endOffset, bound[1]);
     }
 
     // ------------------------------------------------------------------------------------------- parsing
 
-    private static final Pattern ISO_DURATION = Pattern.compile(
-            "P(?:(\\d+(?:\\.\\d+)?)W)?(?:(\\d+(?:\\.\\d+)?)D)?"
-                    + "(?:T(?:(\\d+(?:\\.\\d+)?)H)?(?:(\\d+(?:\\.\\d+)?)M)?(?:(\\d+(?:\\.\\d+)?)S)?)?");
+    private static final Pattern ISO_DURATION = Pattern.compile("P(?:(\\d+(?:\\.\\d+)?)W)?(?:(\\d+(?:\\.\\d+)?)D)?"
+            + "(?:T(?:(\\d+(?:\\.\\d+)?)H)?(?:(\\d+(?:\\.\\d+)?)M)?(?:(\\d+(?:\\.\\d+)?)S)?)?");
     private static final double[] ISO_UNITS = {604800, 86400, 3600, 60, 1};
     private static final Pattern DURATION_PIECE = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m|h|d|w)");
-    private static final Map<String, Double> UNITS = Map.of("ms", 0.001, "s", 1.0, "m", 60.0, "h", 3600.0,
-            "d", 86400.0, "w", 604800.0);
+    private static final Map<String, Double> UNITS =
+            Map.of("ms", 0.001, "s", 1.0, "m", 60.0, "h", 3600.0, "d", 86400.0, "w", 604800.0);
 
     /** Seconds from a number (seconds), {@code 90s}/{@code 15m}/{@code 2h}/{@code 7d}/{@code 1h30m}, or ISO-8601 {@code PT2H}. */
     public static double parseDuration(JsonNode value, String what) {
@@ -328,8 +347,11 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     seconds += Double.parseDouble(pieces.group(1)) * UNITS.get(pieces.group(2));
                 }
                 if (joined.length() == 0 || !joined.toString().equals(text)) {
-                    throw new SpecException("bad-duration", what, what + ": " + repr(value)
-                            + " is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)");
+                    throw new SpecException(
+                            "bad-duration",
+                            what,
+                            what + ": " + repr(value)
+                                    + " is not a duration (use e.g. 90s, 15m, 2h, 7d, 1h30m or PT2H)");
                 }
             }
         } else {
@@ -353,7 +375,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
     /** Epoch milliseconds from a number (ms) or an ISO-8601 string (naive means UTC). */
     static long msFrom(JsonNode value, String what) {
         if (value == null || value.isNull() || value.isBoolean()) {
-            throw new SpecException("bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
+            throw new SpecException(
+                    "bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
         }
         if (value.isNumber()) {
             return value.asLong();
@@ -365,21 +388,30 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             }
             String iso = text.replace(' ', 'T');
             try {
-                return OffsetDateTime.parse(iso.replace("Z", "+00:00")).toInstant().toEpochMilli();
+                return OffsetDateTime.parse(iso.replace("Z", "+00:00"))
+                        .toInstant()
+                        .toEpochMilli();
             } catch (DateTimeParseException notOffset) {
                 try {
                     return LocalDateTime.parse(iso).toInstant(ZoneOffset.UTC).toEpochMilli();
                 } catch (DateTimeParseException notLocal) {
                     try {
-                        return LocalDate.parse(iso).atStartOfDay().toInstant(ZoneOffset.UTC).toEpochMilli();
+                        return LocalDate.parse(iso)
+                                .atStartOfDay()
+                                .toInstant(ZoneOffset.UTC)
+                                .toEpochMilli();
                     } catch (DateTimeParseException notDate) {
-                        throw new SpecException("bad-time", what, what + ": " + repr(value)
-                                + " is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds");
+                        throw new SpecException(
+                                "bad-time",
+                                what,
+                                what + ": " + repr(value)
+                                        + " is not an ISO-8601 time (e.g. 2024-05-01T12:00:00Z) nor epoch milliseconds");
                     }
                 }
             }
         }
-        throw new SpecException("bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
+        throw new SpecException(
+                "bad-time", what, what + ": expected epoch milliseconds or an ISO-8601 time, got " + repr(value));
     }
 
     /** {@code {"topic": {"0": 12}}} or {@code [{"topic": "t", "partition": 0, "offset": 12}, ...]}. */
@@ -387,13 +419,17 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
         Map<String, Map<Integer, Long>> result = new LinkedHashMap<>();
         try {
             if (value != null && value.isObject()) {
-                for (Iterator<Map.Entry<String, JsonNode>> it = value.properties().iterator(); it.hasNext(); ) {
+                for (Iterator<Map.Entry<String, JsonNode>> it =
+                                value.properties().iterator();
+                        it.hasNext(); ) {
                     Map.Entry<String, JsonNode> topic = it.next();
                     if (!topic.getValue().isObject()) {
                         throw new IllegalArgumentException();
                     }
                     Map<Integer, Long> partitions = new LinkedHashMap<>();
-                    for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().properties().iterator(); ps.hasNext(); ) {
+                    for (Iterator<Map.Entry<String, JsonNode>> ps =
+                                    topic.getValue().properties().iterator();
+                            ps.hasNext(); ) {
                         Map.Entry<String, JsonNode> p = ps.next();
                         partitions.put(Integer.parseInt(p.getKey().strip()), wholeNumber(p.getValue()));
                     }
@@ -412,14 +448,20 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             }
         } catch (IllegalArgumentException bad) {
             String shown = value == null ? "null" : value.toString();
-            throw new SpecException("bad-offsets", what, what + ": expected {\"topic\": {\"0\": 12}} or a list of {topic, partition, offset}, got "
-                    + shown.substring(0, Math.min(200, shown.length())));
+            throw new SpecException(
+                    "bad-offsets",
+                    what,
+                    what + ": expected {\"topic\": {\"0\": 12}} or a list of {topic, partition, offset}, got "
+                            + shown.substring(0, Math.min(200, shown.length())));
         }
         for (Map.Entry<String, Map<Integer, Long>> topic : result.entrySet()) {
             for (Map.Entry<Integer, Long> p : topic.getValue().entrySet()) {
                 if (p.getKey() < 0 || p.getValue() < 0) {
-                    throw new SpecException("negative-offset", what, what + ": " + topic.getKey() + "[" + p.getKey() + "]=" + p.getValue()
-                            + ": partitions and offsets are >= 0");
+                    throw new SpecException(
+                            "negative-offset",
+                            what,
+                            what + ": " + topic.getKey() + "[" + p.getKey() + "]=" + p.getValue()
+                                    + ": partitions and offsets are >= 0");
                 }
             }
         }
@@ -461,7 +503,10 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
         }
         if (!obj.isObject()) {
             String shown = obj.toString();
-            throw new SpecException("not-an-object", what, what + ": expected a JSON object, got " + shown.substring(0, Math.min(200, shown.length())));
+            throw new SpecException(
+                    "not-an-object",
+                    what,
+                    what + ": expected a JSON object, got " + shown.substring(0, Math.min(200, shown.length())));
         }
         if (obj.has("type")) {
             String kind = obj.get("type").asText();
@@ -470,7 +515,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
                     return new Object[] {k, obj.get(k)};
                 }
             }
-            throw new SpecException("unknown-type", what, what + ": type " + repr(obj.get("type")) + " is not one of " + known);
+            throw new SpecException(
+                    "unknown-type", what, what + ": type " + repr(obj.get("type")) + " is not one of " + known);
         }
         List<String> present = new ArrayList<>();
         for (String k : kinds) {
@@ -482,7 +528,8 @@ public record StartDecision(String topic, int partition, long offset, boolean cl
             List<String> names = new ArrayList<>();
             obj.fieldNames().forEachRemaining(names::add);
             names.sort(null);
-            throw new SpecException("ambiguous-type", what, what + ": give exactly one of " + known + " (got " + pyList(names) + ")");
+            throw new SpecException(
+                    "ambiguous-type", what, what + ": give exactly one of " + known + " (got " + pyList(names) + ")");
         }
         return new Object[] {present.get(0), obj.get(present.get(0))};
     }

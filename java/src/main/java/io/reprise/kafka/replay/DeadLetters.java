@@ -25,8 +25,12 @@ final class DeadLetters implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DeadLetters.class);
 
     /** Headers a dead letter carries besides the record's own. */
-    static final List<String> DLQ_HEADERS = List.of("reprise.error", "reprise.replay", "reprise.source.topic",
-            "reprise.source.partition", "reprise.source.offset");
+    static final List<String> DLQ_HEADERS = List.of(
+            "reprise.error",
+            "reprise.replay",
+            "reprise.source.topic",
+            "reprise.source.partition",
+            "reprise.source.offset");
 
     private final String replayId;
     private final String topic;
@@ -62,8 +66,8 @@ final class DeadLetters implements AutoCloseable {
     }
 
     /** The dead letter of {@code record}: as it was, plus {@code reprise.*} headers saying where from and why. */
-    static ProducerRecord<byte[], byte[]> deadLetter(ConsumerRecord<byte[], byte[]> record, String dlqTopic,
-                                                     String replayId, String reason) {
+    static ProducerRecord<byte[], byte[]> deadLetter(
+            ConsumerRecord<byte[], byte[]> record, String dlqTopic, String replayId, String reason) {
         RecordHeaders headers = new RecordHeaders();
         for (Header h : record.headers()) {
             if (!DLQ_HEADERS.contains(h.key())) {
@@ -74,10 +78,12 @@ final class DeadLetters implements AutoCloseable {
         headers.add("reprise.error", error.getBytes(StandardCharsets.UTF_8));
         headers.add("reprise.replay", replayId.getBytes(StandardCharsets.UTF_8));
         headers.add("reprise.source.topic", record.topic().getBytes(StandardCharsets.UTF_8));
-        headers.add("reprise.source.partition", String.valueOf(record.partition()).getBytes(StandardCharsets.UTF_8));
+        headers.add(
+                "reprise.source.partition", String.valueOf(record.partition()).getBytes(StandardCharsets.UTF_8));
         headers.add("reprise.source.offset", String.valueOf(record.offset()).getBytes(StandardCharsets.UTF_8));
         Long timestamp = record.timestampType() != TimestampType.NO_TIMESTAMP_TYPE && record.timestamp() >= 0
-                ? record.timestamp() : null;
+                ? record.timestamp()
+                : null;
         // No partition: the key decides (Java's murmur2), as the reference's dead letters.
         return new ProducerRecord<>(dlqTopic, null, timestamp, record.key(), record.value(), headers);
     }

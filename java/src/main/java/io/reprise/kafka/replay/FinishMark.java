@@ -9,8 +9,7 @@ import io.reprise.kafka.protocol.CommitMetadata;
  */
 final class FinishMark {
 
-    private FinishMark() {
-    }
+    private FinishMark() {}
 
     /** The commit metadata of p finished for {@code replayId} with {@code reason}. */
     static String metadata(String replayId, String reason) {

@@ -41,8 +41,14 @@ final class HandlerDelivery<K, V> {
     /** Both deserializers hand bytes through: the raw record is the typed one (no copy per record). */
     private final boolean identity;
 
-    HandlerDelivery(RecordFilter filter, Deserializer<K> keys, Deserializer<V> values, RecordsHandler<K, V> handler,
-                    DeadLetters deadLetters, int retries, long backoffMillis) {
+    HandlerDelivery(
+            RecordFilter filter,
+            Deserializer<K> keys,
+            Deserializer<V> values,
+            RecordsHandler<K, V> handler,
+            DeadLetters deadLetters,
+            int retries,
+            long backoffMillis) {
         this.filter = filter;
         this.keys = keys;
         this.values = values;
@@ -50,7 +56,8 @@ final class HandlerDelivery<K, V> {
         this.deadLetters = deadLetters;
         this.retries = retries;
         this.backoffMillis = backoffMillis;
-        this.identity = keys.getClass() == ByteArrayDeserializer.class && values.getClass() == ByteArrayDeserializer.class;
+        this.identity =
+                keys.getClass() == ByteArrayDeserializer.class && values.getClass() == ByteArrayDeserializer.class;
     }
 
     Outcome deliver(List<ConsumerRecord<byte[], byte[]>> batch) {
@@ -91,7 +98,9 @@ final class HandlerDelivery<K, V> {
             return outcome;
         } catch (Exception batchFailed) {
             // The handler is the service's code: any failure is possible. Find the poison record(s) one by one.
-            LOG.info("handler threw on a batch of {} records, retrying record by record: {}", typed.size(),
+            LOG.info(
+                    "handler threw on a batch of {} records, retrying record by record: {}",
+                    typed.size(),
                     describe(batchFailed));
         }
         for (int i = 0; i < typed.size(); i++) {
@@ -124,9 +133,19 @@ final class HandlerDelivery<K, V> {
         }
         K key = keys.deserialize(record.topic(), record.headers(), record.key());
         V value = values.deserialize(record.topic(), record.headers(), record.value());
-        return new ConsumerRecord<>(record.topic(), record.partition(), record.offset(), record.timestamp(),
-                record.timestampType(), record.serializedKeySize(), record.serializedValueSize(), key, value,
-                record.headers(), record.leaderEpoch(), Optional.empty());
+        return new ConsumerRecord<>(
+                record.topic(),
+                record.partition(),
+                record.offset(),
+                record.timestamp(),
+                record.timestampType(),
+                record.serializedKeySize(),
+                record.serializedValueSize(),
+                key,
+                value,
+                record.headers(),
+                record.leaderEpoch(),
+                Optional.empty());
     }
 
     private void poison(ConsumerRecord<byte[], byte[]> record, String reason, Outcome outcome) {

@@ -71,12 +71,18 @@ final class KafkaClientConfig {
     }
 
     /** Settings of the service's consumer that belong to its own group membership or types, not the replay's. */
-    private static final Set<String> SERVICE_ONLY = Set.of(ConsumerConfig.GROUP_ID_CONFIG,
-            ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, ConsumerConfig.CLIENT_ID_CONFIG,
-            ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-            ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-            ConsumerConfig.ISOLATION_LEVEL_CONFIG, ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-            ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, ConsumerConfig.GROUP_PROTOCOL_CONFIG,
+    private static final Set<String> SERVICE_ONLY = Set.of(
+            ConsumerConfig.GROUP_ID_CONFIG,
+            ConsumerConfig.GROUP_INSTANCE_ID_CONFIG,
+            ConsumerConfig.CLIENT_ID_CONFIG,
+            ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
+            ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+            ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+            ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+            ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+            ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+            ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+            ConsumerConfig.GROUP_PROTOCOL_CONFIG,
             ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG);
 
     /** The settings in {@code path}: every regular file whose name does not start with a dot. */
@@ -103,7 +109,9 @@ final class KafkaClientConfig {
                             + unreadable.getClass().getSimpleName());
                 }
                 // Editors and `kubectl create secret --from-file` often leave one trailing newline.
-                values.put(entry.getFileName().toString(), text.endsWith("\n") ? text.substring(0, text.length() - 1) : text);
+                values.put(
+                        entry.getFileName().toString(),
+                        text.endsWith("\n") ? text.substring(0, text.length() - 1) : text);
             }
         } catch (IOException unlisted) {
             throw new KafkaConfigException("cannot list REPRISE_KAFKA_CONFIG_DIR " + folder + ": "
@@ -160,8 +168,8 @@ final class KafkaClientConfig {
                         out.put("ssl.endpoint.identification.algorithm", "");
                     }
                 }
-                case "ssl.endpoint.identification.algorithm" ->
-                        out.put(key, value.strip().equalsIgnoreCase("none") ? "" : value);
+                case "ssl.endpoint.identification.algorithm" -> out.put(
+                        key, value.strip().equalsIgnoreCase("none") ? "" : value);
                 default -> {
                     if (javaNames.contains(key)) {
                         out.put(key, value);
@@ -174,11 +182,14 @@ final class KafkaClientConfig {
         String user = folder.get("sasl.username");
         String password = folder.get("sasl.password");
         if (user != null && password != null && !folder.containsKey("sasl.jaas.config")) {
-            String module = mechanism != null && mechanism.toUpperCase(Locale.ROOT).startsWith("SCRAM")
-                    ? "org.apache.kafka.common.security.scram.ScramLoginModule"
-                    : "org.apache.kafka.common.security.plain.PlainLoginModule";
-            out.put("sasl.jaas.config", module + " required username=\"" + jaasQuote(user) + "\" password=\""
-                    + jaasQuote(password) + "\";");
+            String module =
+                    mechanism != null && mechanism.toUpperCase(Locale.ROOT).startsWith("SCRAM")
+                            ? "org.apache.kafka.common.security.scram.ScramLoginModule"
+                            : "org.apache.kafka.common.security.plain.PlainLoginModule";
+            out.put(
+                    "sasl.jaas.config",
+                    module + " required username=\"" + jaasQuote(user) + "\" password=\"" + jaasQuote(password)
+                            + "\";");
         }
         return out;
     }
@@ -245,7 +256,9 @@ final class KafkaClientConfig {
     Map<String, Object> connection() {
         Map<String, Object> config = new HashMap<>();
         base.forEach((k, v) -> {
-            if (AdminClientConfig.configNames().contains(k) || k.startsWith("sasl.") || k.startsWith("ssl.")
+            if (AdminClientConfig.configNames().contains(k)
+                    || k.startsWith("sasl.")
+                    || k.startsWith("ssl.")
                     || k.startsWith("security.")) {
                 config.put(k, v);
             }

@@ -35,8 +35,7 @@ final class ReplayBook {
             Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
 
     /** A partition of the replay's plan (its {@code start} record): where it starts, and its end bound. */
-    record Planned(long start, Long endOffset, Long endTimestampMs) {
-    }
+    record Planned(long start, Long endOffset, Long endTimestampMs) {}
 
     /** What the consumer returned: a record, or an end-of-partition event (offset: after the last readable one). */
     interface Item {
@@ -64,32 +63,25 @@ final class ReplayBook {
     }
 
     /** An offset to commit, with the {@code finished} mark it carries (or null). */
-    record Offset(TopicPartition partition, long offset, CommitMark mark) {
-    }
+    record Offset(TopicPartition partition, long offset, CommitMark mark) {}
 
     /** A commit the book asks for; ids run 1, 2, ... in the order the book made them. */
-    record Commit(int id, List<Offset> offsets, boolean sync) {
-    }
+    record Commit(int id, List<Offset> offsets, boolean sync) {}
 
     /** A {@code handover} record to publish: H of a finished partition and why it finished. */
-    record Handover(TopicPartition partition, long offset, String reason) {
-    }
+    record Handover(TopicPartition partition, long offset, String reason) {}
 
     /** A {@code progress} record to publish. */
-    record Progress(TopicPartition partition, long committed, boolean atEnd) {
-    }
+    record Progress(TopicPartition partition, long committed, boolean atEnd) {}
 
     /** What an assignment of one partition asks for: a start commit (sync), H published again, a pause. */
-    record Assigned(Commit startCommit, Handover handover, boolean pause) {
-    }
+    record Assigned(Commit startCommit, Handover handover, boolean pause) {}
 
     /** Partitions that finish together: make {@code commit} (sync), then tell {@link #finished}. */
-    record Finishing(Commit commit, Map<TopicPartition, String> reasons) {
-    }
+    record Finishing(Commit commit, Map<TopicPartition, String> reasons) {}
 
     /** The records of a turn to process, and those read but dropped. */
-    record Taken<T extends Item>(List<T> records, List<T> dropped) {
-    }
+    record Taken<T extends Item>(List<T> records, List<T> dropped) {}
 
     /** This replica's view of one assigned partition. */
     static final class Part {
@@ -267,8 +259,9 @@ final class ReplayBook {
                 continue;
             }
             part.atEnd = false;
-            if (part.bounded() && FinishRule.recordEndsPartition(part.endOffset, part.endTimestampMs, item.offset(),
-                    item.timestampMs())) {
+            if (part.bounded()
+                    && FinishRule.recordEndsPartition(
+                            part.endOffset, part.endTimestampMs, item.offset(), item.timestampMs())) {
                 part.endMet = item.offset();
                 dropped.add((T) item);
                 continue;
@@ -319,8 +312,7 @@ final class ReplayBook {
                 moving.add(new Offset(part.tp, part.position, null));
             }
         }
-        if (!stop && !moving.isEmpty() && uncommittedBatches + 1 < MAX_UNCOMMITTED_BATCHES
-                && inFlight.getAsBoolean()) {
+        if (!stop && !moving.isEmpty() && uncommittedBatches + 1 < MAX_UNCOMMITTED_BATCHES && inFlight.getAsBoolean()) {
             uncommittedBatches++;
             return new Checkpoint(null, false);
         }
@@ -338,8 +330,7 @@ final class ReplayBook {
     }
 
     /** {@link #checkpoint}'s answer: a commit to make, or none and whether to flush. */
-    record Checkpoint(Commit commit, boolean flush) {
-    }
+    record Checkpoint(Commit commit, boolean flush) {}
 
     /**
      * A commit was made (asynchronous: sent; its answer goes to {@link #answered}); not {@code ok}: the group refused
@@ -397,8 +388,8 @@ final class ReplayBook {
                 if (guard != null) {
                     liveAt = Math.max(liveAt == null ? 0 : liveAt, guard);
                 }
-                Optional<String> decided = FinishRule.decide(mode, part.position, part.endOffset, part.endTimestampMs,
-                        part.atEnd, liveAt);
+                Optional<String> decided =
+                        FinishRule.decide(mode, part.position, part.endOffset, part.endTimestampMs, part.atEnd, liveAt);
                 if (decided.isEmpty()) {
                     continue;
                 }

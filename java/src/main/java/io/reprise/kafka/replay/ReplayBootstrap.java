@@ -52,8 +52,7 @@ final class ReplayBootstrap {
         }
     }
 
-    private ReplayBootstrap() {
-    }
+    private ReplayBootstrap() {}
 
     static String transactionalId(String replayId) {
         return "reprise-bootstrap-" + replayId;
@@ -64,9 +63,13 @@ final class ReplayBootstrap {
      * after any crash. Throws {@link StartDecision.OlderThanRetention} / {@link StartDecision.SpecException} for a
      * start that cannot be honoured (not retried), {@link BootstrapException} when Kafka keeps failing.
      */
-    static ReplayHandover run(ReplaySettings settings, KafkaClientConfig clients, HandoverTopic handover,
-                              HandoverFollower<?> reads, KafkaConsumer<byte[], byte[]> consumer,
-                              BooleanFlag stopping) {
+    static ReplayHandover run(
+            ReplaySettings settings,
+            KafkaClientConfig clients,
+            HandoverTopic handover,
+            HandoverFollower<?> reads,
+            KafkaConsumer<byte[], byte[]> consumer,
+            BooleanFlag stopping) {
         RuntimeException last = null;
         for (int attempt = 0; attempt < 20 && !stopping.get(); attempt++) {
             try {
@@ -82,8 +85,12 @@ final class ReplayBootstrap {
                 last = failed;
                 // Fenced by a concurrent bootstrapper, a coordinator moving, a broker restarting: back off with
                 // jitter (so two replicas do not keep fencing each other) and look again.
-                double pause = Math.min(5.0, 0.2 * Math.pow(2, attempt)) * (0.5 + ThreadLocalRandom.current().nextDouble());
-                LOG.warn("bootstrap attempt {} failed, retrying in {} s: {}", attempt + 1, String.format("%.2f", pause),
+                double pause = Math.min(5.0, 0.2 * Math.pow(2, attempt))
+                        * (0.5 + ThreadLocalRandom.current().nextDouble());
+                LOG.warn(
+                        "bootstrap attempt {} failed, retrying in {} s: {}",
+                        attempt + 1,
+                        String.format("%.2f", pause),
                         failed.toString());
                 try {
                     Thread.sleep((long) (pause * 1000));
@@ -110,8 +117,11 @@ final class ReplayBootstrap {
      * {@code sendOffsetsToTransaction}, as a member that has not joined (generation -1), the same as a consumer
      * made for the purpose would.
      */
-    private static ReplayHandover once(ReplaySettings settings, KafkaClientConfig clients, HandoverFollower<?> reads,
-                                       KafkaConsumer<byte[], byte[]> consumer) {
+    private static ReplayHandover once(
+            ReplaySettings settings,
+            KafkaClientConfig clients,
+            HandoverFollower<?> reads,
+            KafkaConsumer<byte[], byte[]> consumer) {
         Map<String, Object> producerConfig = clients.producer("reprise-bootstrap-" + settings.memberName());
         producerConfig.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId(settings.replayId()));
         // A bootstrapper that dies mid-transaction holds back read_committed readers of the handover topic until
@@ -127,9 +137,10 @@ final class ReplayBootstrap {
             }
             long now = System.currentTimeMillis();
             Long endTs = settings.end() != null && settings.end().kind() == StartDecision.EndKind.TIMESTAMP
-                    ? settings.end().timestampMs() : null;
-            List<StartDecision.PartitionFacts> facts = partitionFacts(consumer, settings.topics(),
-                    settings.start().lookupTimestamp(now), endTs);
+                    ? settings.end().timestampMs()
+                    : null;
+            List<StartDecision.PartitionFacts> facts =
+                    partitionFacts(consumer, settings.topics(), settings.start().lookupTimestamp(now), endTs);
             List<TopicPartition> partitions = new ArrayList<>();
             facts.forEach(f -> partitions.add(new TopicPartition(f.topic(), f.partition())));
             Map<TopicPartition, Long> committed = new HashMap<>();
@@ -139,17 +150,30 @@ final class ReplayBootstrap {
                 }
             });
             List<HandoverRecord> records = new ArrayList<>();
-            records.add(new HandoverRecord.Replay(settings.replayId(), settings.mode(), settings.replayGroup(),
-                    settings.liveGroup(), settings.topics(), settings.filter(), now));
+            records.add(new HandoverRecord.Replay(
+                    settings.replayId(),
+                    settings.mode(),
+                    settings.replayGroup(),
+                    settings.liveGroup(),
+                    settings.topics(),
+                    settings.filter(),
+                    now));
             Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
             Map<String, Long> shown = new LinkedHashMap<>();
             List<String> clamped = new ArrayList<>();
             for (StartDecision.PartitionFacts f : facts) {
                 TopicPartition tp = new TopicPartition(f.topic(), f.partition());
-                StartDecision d = StartDecision.decide(settings.start(), settings.end(), f, settings.allowClamp(), now,
-                        committed.get(tp));
-                records.add(new HandoverRecord.Start(settings.replayId(), d.topic(), d.partition(), d.offset(),
-                        d.endOffset(), d.endTimestampMs(), d.clamped(), now));
+                StartDecision d = StartDecision.decide(
+                        settings.start(), settings.end(), f, settings.allowClamp(), now, committed.get(tp));
+                records.add(new HandoverRecord.Start(
+                        settings.replayId(),
+                        d.topic(),
+                        d.partition(),
+                        d.offset(),
+                        d.endOffset(),
+                        d.endTimestampMs(),
+                        d.clamped(),
+                        now));
                 if (!committed.containsKey(tp)) {
                     offsets.put(tp, new OffsetAndMetadata(d.offset()));
                 }
@@ -176,8 +200,12 @@ final class ReplayBootstrap {
                 }
                 throw failed;
             }
-            LOG.info("replay {} bootstrapped: {} partitions, start offsets {}, clamped {}", settings.replayId(),
-                    facts.size(), shown, clamped);
+            LOG.info(
+                    "replay {} bootstrapped: {} partitions, start offsets {}, clamped {}",
+                    settings.replayId(),
+                    facts.size(),
+                    shown,
+                    clamped);
             HandoverView view = new HandoverView();
             for (HandoverRecord record : records) {
                 HandoverWire.Encoded encoded = HandoverWire.encode(record);
@@ -188,16 +216,18 @@ final class ReplayBootstrap {
     }
 
     /** Log start, end and time lookups of every partition of {@code topics}. */
-    static List<StartDecision.PartitionFacts> partitionFacts(KafkaConsumer<byte[], byte[]> consumer, List<String> topics,
-                                                             Long startTs, Long endTs) {
+    static List<StartDecision.PartitionFacts> partitionFacts(
+            KafkaConsumer<byte[], byte[]> consumer, List<String> topics, Long startTs, Long endTs) {
         List<TopicPartition> partitions = new ArrayList<>();
         for (String topic : topics) {
             List<PartitionInfo> found = consumer.partitionsFor(topic, TIMEOUT);
             if (found == null || found.isEmpty()) {
                 throw new BootstrapException("source topic " + topic + ": it does not exist", null);
             }
-            found.stream().map(p -> new TopicPartition(topic, p.partition()))
-                    .sorted(java.util.Comparator.comparingInt(TopicPartition::partition)).forEach(partitions::add);
+            found.stream()
+                    .map(p -> new TopicPartition(topic, p.partition()))
+                    .sorted(java.util.Comparator.comparingInt(TopicPartition::partition))
+                    .forEach(partitions::add);
         }
         // Assigned for the lookups: a read_committed consumer keeps each answer as the partition's last stable
         // offset, and logs a WARN per partition it does not hold ("Not updating last stable offset ... no longer
@@ -218,14 +248,14 @@ final class ReplayBootstrap {
         }
         List<StartDecision.PartitionFacts> facts = new ArrayList<>();
         for (TopicPartition tp : partitions) {
-            facts.add(new StartDecision.PartitionFacts(tp.topic(), tp.partition(), low.get(tp), high.get(tp),
-                    starts.get(tp), ends.get(tp)));
+            facts.add(new StartDecision.PartitionFacts(
+                    tp.topic(), tp.partition(), low.get(tp), high.get(tp), starts.get(tp), ends.get(tp)));
         }
         return facts;
     }
 
-    private static Map<TopicPartition, Long> times(KafkaConsumer<byte[], byte[]> consumer,
-                                                   List<TopicPartition> partitions, Long ts) {
+    private static Map<TopicPartition, Long> times(
+            KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> partitions, Long ts) {
         Map<TopicPartition, Long> result = new HashMap<>();
         if (ts == null) {
             return result;

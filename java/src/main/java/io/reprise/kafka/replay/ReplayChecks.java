@@ -36,8 +36,12 @@ final class ReplayChecks implements Runnable {
     private volatile boolean stopped;
     private long lastReport;
 
-    ReplayChecks(ReplaySettings settings, KafkaClientConfig clients, ReplayMetrics metrics, ReplayBook book,
-                 HandoverTopic handover) {
+    ReplayChecks(
+            ReplaySettings settings,
+            KafkaClientConfig clients,
+            ReplayMetrics metrics,
+            ReplayBook book,
+            HandoverTopic handover) {
         this.settings = settings;
         this.clients = clients;
         this.metrics = metrics;
@@ -75,8 +79,10 @@ final class ReplayChecks implements Runnable {
         if (settings.liveGroup() != null && !settings.mode().equals(FinishRule.DRAIN)) {
             try {
                 Map<TopicPartition, Long> found = new HashMap<>();
-                admin.listConsumerGroupOffsets(settings.liveGroup()).partitionsToOffsetAndMetadata()
-                        .get(15, TimeUnit.SECONDS).forEach((tp, om) -> {
+                admin.listConsumerGroupOffsets(settings.liveGroup())
+                        .partitionsToOffsetAndMetadata()
+                        .get(15, TimeUnit.SECONDS)
+                        .forEach((tp, om) -> {
                             if (om != null && om.offset() >= 0) {
                                 found.put(tp, om.offset());
                             }
@@ -92,15 +98,21 @@ final class ReplayChecks implements Runnable {
             current.keySet().forEach(tp -> query.put(tp, OffsetSpec.latest()));
             try {
                 Map<TopicPartition, Long> found = new HashMap<>();
-                admin.listOffsets(query, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED)).all()
-                        .get(15, TimeUnit.SECONDS).forEach((tp, info) -> found.put(tp, info.offset()));
+                admin.listOffsets(query, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
+                        .all()
+                        .get(15, TimeUnit.SECONDS)
+                        .forEach((tp, info) -> found.put(tp, info.offset()));
                 // For the lag metrics only: no finish is decided on an end offset (HANDOVER.md section 5.5).
                 current.forEach((tp, position) -> {
                     Long high = found.get(tp);
                     Long endOffset = book.endOffset(tp);
                     if (high != null && position != null) {
-                        metrics.partition(tp.topic(), tp.partition(), position,
-                                endOffset == null ? high : Math.min(high, endOffset), null);
+                        metrics.partition(
+                                tp.topic(),
+                                tp.partition(),
+                                position,
+                                endOffset == null ? high : Math.min(high, endOffset),
+                                null);
                     }
                 });
             } catch (Exception failed) {
@@ -117,8 +129,13 @@ final class ReplayChecks implements Runnable {
         lastReport = System.nanoTime();
         List<HandoverRecord> records = new ArrayList<>();
         for (ReplayBook.Progress p : book.progress()) {
-            records.add(new HandoverRecord.Progress(settings.replayId(), p.partition().topic(),
-                    p.partition().partition(), p.committed(), p.atEnd(), settings.memberName(),
+            records.add(new HandoverRecord.Progress(
+                    settings.replayId(),
+                    p.partition().topic(),
+                    p.partition().partition(),
+                    p.committed(),
+                    p.atEnd(),
+                    settings.memberName(),
                     System.currentTimeMillis()));
         }
         if (records.isEmpty()) {

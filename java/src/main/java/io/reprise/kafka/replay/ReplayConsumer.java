@@ -103,10 +103,17 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
      * ones the bootstrap used; {@link #run} takes them over and closes them. The plan is copied from {@code state}
      * here, before the follower's thread goes on applying records to the view {@code state} belongs to.
      */
-    ReplayConsumer(ReplaySettings settings, KafkaClientConfig clients, HandlerDelivery<K, V> delivery,
-                   DeadLetters deadLetters, ReplayMetrics metrics, ReplayHandover state, HandoverTopic handover,
-                   KafkaConsumer<byte[], byte[]> consumer, HandoverFollower<ReplayFacts> follower,
-                   Supplier<Boolean> stopRequested) {
+    ReplayConsumer(
+            ReplaySettings settings,
+            KafkaClientConfig clients,
+            HandlerDelivery<K, V> delivery,
+            DeadLetters deadLetters,
+            ReplayMetrics metrics,
+            ReplayHandover state,
+            HandoverTopic handover,
+            KafkaConsumer<byte[], byte[]> consumer,
+            HandoverFollower<ReplayFacts> follower,
+            Supplier<Boolean> stopRequested) {
         this.consumer = consumer;
         this.follower = follower;
         this.settings = settings;
@@ -119,7 +126,8 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         this.throttle = new Throttle(settings.maxRecordsPerSecond(), settings.maxBytesPerSecond());
         Map<TopicPartition, ReplayBook.Planned> plan = new HashMap<>();
         for (PartitionHandover p : state.planned()) {
-            plan.put(new TopicPartition(p.topic, p.partition),
+            plan.put(
+                    new TopicPartition(p.topic, p.partition),
                     new ReplayBook.Planned(p.start.offset(), p.start.endOffset(), p.start.endTimestampMs()));
         }
         this.planned = plan.size();
@@ -129,14 +137,19 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
 
     /** The replay group's consumer of a replica: the bootstrap asks it its questions before it subscribes. */
     static KafkaConsumer<byte[], byte[]> newConsumer(ReplaySettings settings, KafkaClientConfig clients) {
-        return new KafkaConsumer<>(clients.replayConsumer(settings.replayGroup(), "reprise-" + settings.memberName(),
-                settings.batchSize()));
+        return new KafkaConsumer<>(clients.replayConsumer(
+                settings.replayGroup(), "reprise-" + settings.memberName(), settings.batchSize()));
     }
 
     /** The tail of the handover topic a replica keeps; the bootstrap reads with it before it is started. */
     static HandoverFollower<ReplayFacts> newFollower(ReplaySettings settings, KafkaClientConfig clients) {
-        return new HandoverFollower<>(clients.connection(), settings.handoverTopic(), ReplayFacts.of(settings.replayId()),
-                Duration.ofMillis(200), () -> { }, "reprise-" + settings.memberName() + "-follower");
+        return new HandoverFollower<>(
+                clients.connection(),
+                settings.handoverTopic(),
+                ReplayFacts.of(settings.replayId()),
+                Duration.ofMillis(200),
+                () -> {},
+                "reprise-" + settings.memberName() + "-follower");
     }
 
     boolean ready() {
@@ -153,8 +166,12 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             consumer.subscribe(settings.topics(), this);
             checker.start();
             ready = true;
-            LOG.info("replay consumer started: mode {}, topics {}, replay group {}, {} partitions planned",
-                    settings.mode(), settings.topics(), settings.replayGroup(), planned);
+            LOG.info(
+                    "replay consumer started: mode {}, topics {}, replay group {}, {} partitions planned",
+                    settings.mode(),
+                    settings.topics(),
+                    settings.replayGroup(),
+                    planned);
             while (!stopRequested.get()) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL_WAIT);
                 metrics.beat();
@@ -282,8 +299,11 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
     private boolean commit(ReplayBook.Commit commit) {
         Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
         for (ReplayBook.Offset o : commit.offsets()) {
-            offsets.put(o.partition(), o.mark() == null ? new OffsetAndMetadata(o.offset())
-                    : new OffsetAndMetadata(o.offset(), CommitMetadata.store(o.mark())));
+            offsets.put(
+                    o.partition(),
+                    o.mark() == null
+                            ? new OffsetAndMetadata(o.offset())
+                            : new OffsetAndMetadata(o.offset(), CommitMetadata.store(o.mark())));
         }
         if (!commit.sync()) {
             consumer.commitAsync(offsets, (committed, error) -> {
@@ -316,7 +336,8 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                 LOG.info("commit deferred until the rebalance under way completes");
                 return false;
             } catch (CommitFailedException | FencedInstanceIdException notMember) {
-                LOG.warn("commit refused: no longer a member; the partitions move to another replica: {}",
+                LOG.warn(
+                        "commit refused: no longer a member; the partitions move to another replica: {}",
                         notMember.toString());
                 metrics.errors.inc(1);
                 return false;
@@ -348,8 +369,13 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             if (!handovers.isEmpty()) {
                 List<HandoverRecord> records = new ArrayList<>();
                 for (ReplayBook.Handover h : handovers) {
-                    records.add(new HandoverRecord.Handover(settings.replayId(), h.partition().topic(),
-                            h.partition().partition(), h.offset(), h.reason(), settings.memberName(),
+                    records.add(new HandoverRecord.Handover(
+                            settings.replayId(),
+                            h.partition().topic(),
+                            h.partition().partition(),
+                            h.offset(),
+                            h.reason(),
+                            settings.memberName(),
                             System.currentTimeMillis()));
                 }
                 publishHandover(records);
@@ -357,7 +383,10 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
                     consumer.pause(List.of(h.partition()));
                     metrics.partition(h.partition().topic(), h.partition().partition(), h.offset(), null, "finished");
                     metrics.finishedPartitions.incrementAndGet();
-                    LOG.info("partition {} finished: handover offset {}, reason {}", h.partition(), h.offset(),
+                    LOG.info(
+                            "partition {} finished: handover offset {}, reason {}",
+                            h.partition(),
+                            h.offset(),
                             h.reason());
                 }
             }
@@ -404,7 +433,9 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
         List<TopicPartition> finishedHere = new ArrayList<>();
         for (TopicPartition tp : partitions) {
             OffsetAndMetadata found = committed.get(tp);
-            ReplayBook.Assigned assigned = book.assign(tp, found == null ? null : found.offset(),
+            ReplayBook.Assigned assigned = book.assign(
+                    tp,
+                    found == null ? null : found.offset(),
                     found == null ? null : FinishMark.decode(found.metadata()));
             if (assigned.startCommit() != null) {
                 // The group's offset is gone (offsets of a long-empty group expire): the published start again.
@@ -419,8 +450,14 @@ final class ReplayConsumer<K, V> implements ConsumerRebalanceListener {
             ReplayBook.Handover h = assigned.handover();
             if (h != null) {
                 finishedHere.add(tp);
-                publishHandover(List.of(new HandoverRecord.Handover(settings.replayId(), tp.topic(), tp.partition(),
-                        h.offset(), h.reason(), settings.memberName(), System.currentTimeMillis())));
+                publishHandover(List.of(new HandoverRecord.Handover(
+                        settings.replayId(),
+                        tp.topic(),
+                        tp.partition(),
+                        h.offset(),
+                        h.reason(),
+                        settings.memberName(),
+                        System.currentTimeMillis())));
                 metrics.partition(tp.topic(), tp.partition(), h.offset(), null, "finished");
             } else if (!assigned.pause()) {
                 metrics.partition(tp.topic(), tp.partition(), book.position(tp), null, "replaying");

@@ -26,14 +26,18 @@ final class ReplayMetrics {
 
     /** Values of {@code reprise_worker_partition_state}. */
     static final Map<String, Integer> PARTITION_STATES = Map.of("replaying", 0, "finished", 1, "paused", 2);
+
     static final long STALE_AFTER_NANOS = 120_000_000_000L;
 
     final Counter consumed = new Counter("reprise_worker_records_consumed", "Records read from the source topics");
     final Counter matched = new Counter("reprise_worker_records_matched", "Records that matched the filter");
-    final Counter delivered = new Counter("reprise_worker_records_delivered", "Records handed to the handler or forwarded");
+    final Counter delivered =
+            new Counter("reprise_worker_records_delivered", "Records handed to the handler or forwarded");
     final Counter skipped = new Counter("reprise_worker_records_skipped", "Records the filter did not match");
-    final Counter deadLettered = new Counter("reprise_worker_records_dead_lettered", "Poison records sent to the dead-letter topic");
-    final Counter poisonSkipped = new Counter("reprise_worker_records_poison_skipped", "Poison records counted and skipped (no DLQ)");
+    final Counter deadLettered =
+            new Counter("reprise_worker_records_dead_lettered", "Poison records sent to the dead-letter topic");
+    final Counter poisonSkipped =
+            new Counter("reprise_worker_records_poison_skipped", "Poison records counted and skipped (no DLQ)");
     final Counter bytes = new Counter("reprise_worker_bytes_consumed", "Key and value bytes read");
     final Counter commits = new Counter("reprise_worker_commits", "Offset commits (or committed transactions)");
     final Counter rebalances = new Counter("reprise_worker_rebalances", "Partitions assigned, revoked or lost");
@@ -59,8 +63,8 @@ final class ReplayMetrics {
 
     /** Sets what is given (null leaves a gauge as it is); the lag follows position and end. */
     void partition(String topic, int partition, Long position, Long end, String state) {
-        PartitionGauges gauges = partitions.computeIfAbsent(topic + "\u0000" + partition,
-                k -> new PartitionGauges(topic, partition));
+        PartitionGauges gauges =
+                partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new PartitionGauges(topic, partition));
         if (position != null) {
             gauges.position = position;
         }
@@ -79,38 +83,72 @@ final class ReplayMetrics {
 
     String render() {
         StringBuilder out = new StringBuilder(4096);
-        for (Counter c : new Counter[] {consumed, matched, delivered, skipped, deadLettered, poisonSkipped, bytes,
-                commits, rebalances, errors}) {
-            out.append("# HELP ").append(c.name).append("_total ").append(c.help).append('\n');
+        for (Counter c : new Counter[] {
+            consumed, matched, delivered, skipped, deadLettered, poisonSkipped, bytes, commits, rebalances, errors
+        }) {
+            out.append("# HELP ")
+                    .append(c.name)
+                    .append("_total ")
+                    .append(c.help)
+                    .append('\n');
             out.append("# TYPE ").append(c.name).append("_total counter\n");
-            out.append(c.name).append("_total{").append(labels).append("} ").append(c.value.sum()).append(".0\n");
+            out.append(c.name)
+                    .append("_total{")
+                    .append(labels)
+                    .append("} ")
+                    .append(c.value.sum())
+                    .append(".0\n");
         }
         Map<String, String[]> perPartition = new LinkedHashMap<>();
         perPartition.put("reprise_worker_partition_position", new String[] {"Next offset the replay processes"});
         perPartition.put("reprise_worker_partition_end", new String[] {"End offset (high watermark) last seen"});
-        perPartition.put("reprise_worker_partition_lag", new String[] {"Records left to the end (or to the stop offset)"});
-        perPartition.put("reprise_worker_partition_state",
+        perPartition.put(
+                "reprise_worker_partition_lag", new String[] {"Records left to the end (or to the stop offset)"});
+        perPartition.put(
+                "reprise_worker_partition_state",
                 new String[] {"0 replaying, 1 finished (handed over / drained), 2 paused"});
         for (Map.Entry<String, String[]> metric : perPartition.entrySet()) {
             String name = metric.getKey();
-            out.append("# HELP ").append(name).append(' ').append(metric.getValue()[0]).append('\n');
+            out.append("# HELP ")
+                    .append(name)
+                    .append(' ')
+                    .append(metric.getValue()[0])
+                    .append('\n');
             out.append("# TYPE ").append(name).append(" gauge\n");
             for (PartitionGauges g : partitions.values()) {
-                Long value = switch (name) {
-                    case "reprise_worker_partition_position" -> g.position;
-                    case "reprise_worker_partition_end" -> g.end;
-                    case "reprise_worker_partition_lag" ->
-                            g.position != null && g.end != null ? Math.max(0, g.end - g.position) : null;
-                    default -> g.state == null ? null : (long) g.state;
-                };
+                Long value =
+                        switch (name) {
+                            case "reprise_worker_partition_position" -> g.position;
+                            case "reprise_worker_partition_end" -> g.end;
+                            case "reprise_worker_partition_lag" -> g.position != null && g.end != null
+                                    ? Math.max(0, g.end - g.position)
+                                    : null;
+                            default -> g.state == null ? null : (long) g.state;
+                        };
                 if (value != null) {
-                    out.append(name).append('{').append(labels).append(",topic=\"").append(escape(g.topic))
-                            .append("\",partition=\"").append(g.partition).append("\"} ").append(value).append(".0\n");
+                    out.append(name)
+                            .append('{')
+                            .append(labels)
+                            .append(",topic=\"")
+                            .append(escape(g.topic))
+                            .append("\",partition=\"")
+                            .append(g.partition)
+                            .append("\"} ")
+                            .append(value)
+                            .append(".0\n");
                 }
             }
         }
-        gauge(out, "reprise_worker_partitions_finished", "Partitions finished in this replay", finishedPartitions.get());
-        gauge(out, "reprise_worker_partitions_assigned", "Partitions assigned to this replica", assignedPartitions.get());
+        gauge(
+                out,
+                "reprise_worker_partitions_finished",
+                "Partitions finished in this replay",
+                finishedPartitions.get());
+        gauge(
+                out,
+                "reprise_worker_partitions_assigned",
+                "Partitions assigned to this replica",
+                assignedPartitions.get());
         return out.toString();
     }
 
@@ -168,10 +206,18 @@ final class ReplayMetrics {
                 try (exchange) {
                     String path = exchange.getRequestURI().getPath();
                     switch (path) {
-                        case "/metrics" -> reply(exchange, 200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
-                        case "/healthz" -> reply(exchange, metrics.alive() ? 200 : 503, metrics.alive() ? "ok\n" : "stale\n", "text/plain");
-                        case "/readyz" -> reply(exchange, ready.getAsBoolean() ? 200 : 503,
-                                ready.getAsBoolean() ? "ready\n" : "not ready\n", "text/plain");
+                        case "/metrics" -> reply(
+                                exchange, 200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+                        case "/healthz" -> reply(
+                                exchange,
+                                metrics.alive() ? 200 : 503,
+                                metrics.alive() ? "ok\n" : "stale\n",
+                                "text/plain");
+                        case "/readyz" -> reply(
+                                exchange,
+                                ready.getAsBoolean() ? 200 : 503,
+                                ready.getAsBoolean() ? "ready\n" : "not ready\n",
+                                "text/plain");
                         default -> reply(exchange, 404, "not found\n", "text/plain");
                     }
                 }
@@ -205,8 +251,9 @@ final class ReplayMetrics {
 
     static Map<String, Long> snapshotCounters(ReplayMetrics m) {
         Map<String, Long> result = new ConcurrentHashMap<>();
-        for (Counter c : new Counter[] {m.consumed, m.matched, m.delivered, m.skipped, m.deadLettered,
-                m.poisonSkipped, m.commits, m.errors}) {
+        for (Counter c : new Counter[] {
+            m.consumed, m.matched, m.delivered, m.skipped, m.deadLettered, m.poisonSkipped, m.commits, m.errors
+        }) {
             result.put(c.name, c.get());
         }
         return result;

@@ -65,8 +65,12 @@ public final class ReplayRole<K, V> {
     private volatile ReplayConsumer<K, V> consumer;
     private volatile ReplayMetrics.Endpoint endpoint;
 
-    private ReplayRole(ReplaySettings settings, Map<String, ?> serviceConfig, Deserializer<K> keys,
-                       Deserializer<V> values, RecordsHandler<K, V> handler) {
+    private ReplayRole(
+            ReplaySettings settings,
+            Map<String, ?> serviceConfig,
+            Deserializer<K> keys,
+            Deserializer<V> values,
+            RecordsHandler<K, V> handler) {
         this.settings = settings;
         this.serviceConfig = serviceConfig == null ? Map.of() : Map.copyOf(serviceConfig);
         this.keys = keys;
@@ -96,8 +100,11 @@ public final class ReplayRole<K, V> {
      * @param valueDeserializer the service's value deserializer
      * @param handler what the service does with a batch of records
      */
-    public static <K, V> void runIfRequested(Map<String, ?> consumerConfig, Deserializer<K> keyDeserializer,
-                                             Deserializer<V> valueDeserializer, RecordsHandler<K, V> handler) {
+    public static <K, V> void runIfRequested(
+            Map<String, ?> consumerConfig,
+            Deserializer<K> keyDeserializer,
+            Deserializer<V> valueDeserializer,
+            RecordsHandler<K, V> handler) {
         if (!requested()) {
             return;
         }
@@ -116,11 +123,14 @@ public final class ReplayRole<K, V> {
     }
 
     /** A role from {@code env} (the {@code REPRISE_*} variables); throws on bad settings, naming the variable. */
-    public static <K, V> ReplayRole<K, V> create(Map<String, String> env, Map<String, ?> consumerConfig,
-                                                 Deserializer<K> keyDeserializer, Deserializer<V> valueDeserializer,
-                                                 RecordsHandler<K, V> handler) {
-        return new ReplayRole<>(ReplaySettings.fromEnv(env), consumerConfig, keyDeserializer, valueDeserializer,
-                handler);
+    public static <K, V> ReplayRole<K, V> create(
+            Map<String, String> env,
+            Map<String, ?> consumerConfig,
+            Deserializer<K> keyDeserializer,
+            Deserializer<V> valueDeserializer,
+            RecordsHandler<K, V> handler) {
+        return new ReplayRole<>(
+                ReplaySettings.fromEnv(env), consumerConfig, keyDeserializer, valueDeserializer, handler);
     }
 
     public ReplaySettings settings() {
@@ -165,7 +175,8 @@ public final class ReplayRole<K, V> {
             Map<String, String> folder = KafkaClientConfig.loadFolder(settings.kafkaConfigDir());
             KafkaClientConfig clients = KafkaClientConfig.of(settings.bootstrapServers(), serviceConfig, folder);
             if (!clients.unknownKeys().isEmpty()) {
-                LOG.warn("Kafka settings in REPRISE_KAFKA_CONFIG_DIR that Java clients do not know, left out: {}",
+                LOG.warn(
+                        "Kafka settings in REPRISE_KAFKA_CONFIG_DIR that Java clients do not know, left out: {}",
                         clients.unknownKeys());
             }
             RecordFilter filter = RecordFilter.compile(settings.filter());
@@ -175,17 +186,28 @@ public final class ReplayRole<K, V> {
             // subscribes, the handover topic's tail before it starts): each made and connected once.
             groupConsumer = ReplayConsumer.newConsumer(settings, clients);
             follower = ReplayConsumer.newFollower(settings, clients);
-            ReplayHandover state = ReplayBootstrap.run(settings, clients, handover, follower, groupConsumer,
-                    () -> stopRequested);
+            ReplayHandover state =
+                    ReplayBootstrap.run(settings, clients, handover, follower, groupConsumer, () -> stopRequested);
             if (stopRequested) {
                 return EXIT_OK;
             }
-            deadLetters = new DeadLetters(settings.replayId(), settings.deadLetters() ? settings.dlqTopic() : null,
+            deadLetters = new DeadLetters(
+                    settings.replayId(),
+                    settings.deadLetters() ? settings.dlqTopic() : null,
                     withLinger(clients.producer("reprise-" + settings.memberName() + "-dlq")));
-            HandlerDelivery<K, V> delivery = new HandlerDelivery<>(filter, keys, values, handler, deadLetters,
-                    settings.handlerRetries(), 200);
-            running = new ReplayConsumer<>(settings, clients, delivery, deadLetters, metrics, state, handover,
-                    groupConsumer, follower, () -> stopRequested);
+            HandlerDelivery<K, V> delivery =
+                    new HandlerDelivery<>(filter, keys, values, handler, deadLetters, settings.handlerRetries(), 200);
+            running = new ReplayConsumer<>(
+                    settings,
+                    clients,
+                    delivery,
+                    deadLetters,
+                    metrics,
+                    state,
+                    handover,
+                    groupConsumer,
+                    follower,
+                    () -> stopRequested);
             consumer = running;
             groupConsumer = null; // the replay consumer closes them now
             follower = null;
@@ -242,13 +264,16 @@ public final class ReplayRole<K, V> {
                     stop();
                 });
             } catch (IllegalArgumentException | UnsupportedOperationException unavailable) {
-                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                    try {
-                        stopAndWait(25);
-                    } catch (InterruptedException interrupted) {
-                        Thread.currentThread().interrupt();
-                    }
-                }, "reprise-replay-stop"));
+                Runtime.getRuntime()
+                        .addShutdownHook(new Thread(
+                                () -> {
+                                    try {
+                                        stopAndWait(25);
+                                    } catch (InterruptedException interrupted) {
+                                        Thread.currentThread().interrupt();
+                                    }
+                                },
+                                "reprise-replay-stop"));
                 return;
             }
         }

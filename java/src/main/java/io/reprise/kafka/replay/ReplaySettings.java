@@ -100,8 +100,8 @@ public record ReplaySettings(
      * with any value but its default, {@code VARIABLE=value} with that value. The role hands records to the
      * service's own handler, so it neither forwards nor backfills, and it stops at the live group's offsets.
      */
-    public static final List<String> UNSUPPORTED = List.of("REPRISE_ROLE=backfill", "REPRISE_FOLLOW",
-            "REPRISE_FORWARD_TOPIC", "REPRISE_FORWARD_TRANSACTIONAL");
+    public static final List<String> UNSUPPORTED = List.of(
+            "REPRISE_ROLE=backfill", "REPRISE_FOLLOW", "REPRISE_FORWARD_TOPIC", "REPRISE_FORWARD_TRANSACTIONAL");
 
     /**
      * A setting is missing or wrong; the message names the variable and says what is accepted. {@link #code()}
@@ -141,10 +141,13 @@ public record ReplaySettings(
     public static ReplaySettings fromEnv(Map<String, String> env) {
         String unsupported = unsupportedAsked(env);
         if (unsupported != null) {
-            throw new SettingsException("unsupported", unsupported.split("=", 2)[0], unsupported
-                    + " is not supported by the Java "
-                    + "replay role: it hands the records to the service's own handler in a replay group, never "
-                    + "forwards, backfills or follows (run python -m replay_worker, entrypoint ReplayWorker)");
+            throw new SettingsException(
+                    "unsupported",
+                    unsupported.split("=", 2)[0],
+                    unsupported
+                            + " is not supported by the Java "
+                            + "replay role: it hands the records to the service's own handler in a replay group, never "
+                            + "forwards, backfills or follows (run python -m replay_worker, entrypoint ReplayWorker)");
         }
         Source source = new Source(env);
         String bootstrap = source.text("REPRISE_BOOTSTRAP_SERVERS");
@@ -171,15 +174,18 @@ public record ReplaySettings(
         String member = source.text("REPRISE_MEMBER_NAME");
         Boolean exitWhenDone = source.parse("REPRISE_EXIT_WHEN_DONE", ReplaySettings::bool);
         Double checkInterval = source.parse("REPRISE_CHECK_INTERVAL", ReplaySettings::number);
-        String logLevel = source.parse("REPRISE_LOG_LEVEL",
-                raw -> choice(raw, List.of("DEBUG", "INFO", "WARNING", "ERROR"), true));
+        String logLevel = source.parse(
+                "REPRISE_LOG_LEVEL", raw -> choice(raw, List.of("DEBUG", "INFO", "WARNING", "ERROR"), true));
         source.parse("REPRISE_RESULT_FILE", raw -> raw); // the backfill's; accepted and unused
 
         if (poisonPolicy == null && dlqTopic != null) {
             poisonPolicy = "dead-letter";
         }
-        for (String[] required : new String[][] {{"REPRISE_BOOTSTRAP_SERVERS", bootstrap},
-                {"REPRISE_REPLAY_ID", replayId}, {"REPRISE_TOPICS", topics == null ? null : "given"}}) {
+        for (String[] required : new String[][] {
+            {"REPRISE_BOOTSTRAP_SERVERS", bootstrap},
+            {"REPRISE_REPLAY_ID", replayId},
+            {"REPRISE_TOPICS", topics == null ? null : "given"}
+        }) {
             if (required[1] == null) {
                 throw new SettingsException("required", required[0], required[0] + " is required");
             }
@@ -194,26 +200,62 @@ public record ReplaySettings(
         // The combinations, checked in the reference's order.
         need(batch >= 1, "out-of-range", "REPRISE_BATCH_SIZE", "REPRISE_BATCH_SIZE must be at least 1");
         need(retriesValue >= 0, "out-of-range", "REPRISE_HANDLER_RETRIES", "REPRISE_HANDLER_RETRIES must be >= 0");
-        need(port >= 0 && port <= 65535, "out-of-range", "REPRISE_METRICS_PORT", "REPRISE_METRICS_PORT must be 0..65535");
+        need(
+                port >= 0 && port <= 65535,
+                "out-of-range",
+                "REPRISE_METRICS_PORT",
+                "REPRISE_METRICS_PORT must be 0..65535");
         need(interval > 0, "out-of-range", "REPRISE_CHECK_INTERVAL", "REPRISE_CHECK_INTERVAL must be > 0");
-        need(!(poisonPolicy.equals("dead-letter") && dlqTopic == null), "conflict", "REPRISE_POISON_POLICY",
+        need(
+                !(poisonPolicy.equals("dead-letter") && dlqTopic == null),
+                "conflict",
+                "REPRISE_POISON_POLICY",
                 "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC");
-        need(replayGroup != null, "required", "REPRISE_REPLAY_GROUP", "REPRISE_REPLAY_GROUP is required for role replay");
+        need(
+                replayGroup != null,
+                "required",
+                "REPRISE_REPLAY_GROUP",
+                "REPRISE_REPLAY_GROUP is required for role replay");
         if (mode.equals("Parallel") || mode.equals("Handover")) {
             need(liveGroup != null, "required", "REPRISE_LIVE_GROUP", "REPRISE_LIVE_GROUP is required in mode " + mode);
-            need(!liveGroup.equals(replayGroup), "conflict", "REPRISE_LIVE_GROUP",
+            need(
+                    !liveGroup.equals(replayGroup),
+                    "conflict",
+                    "REPRISE_LIVE_GROUP",
                     "REPRISE_LIVE_GROUP and REPRISE_REPLAY_GROUP must differ: the replay runs in a group of its own");
         }
         if (mode.equals("Handover")) {
-            need(end == null, "conflict", "REPRISE_END", "REPRISE_END cannot be used with mode Handover: the live "
-                    + "group takes over at the handover offset, so the replay has no end of its own");
+            need(
+                    end == null,
+                    "conflict",
+                    "REPRISE_END",
+                    "REPRISE_END cannot be used with mode Handover: the live "
+                            + "group takes over at the handover offset, so the replay has no end of its own");
         }
-        return new ReplaySettings(bootstrap, replayId, topics, mode, replayGroup, liveGroup,
-                start == null ? StartDecision.Start.EARLIEST : start, Boolean.TRUE.equals(allowClamp), end,
-                filter == null ? CompactJson.NODES.objectNode() : filter, handler,
-                handoverTopic == null ? "reprise.handover" : handoverTopic, dlqTopic, poisonPolicy, retriesValue,
-                batch, maxRecords == null ? 0.0 : maxRecords, maxBytes == null ? 0.0 : maxBytes, port, configDir,
-                member == null ? defaultMember(env) : member, Boolean.TRUE.equals(exitWhenDone), interval,
+        return new ReplaySettings(
+                bootstrap,
+                replayId,
+                topics,
+                mode,
+                replayGroup,
+                liveGroup,
+                start == null ? StartDecision.Start.EARLIEST : start,
+                Boolean.TRUE.equals(allowClamp),
+                end,
+                filter == null ? CompactJson.NODES.objectNode() : filter,
+                handler,
+                handoverTopic == null ? "reprise.handover" : handoverTopic,
+                dlqTopic,
+                poisonPolicy,
+                retriesValue,
+                batch,
+                maxRecords == null ? 0.0 : maxRecords,
+                maxBytes == null ? 0.0 : maxBytes,
+                port,
+                configDir,
+                member == null ? defaultMember(env) : member,
+                Boolean.TRUE.equals(exitWhenDone),
+                interval,
                 logLevel == null ? "INFO" : logLevel);
     }
 

@@ -2,17 +2,16 @@ package io.reprise.kafka.spring;
 
 import io.reprise.kafka.guard.GuardSettings;
 import io.reprise.kafka.guard.GuardedConsumer;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.springframework.kafka.core.ConsumerPostProcessor;
 import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
-
-import java.util.HashMap;
-import java.util.Map;
-import java.util.function.Supplier;
-import java.util.function.UnaryOperator;
 
 /**
  * Spring Kafka in one line: every consumer of a {@link DefaultKafkaConsumerFactory} is wrapped in the handover guard.
@@ -37,7 +36,8 @@ public final class GuardPostProcessor<K, V> implements ConsumerPostProcessor<K, 
     private final Supplier<Deserializer<K>> keys;
     private final Supplier<Deserializer<V>> values;
 
-    private GuardPostProcessor(GuardSettings settings, Supplier<Deserializer<K>> keys, Supplier<Deserializer<V>> values) {
+    private GuardPostProcessor(
+            GuardSettings settings, Supplier<Deserializer<K>> keys, Supplier<Deserializer<V>> values) {
         this.settings = settings;
         this.keys = keys;
         this.values = values;
@@ -50,14 +50,15 @@ public final class GuardPostProcessor<K, V> implements ConsumerPostProcessor<K, 
 
     /** As {@link #install(DefaultKafkaConsumerFactory)}, with settings changed (the handover topic, the member name). */
     @SuppressWarnings("unchecked")
-    public static <K, V> DefaultKafkaConsumerFactory<K, V> install(DefaultKafkaConsumerFactory<K, V> factory,
-                                                                  UnaryOperator<GuardSettings> customize) {
+    public static <K, V> DefaultKafkaConsumerFactory<K, V> install(
+            DefaultKafkaConsumerFactory<K, V> factory, UnaryOperator<GuardSettings> customize) {
         Map<String, Object> config = new HashMap<>(factory.getConfigurationProperties());
         Object auto = config.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
         if (auto != null && Boolean.parseBoolean(auto.toString())) {
-            throw new IllegalStateException("the consumer factory sets enable.auto.commit=true: the consumers would commit "
-                    + "without the guard's marks. Remove it (Spring's listener container commits itself) before "
-                    + "installing the handover guard");
+            throw new IllegalStateException(
+                    "the consumer factory sets enable.auto.commit=true: the consumers would commit "
+                            + "without the guard's marks. Remove it (Spring's listener container commits itself) before "
+                            + "installing the handover guard");
         }
         // Spring's container turns automatic commits off when the factory does not set them.
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -72,12 +73,14 @@ public final class GuardPostProcessor<K, V> implements ConsumerPostProcessor<K, 
 
     /** The factory's deserializer: its instance (shared, as Spring shares it), or a new one per consumer from the config. */
     @SuppressWarnings("unchecked")
-    private static <T> Supplier<Deserializer<T>> original(Deserializer<T> instance, Map<String, Object> config, boolean isKey) {
+    private static <T> Supplier<Deserializer<T>> original(
+            Deserializer<T> instance, Map<String, Object> config, boolean isKey) {
         if (instance != null) {
             instance.configure(config, isKey);
             return () -> instance;
         }
-        String name = isKey ? ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG : ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG;
+        String name =
+                isKey ? ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG : ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG;
         Object configured = config.get(name);
         if (configured == null) {
             throw new IllegalStateException("the consumer factory has no " + name + " and no deserializer instance: "
@@ -85,9 +88,14 @@ public final class GuardPostProcessor<K, V> implements ConsumerPostProcessor<K, 
         }
         return () -> {
             try {
-                Class<?> type = configured instanceof Class<?> c ? c
-                        : Class.forName(configured.toString().strip(), true, Thread.currentThread().getContextClassLoader());
-                Deserializer<T> made = (Deserializer<T>) type.getDeclaredConstructor().newInstance();
+                Class<?> type = configured instanceof Class<?> c
+                        ? c
+                        : Class.forName(
+                                configured.toString().strip(),
+                                true,
+                                Thread.currentThread().getContextClassLoader());
+                Deserializer<T> made =
+                        (Deserializer<T>) type.getDeclaredConstructor().newInstance();
                 made.configure(config, isKey);
                 return made;
             } catch (ReflectiveOperationException e) {

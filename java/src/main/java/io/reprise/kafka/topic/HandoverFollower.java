@@ -1,6 +1,12 @@
 package io.reprise.kafka.topic;
 
 import io.reprise.kafka.protocol.HandoverView;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
@@ -9,13 +15,6 @@ import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.Deque;
-import java.util.List;
-import java.util.Map;
-import java.util.function.Function;
 
 /**
  * Tails the handover topic in a thread; keeps a {@link HandoverView} and a snapshot derived from it.
@@ -38,7 +37,8 @@ public final class HandoverFollower<T> implements AutoCloseable {
     private final String clientId;
     private final Object lock = new Object();
     private final HandoverView view = new HandoverView();
-    private final java.util.concurrent.ConcurrentHashMap<String, Long> failures = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.ConcurrentHashMap<String, Long> failures =
+            new java.util.concurrent.ConcurrentHashMap<>();
     private volatile T snapshot;
     private volatile long version;
     private long requested;
@@ -49,14 +49,19 @@ public final class HandoverFollower<T> implements AutoCloseable {
     private volatile KafkaConsumer<byte[], byte[]> reader;
     /** The reader is assigned the topic's partition (the topic exists); by the thread that reads, one at a time. */
     private boolean assigned;
+
     private volatile boolean started;
 
     /** A sync ticket and the readable end it must reach. */
-    private record Target(long ticket, long end) {
-    }
+    private record Target(long ticket, long end) {}
 
-    public HandoverFollower(Map<String, Object> connection, String topic, Function<HandoverView, T> derive,
-                            Duration interval, Runnable onTick, String clientId) {
+    public HandoverFollower(
+            Map<String, Object> connection,
+            String topic,
+            Function<HandoverView, T> derive,
+            Duration interval,
+            Runnable onTick,
+            String clientId) {
         this.connection = Map.copyOf(connection);
         this.topic = topic;
         this.derive = derive;
@@ -269,7 +274,9 @@ public final class HandoverFollower<T> implements AutoCloseable {
                         assigned = true;
                     }
                     // No handover topic: no replay exists, so an empty view is current.
-                    long end = assigned ? consumer.endOffsets(List.of(tp), metadataTimeout).get(tp) : 0;
+                    long end = assigned
+                            ? consumer.endOffsets(List.of(tp), metadataTimeout).get(tp)
+                            : 0;
                     targets.addLast(new Target(wanted, end));
                 }
                 if (!assigned && System.nanoTime() - lastLook >= 5_000_000_000L) {

@@ -6,6 +6,18 @@ import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.HandoverWire;
 import io.reprise.kafka.protocol.PartitionHandover;
 import io.reprise.kafka.protocol.ReplayHandover;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -20,19 +32,6 @@ import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-
-import java.nio.ByteBuffer;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
-import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The handover topic in Kafka (HANDOVER.md section 2): blocking reads ({@code read_committed}, from the beginning
@@ -120,18 +119,26 @@ public final class HandoverTopic implements AutoCloseable {
     }
 
     private void ensure(boolean create, PartitionCount count) {
-        ensure(topic, create, count, () -> {
-            NewTopic spec = new NewTopic(topic, java.util.Optional.of(1), java.util.Optional.empty())
-                    .configs(Map.of("cleanup.policy", "compact", "min.compaction.lag.ms", "60000"));
-            try {
-                admin().createTopics(List.of(spec)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-                log.info("created the handover topic {}", topic);
-            } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof TopicExistsException)) {
-                    throw new HandoverTopicException("cannot create handover topic " + topic + ": " + e.getCause().getMessage(), e);
-                }
-            }
-        }, timeout);
+        ensure(
+                topic,
+                create,
+                count,
+                () -> {
+                    NewTopic spec = new NewTopic(topic, java.util.Optional.of(1), java.util.Optional.empty())
+                            .configs(Map.of("cleanup.policy", "compact", "min.compaction.lag.ms", "60000"));
+                    try {
+                        admin().createTopics(List.of(spec)).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+                        log.info("created the handover topic {}", topic);
+                    } catch (ExecutionException e) {
+                        if (!(e.getCause() instanceof TopicExistsException)) {
+                            throw new HandoverTopicException(
+                                    "cannot create handover topic " + topic + ": "
+                                            + e.getCause().getMessage(),
+                                    e);
+                        }
+                    }
+                },
+                timeout);
     }
 
     /**
@@ -147,8 +154,9 @@ public final class HandoverTopic implements AutoCloseable {
             int partitions = count.get();
             if (partitions == 0) {
                 if (!create) {
-                    throw new HandoverTopicException("handover topic " + topic + " does not exist: create it (1 partition, "
-                            + "cleanup.policy=compact) or let the operator create it");
+                    throw new HandoverTopicException(
+                            "handover topic " + topic + " does not exist: create it (1 partition, "
+                                    + "cleanup.policy=compact) or let the operator create it");
                 }
                 creator.create();
                 awaitVisible(topic, count, timeout);
@@ -170,8 +178,10 @@ public final class HandoverTopic implements AutoCloseable {
     /** The topic's partition count as the admin client describes it; 0 when it does not exist. */
     private int describedPartitions() throws ExecutionException, InterruptedException, TimeoutException {
         try {
-            TopicDescription found = admin().describeTopics(List.of(topic)).allTopicNames()
-                    .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topic);
+            TopicDescription found = admin().describeTopics(List.of(topic))
+                    .allTopicNames()
+                    .get(timeout.toMillis(), TimeUnit.MILLISECONDS)
+                    .get(topic);
             return found == null ? 0 : found.partitions().size();
         } catch (ExecutionException e) {
             if (e.getCause() instanceof UnknownTopicOrPartitionException) {
@@ -236,7 +246,8 @@ public final class HandoverTopic implements AutoCloseable {
      * topic does not exist (then no replay exists either).
      */
     public Long readableEnd() {
-        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
+        try (KafkaConsumer<byte[], byte[]> reader =
+                new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
             return readableEnd(reader, topic, timeout);
         }
     }
@@ -244,7 +255,8 @@ public final class HandoverTopic implements AutoCloseable {
     /** Every replay's state, read from the beginning to the readable end. */
     public HandoverView read() {
         HandoverView view = new HandoverView();
-        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
+        try (KafkaConsumer<byte[], byte[]> reader =
+                new KafkaConsumer<>(KafkaConnection.readerConfig(connection, clientId + "-reader"))) {
             if (!exists(reader, topic, timeout)) {
                 return view;
             }
@@ -255,8 +267,8 @@ public final class HandoverTopic implements AutoCloseable {
             long deadline = System.nanoTime() + timeout.toNanos();
             while (reader.position(tp, timeout) < end) {
                 if (System.nanoTime() > deadline) {
-                    throw new HandoverTopicException("reading handover topic " + topic + " to offset " + end + " took over "
-                            + timeout.toSeconds() + "s (reached " + reader.position(tp) + ")");
+                    throw new HandoverTopicException("reading handover topic " + topic + " to offset " + end
+                            + " took over " + timeout.toSeconds() + "s (reached " + reader.position(tp) + ")");
                 }
                 for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(100))) {
                     view.apply(record.key(), record.value());
@@ -293,9 +305,13 @@ public final class HandoverTopic implements AutoCloseable {
             try {
                 future.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (TimeoutException e) {
-                throw new HandoverTopicException("handover record(s) not acknowledged by Kafka within " + timeout.toSeconds() + "s", e);
+                throw new HandoverTopicException(
+                        "handover record(s) not acknowledged by Kafka within " + timeout.toSeconds() + "s", e);
             } catch (ExecutionException e) {
-                throw new HandoverTopicException("writing to handover topic " + topic + " failed: " + e.getCause().getMessage(), e.getCause());
+                throw new HandoverTopicException(
+                        "writing to handover topic " + topic + " failed: "
+                                + e.getCause().getMessage(),
+                        e.getCause());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new HandoverTopicException("interrupted while writing to handover topic " + topic, e);
@@ -307,7 +323,8 @@ public final class HandoverTopic implements AutoCloseable {
      * Publishes H for every listed partition that has a start and no H yet; returns what was published. For aborting
      * a replay from outside: stop the replay group first, and pass its committed offsets.
      */
-    public List<HandoverRecord.Handover> forceHandover(String replayId, Map<TopicPartition, Long> offsets, String by, String reason) {
+    public List<HandoverRecord.Handover> forceHandover(
+            String replayId, Map<TopicPartition, Long> offsets, String by, String reason) {
         ReplayHandover state = readReplay(replayId);
         List<HandoverRecord.Handover> records = new ArrayList<>();
         Map<String, TopicPartition> ordered = new TreeMap<>();
@@ -317,8 +334,14 @@ public final class HandoverTopic implements AutoCloseable {
             if (part == null || part.start == null || part.handover != null) {
                 continue;
             }
-            records.add(new HandoverRecord.Handover(replayId, tp.topic(), tp.partition(),
-                    Math.max(offsets.get(tp), part.start.offset()), reason, by, System.currentTimeMillis()));
+            records.add(new HandoverRecord.Handover(
+                    replayId,
+                    tp.topic(),
+                    tp.partition(),
+                    Math.max(offsets.get(tp), part.start.offset()),
+                    reason,
+                    by,
+                    System.currentTimeMillis()));
         }
         if (!records.isEmpty()) {
             publish(records);

@@ -1,13 +1,12 @@
 package io.reprise.kafka.topic;
 
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 
 /**
  * Where Kafka is and how to authenticate: the part of a service's client config that Reprise's own clients
@@ -15,12 +14,21 @@ import java.util.Map;
  */
 public final class KafkaConnection {
 
-    private static final List<String> PREFIXES = List.of("bootstrap.servers", "security.protocol", "sasl.", "ssl.",
-            "client.dns.lookup", "socket.connection.setup.", "reconnect.backoff.", "retry.backoff.", "client.rack",
-            "connections.max.idle.ms", "metadata.recovery.", "request.timeout.ms");
+    private static final List<String> PREFIXES = List.of(
+            "bootstrap.servers",
+            "security.protocol",
+            "sasl.",
+            "ssl.",
+            "client.dns.lookup",
+            "socket.connection.setup.",
+            "reconnect.backoff.",
+            "retry.backoff.",
+            "client.rack",
+            "connections.max.idle.ms",
+            "metadata.recovery.",
+            "request.timeout.ms");
 
-    private KafkaConnection() {
-    }
+    private KafkaConnection() {}
 
     /** The connection part of a client config. */
     public static Map<String, Object> settings(Map<String, ?> config) {

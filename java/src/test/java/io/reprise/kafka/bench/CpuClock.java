@@ -13,8 +13,7 @@ import java.util.Map;
  * from /proc.
  */
 public final class CpuClock {
-    private CpuClock() {
-    }
+    private CpuClock() {}
 
     /**
      * What a JVM thread works for, by its name (/proc/self/task/TID/comm, 15 characters): the JIT compilers' CPU is
@@ -23,7 +22,10 @@ public final class CpuClock {
      * handover topic's tail, its producer) cost per second, not per record.
      */
     public enum Kind {
-        JIT, GC, GUARD, OTHER;
+        JIT,
+        GC,
+        GUARD,
+        OTHER;
 
         static Kind of(String name) {
             if (name.startsWith("C1 Compiler") || name.startsWith("C2 Compiler")) {
@@ -42,7 +44,8 @@ public final class CpuClock {
     /** CPU seconds of this JVM, every thread (the clients', GC, JIT). */
     public static double jvmSeconds() {
         return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-                .getProcessCpuTime() / 1e9;
+                        .getProcessCpuTime()
+                / 1e9;
     }
 
     /**

@@ -2,6 +2,12 @@ package io.reprise.kafka.bench;
 
 import io.reprise.kafka.guard.GuardSettings;
 import io.reprise.kafka.guard.GuardedConsumer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -9,13 +15,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.UUID;
 
 /**
  * One loop of the Java guard benchmark: the guard with no replay active, or a bare {@link KafkaConsumer} loop
@@ -38,11 +37,11 @@ import java.util.UUID;
  * compiled for a mix of both; a service runs one.
  */
 public final class GuardOverhead {
-    private GuardOverhead() {
-    }
+    private GuardOverhead() {}
 
     /** Warm-up runs at least and at most: until the JIT is quiet (see {@link #warm}). */
     static final int WARM_MIN = 3;
+
     static final int WARM_MAX = 12;
     /** The JIT is quiet when its threads took at most this share of a warm-up run's steady CPU. */
     static final double JIT_QUIET = 0.01;
@@ -51,17 +50,18 @@ public final class GuardOverhead {
         String bootstrap = args[0];
         String topic = args[1];
         long records = Long.parseLong(args[2]);
-        boolean guard = switch (args[3]) {
-            case "bare" -> false;
-            case "guarded" -> true;
-            default -> throw new IllegalArgumentException("the loop is bare or guarded, not " + args[3]);
-        };
+        boolean guard =
+                switch (args[3]) {
+                    case "bare" -> false;
+                    case "guarded" -> true;
+                    default -> throw new IllegalArgumentException("the loop is bare or guarded, not " + args[3]);
+                };
         long brokerPid = args.length > 4 ? Long.parseLong(args[4]) : 0;
         int warmRuns = warm(bootstrap, topic, records, guard, brokerPid);
         System.out.println("{\"warm_runs\":" + warmRuns + "}");
         System.out.flush();
-        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in,
-                java.nio.charset.StandardCharsets.UTF_8));
+        java.io.BufferedReader in = new java.io.BufferedReader(
+                new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             int round = Integer.parseInt(line.strip().substring("run ".length()));
             Run run = run(bootstrap, topic, records, guard, brokerPid);
@@ -93,35 +93,69 @@ public final class GuardOverhead {
      * the record at a tenth of the topic to the last) with its CPU by kind of thread: the loop's thread, the JIT
      * compilers, the garbage collector, the guard's own threads.
      */
-    record Run(boolean guarded, long records, double cpuSeconds, double brokerCpuSeconds, double windowSeconds,
-               double startupSeconds, long steadyRecords, double steadyCpuSeconds, double steadyBrokerCpuSeconds,
-               double steadySeconds, double steadyLoopSeconds, double steadyJitSeconds, double steadyGcSeconds,
-               double steadyGuardSeconds, long steadyPolls) {
+    record Run(
+            boolean guarded,
+            long records,
+            double cpuSeconds,
+            double brokerCpuSeconds,
+            double windowSeconds,
+            double startupSeconds,
+            long steadyRecords,
+            double steadyCpuSeconds,
+            double steadyBrokerCpuSeconds,
+            double steadySeconds,
+            double steadyLoopSeconds,
+            double steadyJitSeconds,
+            double steadyGcSeconds,
+            double steadyGuardSeconds,
+            long steadyPolls) {
         String json(int round) {
-            return String.format(java.util.Locale.ROOT, "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_s\":%.4f,"
+            return String.format(
+                    java.util.Locale.ROOT,
+                    "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_s\":%.4f,"
                             + "\"broker_cpu_s\":%.4f,\"window_s\":%.4f,\"startup_s\":%.4f,\"steady_records\":%d,"
                             + "\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f,\"steady_s\":%.4f,"
                             + "\"steady_loop_cpu_s\":%.4f,\"steady_jit_cpu_s\":%.4f,\"steady_gc_cpu_s\":%.4f,"
-                            + "\"steady_guard_threads_cpu_s\":%.4f,\"steady_polls\":%d}", guarded ? "guarded" : "bare",
-                    round, records, cpuSeconds, brokerCpuSeconds, windowSeconds, startupSeconds, steadyRecords,
-                    steadyCpuSeconds, steadyBrokerCpuSeconds, steadySeconds, steadyLoopSeconds, steadyJitSeconds,
-                    steadyGcSeconds, steadyGuardSeconds, steadyPolls);
+                            + "\"steady_guard_threads_cpu_s\":%.4f,\"steady_polls\":%d}",
+                    guarded ? "guarded" : "bare",
+                    round,
+                    records,
+                    cpuSeconds,
+                    brokerCpuSeconds,
+                    windowSeconds,
+                    startupSeconds,
+                    steadyRecords,
+                    steadyCpuSeconds,
+                    steadyBrokerCpuSeconds,
+                    steadySeconds,
+                    steadyLoopSeconds,
+                    steadyJitSeconds,
+                    steadyGcSeconds,
+                    steadyGuardSeconds,
+                    steadyPolls);
         }
 
         String describe() {
             double per = 1e6 / steadyRecords;
-            return String.format(java.util.Locale.ROOT, "steady us/record: CPU %.3f, without JIT %.3f (loop thread "
+            return String.format(
+                    java.util.Locale.ROOT,
+                    "steady us/record: CPU %.3f, without JIT %.3f (loop thread "
                             + "%.3f, GC %.3f, JIT %.3f, guard threads %.3f); %.0f records/poll; %.0f records/s",
                     steadyCpuSeconds * per,
-                    (steadyCpuSeconds - steadyJitSeconds) * per, steadyLoopSeconds * per, steadyGcSeconds * per,
-                    steadyJitSeconds * per, steadyGuardSeconds * per, (double) steadyRecords / Math.max(1, steadyPolls),
+                    (steadyCpuSeconds - steadyJitSeconds) * per,
+                    steadyLoopSeconds * per,
+                    steadyGcSeconds * per,
+                    steadyJitSeconds * per,
+                    steadyGuardSeconds * per,
+                    (double) steadyRecords / Math.max(1, steadyPolls),
                     records / windowSeconds);
         }
     }
 
     static long handled;
 
-    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+    private static final java.lang.management.ThreadMXBean THREADS =
+            java.lang.management.ManagementFactory.getThreadMXBean();
 
     private static double since(Map<CpuClock.Kind, Double> now, Map<CpuClock.Kind, Double> then, CpuClock.Kind kind) {
         return Math.max(0, now.get(kind) - then.getOrDefault(kind, 0.0));
@@ -145,7 +179,11 @@ public final class GuardOverhead {
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
         KafkaConsumer<byte[], byte[]> raw = new KafkaConsumer<>(config);
         Consumer<byte[], byte[]> consumer = guard
-                ? GuardedConsumer.wrap(raw, GuardSettings.from(config).withHandoverTopic("reprise.handover").withMember("bench"))
+                ? GuardedConsumer.wrap(
+                        raw,
+                        GuardSettings.from(config)
+                                .withHandoverTopic("reprise.handover")
+                                .withMember("bench"))
                 : raw;
         try {
             List<TopicPartition> partitions = new ArrayList<>();
@@ -192,10 +230,21 @@ public final class GuardOverhead {
             double brokerNow = CpuClock.processSeconds(brokerPid);
             long loopNow = THREADS.getCurrentThreadCpuTime();
             Map<CpuClock.Kind, Double> kinds = CpuClock.byKind();
-            Run run = new Run(guard, seen, cpuNow - cpuBefore, brokerNow - brokerBefore, (ended - began) / 1e9,
-                    (began - built) / 1e9, seen - steadyFrom, cpuNow - steadyCpu, brokerNow - steadyBroker,
-                    (ended - steadyAt) / 1e9, (loopNow - steadyLoop) / 1e9, since(kinds, steadyKinds, CpuClock.Kind.JIT),
-                    since(kinds, steadyKinds, CpuClock.Kind.GC), since(kinds, steadyKinds, CpuClock.Kind.GUARD),
+            Run run = new Run(
+                    guard,
+                    seen,
+                    cpuNow - cpuBefore,
+                    brokerNow - brokerBefore,
+                    (ended - began) / 1e9,
+                    (began - built) / 1e9,
+                    seen - steadyFrom,
+                    cpuNow - steadyCpu,
+                    brokerNow - steadyBroker,
+                    (ended - steadyAt) / 1e9,
+                    (loopNow - steadyLoop) / 1e9,
+                    since(kinds, steadyKinds, CpuClock.Kind.JIT),
+                    since(kinds, steadyKinds, CpuClock.Kind.GC),
+                    since(kinds, steadyKinds, CpuClock.Kind.GUARD),
                     steadyPolls);
             consumer.commitSync();
             return run;

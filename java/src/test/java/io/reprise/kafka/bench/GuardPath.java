@@ -2,14 +2,6 @@ package io.reprise.kafka.bench;
 
 import io.reprise.kafka.guard.GuardSettings;
 import io.reprise.kafka.guard.GuardedConsumer;
-import org.apache.kafka.clients.consumer.Consumer;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.MockConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.consumer.OffsetCommitCallback;
-import org.apache.kafka.common.TopicPartition;
-
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +10,13 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetCommitCallback;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The Java guard's per-record path with no replay active, apart from Kafka: GuardOverhead's loop over batches held
@@ -41,8 +40,7 @@ public final class GuardPath {
     static final int PARTITIONS = 12;
     static final int BATCH = 500;
 
-    private GuardPath() {
-    }
+    private GuardPath() {}
 
     /** Fixed batches as a consumer's poll returns them; commits taken at once. */
     static final class Fixed extends MockConsumer<byte[], byte[]> {
@@ -89,7 +87,8 @@ public final class GuardPath {
         }
 
         @Override
-        public synchronized void commitAsync(Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
+        public synchronized void commitAsync(
+                Map<TopicPartition, OffsetAndMetadata> offsets, OffsetCommitCallback callback) {
             lastCommit = offsets;
         }
     }
@@ -110,8 +109,8 @@ public final class GuardPath {
             List<ConsumerRecord<byte[], byte[]>> list = new ArrayList<>(BATCH);
             for (int i = 0; i < BATCH; i++) {
                 long offset = offsets[(int) p]++;
-                list.add(new ConsumerRecord<>(TOPIC, (int) p, offset, Long.toString(offset).getBytes(),
-                        values.get((int) (offset % 64))));
+                list.add(new ConsumerRecord<>(
+                        TOPIC, (int) p, offset, Long.toString(offset).getBytes(), values.get((int) (offset % 64))));
             }
             out.add(new ConsumerRecords<>(Map.of(tp, list), Map.of(tp, new OffsetAndMetadata(offsets[(int) p]))));
         }
@@ -120,8 +119,14 @@ public final class GuardPath {
 
     record Run(boolean guarded, long records, double cpuNanos, double allocated) {
         String json(int round) {
-            return String.format(Locale.ROOT, "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_ns\":%.1f,"
-                    + "\"allocated_bytes\":%.1f}", guarded ? "guarded" : "bare", round, records, cpuNanos, allocated);
+            return String.format(
+                    Locale.ROOT,
+                    "{\"loop\":\"%s\",\"round\":%d,\"records\":%d,\"cpu_ns\":%.1f," + "\"allocated_bytes\":%.1f}",
+                    guarded ? "guarded" : "bare",
+                    round,
+                    records,
+                    cpuNanos,
+                    allocated);
         }
     }
 
@@ -130,13 +135,21 @@ public final class GuardPath {
 
     static long handled;
 
-    static Run run(String bootstrap, String handoverTopic, List<ConsumerRecords<byte[], byte[]>> batches, long records,
-                   boolean guard) {
+    static Run run(
+            String bootstrap,
+            String handoverTopic,
+            List<ConsumerRecords<byte[], byte[]>> batches,
+            long records,
+            boolean guard) {
         Fixed fixed = new Fixed(batches);
-        Map<String, Object> config = Map.of("bootstrap.servers", bootstrap, "group.id", "guard-path",
-                "enable.auto.commit", false);
+        Map<String, Object> config =
+                Map.of("bootstrap.servers", bootstrap, "group.id", "guard-path", "enable.auto.commit", false);
         Consumer<byte[], byte[]> consumer = guard
-                ? GuardedConsumer.wrap(fixed, GuardSettings.from(config).withHandoverTopic(handoverTopic).withMember("path"))
+                ? GuardedConsumer.wrap(
+                        fixed,
+                        GuardSettings.from(config)
+                                .withHandoverTopic(handoverTopic)
+                                .withMember("path"))
                 : fixed;
         try {
             consumer.assign(fixed.partitions);
@@ -183,8 +196,13 @@ public final class GuardPath {
         for (int w = 0; w < warm; w++) {
             for (boolean guard : new boolean[] {false, true}) {
                 Run run = run(bootstrap, handoverTopic, batches, records, guard);
-                System.err.printf(Locale.ROOT, "warm-up %d %s: %.1f ns/record, %.1f B/record%n", w,
-                        guard ? "guarded" : "bare", run.cpuNanos(), run.allocated());
+                System.err.printf(
+                        Locale.ROOT,
+                        "warm-up %d %s: %.1f ns/record, %.1f B/record%n",
+                        w,
+                        guard ? "guarded" : "bare",
+                        run.cpuNanos(),
+                        run.allocated());
             }
         }
         List<String> runs = new ArrayList<>();
@@ -193,8 +211,13 @@ public final class GuardPath {
                 boolean guard = (k == 0) == (round % 2 == 1);
                 Run run = run(bootstrap, handoverTopic, batches, records, guard);
                 runs.add(run.json(round));
-                System.err.printf(Locale.ROOT, "round %d %s: %.1f ns/record, %.1f B/record%n", round,
-                        guard ? "guarded" : "bare", run.cpuNanos(), run.allocated());
+                System.err.printf(
+                        Locale.ROOT,
+                        "round %d %s: %.1f ns/record, %.1f B/record%n",
+                        round,
+                        guard ? "guarded" : "bare",
+                        run.cpuNanos(),
+                        run.allocated());
             }
         }
         System.out.println("{\"runs\":" + runs + "}");

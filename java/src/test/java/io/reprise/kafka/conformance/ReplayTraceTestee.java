@@ -13,8 +13,7 @@ import java.nio.charset.StandardCharsets;
  */
 public final class ReplayTraceTestee {
 
-    private ReplayTraceTestee() {
-    }
+    private ReplayTraceTestee() {}
 
     public static void main(String[] args) throws IOException {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

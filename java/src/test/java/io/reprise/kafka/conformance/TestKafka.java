@@ -1,13 +1,6 @@
 package io.reprise.kafka.conformance;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -19,16 +12,21 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-
-import static org.junit.jupiter.api.Assertions.fail;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * The real broker of the integration tests: {@code REPRISE_TEST_BOOTSTRAP} (make test starts the local platform's
  * broker and sets it). Not set means the tests fail: an integration test never passes without its broker.
  */
 public final class TestKafka {
-    private TestKafka() {
-    }
+    private TestKafka() {}
 
     public static String bootstrap() {
         String servers = System.getenv("REPRISE_TEST_BOOTSTRAP");
@@ -63,7 +61,9 @@ public final class TestKafka {
     /** {@link #createTopic(String, int)} with topic settings (e.g. {@code max.message.bytes}). */
     public static void createTopic(String name, int partitions, Map<String, String> config) {
         try (Admin admin = Admin.create(connection())) {
-            admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(config))).all().get(30, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(config)))
+                    .all()
+                    .get(30, TimeUnit.SECONDS);
             Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
             for (int p = 0; p < partitions; p++) {
                 ends.put(new TopicPartition(name, p), OffsetSpec.latest());
@@ -100,7 +100,9 @@ public final class TestKafka {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             int i = 0;
             for (String value : values) {
-                sent.add(producer.send(new ProducerRecord<>(topic, partition,
+                sent.add(producer.send(new ProducerRecord<>(
+                        topic,
+                        partition,
                         ("k" + i++).getBytes(StandardCharsets.UTF_8),
                         value == null ? null : value.getBytes(StandardCharsets.UTF_8))));
             }

@@ -1,10 +1,11 @@
 package io.reprise.kafka.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,10 +13,8 @@ import java.nio.file.Path;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
  * The shared conformance vectors (conformance/README.md): where they are, and their conventions for bytes and
@@ -26,8 +25,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 public final class Vectors {
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
-    private Vectors() {
-    }
+    private Vectors() {}
 
     public static Path dir() {
         String env = System.getenv("REPRISE_CONFORMANCE_DIR");
@@ -42,8 +40,10 @@ public final class Vectors {
     /** One vector file, checked for its format and area. */
     public static JsonNode load(String file, String area) {
         Path path = dir().resolve(file);
-        assertTrue(Files.isRegularFile(path), "conformance vector file " + path + " is missing: every vector file "
-                + "must run (generate them with `make vectors`, or point REPRISE_CONFORMANCE_DIR at them)");
+        assertTrue(
+                Files.isRegularFile(path),
+                "conformance vector file " + path + " is missing: every vector file "
+                        + "must run (generate them with `make vectors`, or point REPRISE_CONFORMANCE_DIR at them)");
         JsonNode root;
         try {
             root = MAPPER.readTree(path.toFile());

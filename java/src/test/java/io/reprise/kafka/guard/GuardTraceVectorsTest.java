@@ -1,5 +1,8 @@
 package io.reprise.kafka.guard;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -8,12 +11,6 @@ import io.reprise.kafka.conformance.Vectors;
 import io.reprise.kafka.protocol.CommitMark;
 import io.reprise.kafka.protocol.HandoverView;
 import io.reprise.kafka.protocol.PartitionHandover;
-import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.DynamicContainer;
-import org.junit.jupiter.api.DynamicNode;
-import org.junit.jupiter.api.DynamicTest;
-import org.junit.jupiter.api.TestFactory;
-
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -22,9 +19,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 
 /**
  * conformance/vectors/guard_traces.json: the guard's bookkeeping ({@link GuardBook} around the protocol rules, fed
@@ -33,8 +32,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  */
 class GuardTraceVectorsTest {
     private static final ObjectMapper MAPPER = new ObjectMapper();
-    private static final Set<String> OPS = Set.of("assign", "handover", "release", "batch", "store", "commit", "tick",
-            "revoke", "crash");
+    private static final Set<String> OPS =
+            Set.of("assign", "handover", "release", "batch", "store", "commit", "tick", "revoke", "crash");
 
     @TestFactory
     List<DynamicNode> guardTraces() {
@@ -81,7 +80,7 @@ class GuardTraceVectorsTest {
             for (JsonNode log : scenario.get("logs")) {
                 List<byte[][]> records = new ArrayList<>();
                 for (JsonNode r : log.get("records")) {
-                    records.add(new byte[][]{Vectors.bytes(r.get("key")), Vectors.bytes(r.get("value"))});
+                    records.add(new byte[][] {Vectors.bytes(r.get("key")), Vectors.bytes(r.get("value"))});
                 }
                 logs.put(tp(log), records);
             }
@@ -113,8 +112,10 @@ class GuardTraceVectorsTest {
             tickets++;
             for (JsonNode p : step.get("partitions")) {
                 TopicPartition tp = tp(p);
-                Long offset = p.get("committed").isNull() ? null : p.get("committed").asLong();
-                String metadata = p.get("metadata").isNull() ? null : p.get("metadata").asText();
+                Long offset =
+                        p.get("committed").isNull() ? null : p.get("committed").asLong();
+                String metadata =
+                        p.get("metadata").isNull() ? null : p.get("metadata").asText();
                 if (offset != null) {
                     committed.put(tp, offset);
                     committedMetadata.put(tp, metadata);
@@ -211,7 +212,9 @@ class GuardTraceVectorsTest {
         private List<Store> serviceStores(JsonNode offsets) {
             List<Store> stores = new ArrayList<>();
             for (JsonNode o : offsets) {
-                stores.add(book.serviceStore(tp(o), o.get("offset").asLong(),
+                stores.add(book.serviceStore(
+                        tp(o),
+                        o.get("offset").asLong(),
                         o.get("metadata").isNull() ? null : o.get("metadata").asText()));
             }
             return stores;
@@ -229,7 +232,9 @@ class GuardTraceVectorsTest {
             durable(guardCommits);
             ArrayNode reports = MAPPER.createArrayNode();
             for (SkipReport r : sorted(book.skipReports(), SkipReport::partition)) {
-                ObjectNode o = partitionNode(r.partition()).put("first_skipped", r.firstSkipped()).put("seen_until", r.seenUntil());
+                ObjectNode o = partitionNode(r.partition())
+                        .put("first_skipped", r.firstSkipped())
+                        .put("seen_until", r.seenUntil());
                 o.put("replay_id", r.replayId());
                 reports.add(o);
             }
@@ -251,12 +256,15 @@ class GuardTraceVectorsTest {
                 book.floorDone(s);
             }
             ArrayNode acks = MAPPER.createArrayNode();
-            for (Map.Entry<TopicPartition, GuardBook.PendingAck> e : sorted(new ArrayList<>(book.pendingAcks().entrySet()), Map.Entry::getKey)) {
+            for (Map.Entry<TopicPartition, GuardBook.PendingAck> e :
+                    sorted(new ArrayList<>(book.pendingAcks().entrySet()), Map.Entry::getKey)) {
                 TopicPartition tp = e.getKey();
                 String replayId = e.getValue().replayId();
                 long h = e.getValue().handover();
                 PartitionHandover part = view.replay(replayId).partitions.get(tp);
-                if (part == null || part.handoverOffset() == null || part.handoverOffset() != h
+                if (part == null
+                        || part.handoverOffset() == null
+                        || part.handoverOffset() != h
                         || (part.ack != null && part.ack.offset() == h)) {
                     continue;
                 }
@@ -294,7 +302,8 @@ class GuardTraceVectorsTest {
         private static String normal(JsonNode node) {
             try {
                 Object plain = MAPPER.treeToValue(node, Object.class);
-                return MAPPER.copy().configure(com.fasterxml.jackson.databind.SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true)
+                return MAPPER.copy()
+                        .configure(com.fasterxml.jackson.databind.SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true)
                         .writeValueAsString(plain);
             } catch (Exception e) {
                 throw new AssertionError(e);
@@ -323,12 +332,14 @@ class GuardTraceVectorsTest {
 
         private static <T> List<T> sorted(List<T> items, java.util.function.Function<T, TopicPartition> key) {
             List<T> out = new ArrayList<>(items);
-            out.sort(Comparator.comparing((T t) -> key.apply(t).topic()).thenComparingInt(t -> key.apply(t).partition()));
+            out.sort(Comparator.comparing((T t) -> key.apply(t).topic())
+                    .thenComparingInt(t -> key.apply(t).partition()));
             return out;
         }
 
         private static TopicPartition tp(JsonNode n) {
-            return new TopicPartition(n.get("topic").asText(), n.get("partition").asInt());
+            return new TopicPartition(
+                    n.get("topic").asText(), n.get("partition").asInt());
         }
     }
 }

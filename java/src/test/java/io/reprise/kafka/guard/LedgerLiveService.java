@@ -1,11 +1,5 @@
 package io.reprise.kafka.guard;
 
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
-import org.apache.kafka.common.errors.WakeupException;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +9,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * A live service for the interoperability tests (tests/integration/java): a Java guarded consumer that records what
@@ -27,8 +26,7 @@ import java.util.concurrent.CountDownLatch;
  * after the batch.
  */
 public final class LedgerLiveService {
-    private LedgerLiveService() {
-    }
+    private LedgerLiveService() {}
 
     public static void main(String[] args) throws IOException, InterruptedException {
         String bootstrap = args[0];
@@ -47,12 +45,13 @@ public final class LedgerLiveService {
         config.put("session.timeout.ms", 6000);
         config.put("heartbeat.interval.ms", 500);
         config.put("max.poll.records", batch);
-        GuardSettings settings = GuardSettings.from(config).withHandoverTopic(handoverTopic).withMember("live-" + pid);
+        GuardSettings settings =
+                GuardSettings.from(config).withHandoverTopic(handoverTopic).withMember("live-" + pid);
         Map<String, Object> inner = new HashMap<>(config);
         inner.put("key.deserializer", ByteArrayDeserializer.class.getName());
         inner.put("value.deserializer", ByteArrayDeserializer.class.getName());
-        GuardedConsumer<byte[], byte[]> live = GuardedConsumer.wrap(new org.apache.kafka.clients.consumer.KafkaConsumer<>(inner),
-                settings.withAutoCommit(false));
+        GuardedConsumer<byte[], byte[]> live = GuardedConsumer.wrap(
+                new org.apache.kafka.clients.consumer.KafkaConsumer<>(inner), settings.withAutoCommit(false));
         CountDownLatch stopped = new CountDownLatch(1);
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -63,7 +62,8 @@ public final class LedgerLiveService {
                 main.interrupt();
             }
         }));
-        try (FileOutputStream out = new FileOutputStream(outDir.resolve("live-" + pid + ".log").toFile(), true)) {
+        try (FileOutputStream out =
+                new FileOutputStream(outDir.resolve("live-" + pid + ".log").toFile(), true)) {
             live.subscribe(List.of(topic));
             boolean uncommitted = false;
             while (true) {
@@ -71,7 +71,13 @@ public final class LedgerLiveService {
                 if (!records.isEmpty()) {
                     StringBuilder lines = new StringBuilder();
                     for (ConsumerRecord<byte[], byte[]> r : records) {
-                        lines.append("L ").append(r.topic()).append(' ').append(r.partition()).append(' ').append(r.offset()).append('\n');
+                        lines.append("L ")
+                                .append(r.topic())
+                                .append(' ')
+                                .append(r.partition())
+                                .append(' ')
+                                .append(r.offset())
+                                .append('\n');
                     }
                     out.write(lines.toString().getBytes(StandardCharsets.UTF_8));
                     uncommitted = true;

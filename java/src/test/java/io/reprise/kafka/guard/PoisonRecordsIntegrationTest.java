@@ -1,5 +1,7 @@
 package io.reprise.kafka.guard;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.conformance.TestKafka;
 import io.reprise.kafka.protocol.CompactJson;
@@ -8,6 +10,14 @@ import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.protocol.HandoverWire;
 import io.reprise.kafka.protocol.PartitionHandover;
 import io.reprise.kafka.topic.HandoverTopic;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Future;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -17,17 +27,6 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.Test;
-
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.Future;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * Records no reader can be broken by (finding H3; HANDOVER.md section 2 "Limits", section 4 steps 5 and 8): the
@@ -88,7 +87,7 @@ class PoisonRecordsIntegrationTest {
         TestKafka.createTopic(handoverTopic, 1, Map.of("cleanup.policy", "compact", "max.message.bytes", BIG));
         List<byte[][]> live = new ArrayList<>();
         for (int n = 0; n < RECORDS; n++) {
-            live.add(new byte[][]{utf8(Integer.toString(n)), utf8(liveValue(n))});
+            live.add(new byte[][] {utf8(Integer.toString(n)), utf8(liveValue(n))});
         }
         produce(topic, live);
 
@@ -96,24 +95,40 @@ class PoisonRecordsIntegrationTest {
             handovers.ensure(false);
             long now = System.currentTimeMillis();
             handovers.publish(List.of(
-                    new HandoverRecord.Replay(rid, "Handover", "replay-" + group, group, List.of(topic),
-                            (ObjectNode) CompactJson.parse(FILTER), now),
+                    new HandoverRecord.Replay(
+                            rid,
+                            "Handover",
+                            "replay-" + group,
+                            group,
+                            List.of(topic),
+                            (ObjectNode) CompactJson.parse(FILTER),
+                            now),
                     new HandoverRecord.Start(rid, topic, 0, 0, null, null, false, now)));
-            HandoverWire.Encoded h = HandoverWire.encode(new HandoverRecord.Handover(rid, topic, 0, H, "caught-up", "test", now));
+            HandoverWire.Encoded h =
+                    HandoverWire.encode(new HandoverRecord.Handover(rid, topic, 0, H, "caught-up", "test", now));
             // The 10 MB record comes alone in its fetch; the 5000-deep key (the review's A3) and H in the next one.
-            produce(handoverTopic, List.of(
-                    new byte[][]{HandoverKey.of(rid, "progress", topic, 0).encode(),
-                            utf8("{\"v\":1,\"kind\":\"progress\",\"deep\":" + "[".repeat(5000) + "]".repeat(5000) + "}")},
-                    new byte[][]{HandoverKey.of(rid, "guard", topic, 0).encode(),
-                            utf8("{\"v\":1,\"kind\":\"guard\",\"pad\":\"" + "x".repeat(TEN_MB) + "\"}")},
-                    new byte[][]{utf8("[".repeat(5000)), utf8("{}")},
-                    new byte[][]{h.key(), h.value()}));
+            produce(
+                    handoverTopic,
+                    List.of(
+                            new byte[][] {
+                                HandoverKey.of(rid, "progress", topic, 0).encode(),
+                                utf8("{\"v\":1,\"kind\":\"progress\",\"deep\":" + "[".repeat(5000) + "]".repeat(5000)
+                                        + "}")
+                            },
+                            new byte[][] {
+                                HandoverKey.of(rid, "guard", topic, 0).encode(),
+                                utf8("{\"v\":1,\"kind\":\"guard\",\"pad\":\"" + "x".repeat(TEN_MB) + "\"}")
+                            },
+                            new byte[][] {utf8("[".repeat(5000)), utf8("{}")},
+                            new byte[][] {h.key(), h.value()}));
 
             Map<String, Object> config = TestKafka.connection();
             config.put("group.id", group);
             config.put("enable.auto.commit", false);
             config.put("auto.offset.reset", "earliest");
-            GuardSettings settings = GuardSettings.from(config).withHandoverTopic(handoverTopic).withMember("live-poison")
+            GuardSettings settings = GuardSettings.from(config)
+                    .withHandoverTopic(handoverTopic)
+                    .withMember("live-poison")
                     .withProgressInterval(Duration.ofMillis(200));
             Map<String, Object> inner = new HashMap<>(config);
             inner.put("key.deserializer", ByteArrayDeserializer.class.getName());
@@ -125,8 +140,8 @@ class PoisonRecordsIntegrationTest {
                     expected.add(n);
                 }
             }
-            try (GuardedConsumer<String, String> guard = new GuardedConsumer<>(new KafkaConsumer<>(inner),
-                    new StringDeserializer(), new StringDeserializer(), settings)) {
+            try (GuardedConsumer<String, String> guard = new GuardedConsumer<>(
+                    new KafkaConsumer<>(inner), new StringDeserializer(), new StringDeserializer(), settings)) {
                 guard.subscribe(List.of(topic));
                 Runnable step = () -> {
                     for (ConsumerRecord<String, String> r : guard.poll(Duration.ofMillis(200))) {
@@ -134,11 +149,19 @@ class PoisonRecordsIntegrationTest {
                     }
                     guard.commitSync();
                 };
-                TestKafka.await("the records the replay does not cover", 120, step, () -> handed.size() >= expected.size());
-                assertEquals(expected, new ArrayList<>(handed.keySet()), "the guard handed other records than the replay does not cover");
-                assertEquals(List.of(), handed.values().stream().filter(c -> c != 1).toList(), "a record handed twice");
+                TestKafka.await(
+                        "the records the replay does not cover", 120, step, () -> handed.size() >= expected.size());
+                assertEquals(
+                        expected,
+                        new ArrayList<>(handed.keySet()),
+                        "the guard handed other records than the replay does not cover");
+                assertEquals(
+                        List.of(), handed.values().stream().filter(c -> c != 1).toList(), "a record handed twice");
                 TestKafka.await("the guard acknowledges H (it learned H after the poison records)", 60, step, () -> {
-                    PartitionHandover part = handovers.readReplay(rid).partitions.get(new org.apache.kafka.common.TopicPartition(topic, 0));
+                    PartitionHandover part = handovers
+                            .readReplay(rid)
+                            .partitions
+                            .get(new org.apache.kafka.common.TopicPartition(topic, 0));
                     return part != null && part.acknowledged() && part.ack.offset() == H;
                 });
                 assertEquals(3, guard.stats().handoverRecordsFailed(), "the records the follower could not apply");

@@ -1,16 +1,18 @@
 package io.reprise.kafka.protocol;
 
-import org.junit.jupiter.api.Test;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+
+import org.junit.jupiter.api.Test;
 
 /** Marks in committed metadata as either language writes them: Python's with one NUL, read up to the first NUL. */
 class CommitMetadataTest {
 
     @Test
     void storedAsACString() {
-        assertEquals("{\"reprise\":1,\"replay\":\"r\",\"skip_from\":3}\u0000", CommitMetadata.store(CommitMark.skipFrom("r", 3)));
+        assertEquals(
+                "{\"reprise\":1,\"replay\":\"r\",\"skip_from\":3}\u0000",
+                CommitMetadata.store(CommitMark.skipFrom("r", 3)));
     }
 
     @Test

@@ -34,9 +34,23 @@ class CompactJsonTreeTest {
     private static final ObjectMapper PLAIN = new ObjectMapper();
 
     private static final List<String> DOCUMENTS = List.of(
-            "{}", "[]", "null", "true", "false", "0", "-7", "2147483648", "9223372036854775808", "1.0", "1e400",
-            "-0.0", "\"\"", "\"caf\u00e9 \\u0000 \\n\"", "{\"a\":1,\"a\":2,\"b\":[1,2.5,{\"c\":null}]}",
-            "{\"kind\":\"even\",\"n\":12,\"nested\":{\"x\":[true,false,\"y\"]}}", " [ 1 , [ [ ] ] ] ");
+            "{}",
+            "[]",
+            "null",
+            "true",
+            "false",
+            "0",
+            "-7",
+            "2147483648",
+            "9223372036854775808",
+            "1.0",
+            "1e400",
+            "-0.0",
+            "\"\"",
+            "\"caf\u00e9 \\u0000 \\n\"",
+            "{\"a\":1,\"a\":2,\"b\":[1,2.5,{\"c\":null}]}",
+            "{\"kind\":\"even\",\"n\":12,\"nested\":{\"x\":[true,false,\"y\"]}}",
+            " [ 1 , [ [ ] ] ] ");
 
     @Test
     void theProtocolParserGivesTheTreesOfItsFormerMapper() throws IOException {

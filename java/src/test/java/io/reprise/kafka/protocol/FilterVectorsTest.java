@@ -1,17 +1,16 @@
 package io.reprise.kafka.protocol;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import io.reprise.kafka.conformance.Vectors;
-import org.junit.jupiter.api.DynamicTest;
-import org.junit.jupiter.api.TestFactory;
-
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Set;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.reprise.kafka.conformance.Vectors;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
 
 /** conformance/vectors/filters.json: which records a replay's filter covers, and which filters are refused. */
 class FilterVectorsTest {
@@ -31,20 +30,30 @@ class FilterVectorsTest {
                 RecordFilter filter = RecordFilter.published(c.get("filter"));
                 String actual;
                 try {
-                    actual = filter.matches(Vectors.bytes(c.get("key")), Vectors.headers(c.get("headers")),
-                            Vectors.bytes(c.get("value"))) ? "match" : "no-match";
+                    actual = filter.matches(
+                                    Vectors.bytes(c.get("key")),
+                                    Vectors.headers(c.get("headers")),
+                                    Vectors.bytes(c.get("value")))
+                            ? "match"
+                            : "no-match";
                 } catch (UndecodableValueException e) {
                     actual = "undecodable";
                 }
                 assertEquals(expected, actual, "filter " + c.get("filter") + " on value " + c.get("value"));
                 // The guard's reading: a record it cannot decode counts as covered.
-                assertEquals(!expected.equals("no-match"), GuardPartition.matches(filter, Vectors.bytes(c.get("key")),
-                        Vectors.headers(c.get("headers")), Vectors.bytes(c.get("value"))));
+                assertEquals(
+                        !expected.equals("no-match"),
+                        GuardPartition.matches(
+                                filter,
+                                Vectors.bytes(c.get("key")),
+                                Vectors.headers(c.get("headers")),
+                                Vectors.bytes(c.get("value"))));
             }));
         }
         for (JsonNode c : root.get("invalid")) {
             tests.add(DynamicTest.dynamicTest("invalid: " + c.get("name").asText(), () -> {
-                FilterSpecException e = assertThrows(FilterSpecException.class, () -> RecordFilter.published(c.get("filter")));
+                FilterSpecException e =
+                        assertThrows(FilterSpecException.class, () -> RecordFilter.published(c.get("filter")));
                 assertEquals(c.get("error").get("code").asText(), e.code(), e.getMessage());
                 assertEquals(c.get("error").get("field").asText(), e.field(), e.getMessage());
             }));

@@ -30,15 +30,22 @@ class ReplayFinishVectorsTest {
                     return;
                 }
                 JsonNode reason = c.get("reason");
-                assertEquals(reason == null || reason.isNull() ? null : reason.asText(), decide(c).orElse(null));
+                assertEquals(
+                        reason == null || reason.isNull() ? null : reason.asText(),
+                        decide(c).orElse(null));
             }));
         }
         return tests;
     }
 
     private static java.util.Optional<String> decide(JsonNode c) {
-        return FinishRule.decide(c.get("mode").asText(), c.get("position").longValue(), optional(c.get("end_offset")),
-                optional(c.get("end_timestamp_ms")), c.get("at_end").asBoolean(), optional(c.get("live_position")));
+        return FinishRule.decide(
+                c.get("mode").asText(),
+                c.get("position").longValue(),
+                optional(c.get("end_offset")),
+                optional(c.get("end_timestamp_ms")),
+                c.get("at_end").asBoolean(),
+                optional(c.get("live_position")));
     }
 
     @TestFactory
@@ -47,10 +54,15 @@ class ReplayFinishVectorsTest {
         Vectors.uniqueNames(root.get("record_ends"), "replay_finish.json record_ends");
         List<DynamicTest> tests = new ArrayList<>();
         for (JsonNode c : root.get("record_ends")) {
-            tests.add(DynamicTest.dynamicTest("record ends: " + c.get("name").asText(), () -> assertEquals(
-                    c.get("ends").asBoolean(), FinishRule.recordEndsPartition(optional(c.get("end_offset")),
-                            optional(c.get("end_timestamp_ms")), c.get("offset").longValue(),
-                            optional(c.get("timestamp_ms"))))));
+            tests.add(DynamicTest.dynamicTest(
+                    "record ends: " + c.get("name").asText(),
+                    () -> assertEquals(
+                            c.get("ends").asBoolean(),
+                            FinishRule.recordEndsPartition(
+                                    optional(c.get("end_offset")),
+                                    optional(c.get("end_timestamp_ms")),
+                                    c.get("offset").longValue(),
+                                    optional(c.get("timestamp_ms"))))));
         }
         return tests;
     }

@@ -20,13 +20,15 @@ class ReplayStartVectorsTest {
 
     /** JSON equality with numbers compared by value (an offset read as int equals the same one written as long). */
     static boolean sameJson(JsonNode a, JsonNode b) {
-        Comparator<JsonNode> numbers = (x, y) -> x.isNumber() && y.isNumber()
-                ? x.decimalValue().compareTo(y.decimalValue()) : x.equals(y) ? 0 : 1;
+        Comparator<JsonNode> numbers = (x, y) ->
+                x.isNumber() && y.isNumber() ? x.decimalValue().compareTo(y.decimalValue()) : x.equals(y) ? 0 : 1;
         return a.equals(numbers, b);
     }
 
     static StartDecision.Start start(JsonNode spec) {
-        return spec.isTextual() ? StartDecision.Start.parse(spec.textValue()) : StartDecision.Start.parse(spec, "start");
+        return spec.isTextual()
+                ? StartDecision.Start.parse(spec.textValue())
+                : StartDecision.Start.parse(spec, "start");
     }
 
     static StartDecision.End end(JsonNode spec) {
@@ -49,7 +51,9 @@ class ReplayStartVectorsTest {
             tests.add(DynamicTest.dynamicTest("parse: " + c.get("name").asText(), () -> {
                 boolean isStart = c.get("what").asText().equals("start");
                 try {
-                    String normal = isStart ? start(c.get("spec")).toJson() : end(c.get("spec")).toJson();
+                    String normal = isStart
+                            ? start(c.get("spec")).toJson()
+                            : end(c.get("spec")).toJson();
                     if (c.has("error")) {
                         fail("expected error " + c.get("error") + ", parsed " + normal);
                     }
@@ -78,12 +82,21 @@ class ReplayStartVectorsTest {
                 long now = c.get("now_ms").longValue();
                 assertEquals(optional(c.get("lookup_ms")), spec.lookupTimestamp(now), "lookup_ms");
                 JsonNode p = c.get("partition");
-                StartDecision.PartitionFacts facts = new StartDecision.PartitionFacts(p.get("topic").asText(),
-                        p.get("partition").asInt(), p.get("log_start").longValue(), p.get("end").longValue(),
-                        optional(p.get("time_lookup")), optional(p.get("end_time_lookup")));
+                StartDecision.PartitionFacts facts = new StartDecision.PartitionFacts(
+                        p.get("topic").asText(),
+                        p.get("partition").asInt(),
+                        p.get("log_start").longValue(),
+                        p.get("end").longValue(),
+                        optional(p.get("time_lookup")),
+                        optional(p.get("end_time_lookup")));
                 try {
-                    StartDecision d = StartDecision.decide(spec, end(c.get("end")), facts,
-                            c.get("allow_clamp").asBoolean(), now, optional(c.get("committed")));
+                    StartDecision d = StartDecision.decide(
+                            spec,
+                            end(c.get("end")),
+                            facts,
+                            c.get("allow_clamp").asBoolean(),
+                            now,
+                            optional(c.get("committed")));
                     if (c.has("error")) {
                         fail("expected error " + c.get("error") + ", decided " + d);
                     }

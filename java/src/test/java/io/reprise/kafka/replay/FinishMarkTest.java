@@ -21,11 +21,16 @@ class FinishMarkTest {
 
     @Test
     void marksWithoutTheNulAndForeignMetadataAreRead() {
-        assertEquals("end-bound", FinishMark.decode("{\"reprise\":1,\"replay\":\"r\",\"finished\":\"end-bound\"}").finished());
+        assertEquals(
+                "end-bound",
+                FinishMark.decode("{\"reprise\":1,\"replay\":\"r\",\"finished\":\"end-bound\"}")
+                        .finished());
         assertNull(FinishMark.decode(""));
         assertNull(FinishMark.decode(null));
         assertNull(FinishMark.decode("\u0000"));
         assertNull(FinishMark.decode("checkpoint-7"));
-        assertTrue(FinishMark.decode("{\"reprise\":1,\"replay\":\"r\"}\u0000\u0000").finished() == null);
+        assertTrue(FinishMark.decode("{\"reprise\":1,\"replay\":\"r\"}\u0000\u0000")
+                        .finished()
+                == null);
     }
 }

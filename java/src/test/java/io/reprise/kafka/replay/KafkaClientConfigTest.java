@@ -22,20 +22,37 @@ class KafkaClientConfigTest {
         Files.writeString(dir.resolve("..data"), "ignored");
         Map<String, String> folder = KafkaClientConfig.loadFolder(dir.toString());
         assertEquals(Map.of("security.protocol", "SASL_SSL"), folder);
-        String message = assertThrows(KafkaClientConfig.KafkaConfigException.class,
-                () -> KafkaClientConfig.loadFolder(dir.resolve("missing").toString())).getMessage();
+        String message = assertThrows(
+                        KafkaClientConfig.KafkaConfigException.class,
+                        () -> KafkaClientConfig.loadFolder(
+                                dir.resolve("missing").toString()))
+                .getMessage();
         assertTrue(message.startsWith("REPRISE_KAFKA_CONFIG_DIR"));
     }
 
     @Test
     void librdkafkaNamesAreTranslated() {
         List<String> unknown = new ArrayList<>();
-        Map<String, Object> out = KafkaClientConfig.translate(Map.of("sasl.mechanisms", "SCRAM-SHA-512",
-                "sasl.username", "svc", "sasl.password", "p\"w", "security.protocol", "SASL_SSL",
-                "ssl.ca.location", "/etc/ca.pem", "socket.keepalive.enable", "true"), unknown);
+        Map<String, Object> out = KafkaClientConfig.translate(
+                Map.of(
+                        "sasl.mechanisms",
+                        "SCRAM-SHA-512",
+                        "sasl.username",
+                        "svc",
+                        "sasl.password",
+                        "p\"w",
+                        "security.protocol",
+                        "SASL_SSL",
+                        "ssl.ca.location",
+                        "/etc/ca.pem",
+                        "socket.keepalive.enable",
+                        "true"),
+                unknown);
         assertEquals("SCRAM-SHA-512", out.get("sasl.mechanism"));
-        assertEquals("org.apache.kafka.common.security.scram.ScramLoginModule required username=\"svc\" "
-                + "password=\"p\\\"w\";", out.get("sasl.jaas.config"));
+        assertEquals(
+                "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"svc\" "
+                        + "password=\"p\\\"w\";",
+                out.get("sasl.jaas.config"));
         assertEquals("PEM", out.get("ssl.truststore.type"));
         assertEquals("/etc/ca.pem", out.get("ssl.truststore.location"));
         assertEquals("SASL_SSL", out.get("security.protocol"));
@@ -45,8 +62,18 @@ class KafkaClientConfigTest {
 
     @Test
     void theRolesOwnSettingsWin() {
-        KafkaClientConfig clients = KafkaClientConfig.of("broker:9092", Map.of("group.id", "live",
-                "enable.auto.commit", "true", "bootstrap.servers", "old:1", "security.protocol", "SSL"), Map.of());
+        KafkaClientConfig clients = KafkaClientConfig.of(
+                "broker:9092",
+                Map.of(
+                        "group.id",
+                        "live",
+                        "enable.auto.commit",
+                        "true",
+                        "bootstrap.servers",
+                        "old:1",
+                        "security.protocol",
+                        "SSL"),
+                Map.of());
         Map<String, Object> consumer = clients.replayConsumer("fix-replay", "reprise-pod", 500);
         assertEquals("fix-replay", consumer.get("group.id"));
         assertEquals(false, consumer.get("enable.auto.commit"));

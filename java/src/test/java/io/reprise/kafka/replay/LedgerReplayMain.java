@@ -19,18 +19,22 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  */
 public final class LedgerReplayMain {
 
-    private LedgerReplayMain() {
-    }
+    private LedgerReplayMain() {}
 
     public static void main(String[] args) throws IOException {
         Path ledger = Path.of(System.getenv("REPRISE_TEST_LEDGER"));
         long delay = Long.parseLong(System.getenv().getOrDefault("REPRISE_TEST_BATCH_DELAY_MS", "0"));
-        FileChannel out = FileChannel.open(ledger, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.APPEND);
+        FileChannel out = FileChannel.open(
+                ledger, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         RecordsHandler<String, String> handler = records -> {
             StringBuilder lines = new StringBuilder();
             for (ConsumerRecord<String, String> r : records) {
-                lines.append("R ").append(r.topic()).append(' ').append(r.partition()).append(' ').append(r.offset())
+                lines.append("R ")
+                        .append(r.topic())
+                        .append(' ')
+                        .append(r.partition())
+                        .append(' ')
+                        .append(r.offset())
                         .append('\n');
             }
             if (delay > 0) {

@@ -29,8 +29,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  */
 final class RealKafka {
 
-    private RealKafka() {
-    }
+    private RealKafka() {}
 
     static String bootstrap() {
         String servers = System.getenv("REPRISE_TEST_BOOTSTRAP");
@@ -82,7 +81,9 @@ final class RealKafka {
     static Map<TopicPartition, OffsetAndMetadata> committed(String group) throws Exception {
         try (Admin admin = Admin.create(admin())) {
             Map<TopicPartition, OffsetAndMetadata> found = new HashMap<>();
-            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS)
+            admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata()
+                    .get(30, TimeUnit.SECONDS)
                     .forEach((tp, om) -> {
                         if (om != null) {
                             found.put(tp, om);

@@ -28,8 +28,7 @@ public final class ReplayBenchMain {
 
     static final int BATCH = 1000;
 
-    private ReplayBenchMain() {
-    }
+    private ReplayBenchMain() {}
 
     /** The handler both loops call: counts, and notes when the first and the last record arrived. */
     static final class NoOp implements RecordsHandler<byte[], byte[]> {
@@ -87,12 +86,28 @@ public final class ReplayBenchMain {
         if (mode.equals("bare")) {
             bare(bootstrap, topic, group, handler);
         } else {
-            Map<String, String> env = new HashMap<>(Map.of("REPRISE_BOOTSTRAP_SERVERS", bootstrap,
-                    "REPRISE_REPLAY_ID", "bench/" + group, "REPRISE_TOPICS", topic, "REPRISE_REPLAY_GROUP", group,
-                    "REPRISE_HANDOVER_TOPIC", args.length > 5 ? args[5] : "reprise.handover",
-                    "REPRISE_METRICS_PORT", "0", "REPRISE_EXIT_WHEN_DONE", "true",
-                    "REPRISE_BATCH_SIZE", String.valueOf(BATCH), "REPRISE_MEMBER_NAME", "bench"));
-            int code = ReplayRole.create(env, Map.of(), new ByteArrayDeserializer(), new ByteArrayDeserializer(), handler).run();
+            Map<String, String> env = new HashMap<>(Map.of(
+                    "REPRISE_BOOTSTRAP_SERVERS",
+                    bootstrap,
+                    "REPRISE_REPLAY_ID",
+                    "bench/" + group,
+                    "REPRISE_TOPICS",
+                    topic,
+                    "REPRISE_REPLAY_GROUP",
+                    group,
+                    "REPRISE_HANDOVER_TOPIC",
+                    args.length > 5 ? args[5] : "reprise.handover",
+                    "REPRISE_METRICS_PORT",
+                    "0",
+                    "REPRISE_EXIT_WHEN_DONE",
+                    "true",
+                    "REPRISE_BATCH_SIZE",
+                    String.valueOf(BATCH),
+                    "REPRISE_MEMBER_NAME",
+                    "bench"));
+            int code = ReplayRole.create(
+                            env, Map.of(), new ByteArrayDeserializer(), new ByteArrayDeserializer(), handler)
+                    .run();
             if (code != 0) {
                 throw new IllegalStateException("the replay role exited with " + code);
             }
@@ -102,12 +117,22 @@ public final class ReplayBenchMain {
             throw new IllegalStateException("handled " + handler.seen.get() + " of " + records + " records");
         }
         double seconds = (handler.last - handler.first) / 1e9;
-        System.out.printf(java.util.Locale.ROOT, "{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,"
+        System.out.printf(
+                java.util.Locale.ROOT,
+                "{\"mode\":\"%s\",\"records\":%d,\"seconds\":%.3f,\"rate\":%.1f,"
                         + "\"wall_seconds\":%.3f,\"cpu_s\":%.4f,\"broker_cpu_s\":%.4f,\"startup_s\":%.3f,\"startup_cpu_s\":%.4f,"
                         + "\"steady_records\":%d,\"steady_cpu_s\":%.4f,\"steady_broker_cpu_s\":%.4f}%n",
-                mode, handler.seen.get(), seconds, handler.seen.get() / seconds, wall / 1e9, handler.lastCpu - cpuBefore,
-                handler.lastBrokerCpu - brokerBefore, (handler.first - began) / 1e9, handler.firstCpu - cpuBefore,
-                handler.seen.get() - handler.steadyFrom, handler.lastCpu - handler.steadyCpu,
+                mode,
+                handler.seen.get(),
+                seconds,
+                handler.seen.get() / seconds,
+                wall / 1e9,
+                handler.lastCpu - cpuBefore,
+                handler.lastBrokerCpu - brokerBefore,
+                (handler.first - began) / 1e9,
+                handler.firstCpu - cpuBefore,
+                handler.seen.get() - handler.steadyFrom,
+                handler.lastCpu - handler.steadyCpu,
                 handler.lastBrokerCpu - handler.steadyBrokerCpu);
     }
 
@@ -120,7 +145,9 @@ public final class ReplayBenchMain {
         config.put("auto.offset.reset", "earliest");
         config.put("max.poll.records", BATCH);
         config.put("isolation.level", "read_committed");
-        config.put("partition.assignment.strategy", org.apache.kafka.clients.consumer.CooperativeStickyAssignor.class.getName());
+        config.put(
+                "partition.assignment.strategy",
+                org.apache.kafka.clients.consumer.CooperativeStickyAssignor.class.getName());
         config.put("key.deserializer", ByteArrayDeserializer.class.getName());
         config.put("value.deserializer", ByteArrayDeserializer.class.getName());
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config)) {

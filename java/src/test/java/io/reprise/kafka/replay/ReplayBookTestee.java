@@ -65,11 +65,17 @@ public final class ReplayBookTestee {
     private ReplayBook fresh() {
         Map<TopicPartition, ReplayBook.Planned> plan = new HashMap<>();
         for (JsonNode p : config.path("plan")) {
-            plan.put(tp(p), new ReplayBook.Planned(p.path("start").asLong(), optLong(p, "end_offset"),
-                    optLong(p, "end_timestamp_ms")));
+            plan.put(
+                    tp(p),
+                    new ReplayBook.Planned(
+                            p.path("start").asLong(), optLong(p, "end_offset"), optLong(p, "end_timestamp_ms")));
         }
-        return new ReplayBook(config.path("replay_id").asText(""), config.path("mode").asText("Drain"), plan,
-                config.path("follow").asBoolean(false), config.path("transactional").asBoolean(false));
+        return new ReplayBook(
+                config.path("replay_id").asText(""),
+                config.path("mode").asText("Drain"),
+                plan,
+                config.path("follow").asBoolean(false),
+                config.path("transactional").asBoolean(false));
     }
 
     ObjectNode send(JsonNode step) {
@@ -89,8 +95,12 @@ public final class ReplayBookTestee {
                     if ("end".equals(i.path("kind").asText())) {
                         items.add(new ReplayBook.End(tp(i), i.path("offset").asLong()));
                     } else {
-                        items.add(new TraceRecord(tp(i), i.path("offset").asLong(), optLong(i, "timestamp"),
-                                i.path("filter").asText("match"), i.path("fails").asBoolean(false)));
+                        items.add(new TraceRecord(
+                                tp(i),
+                                i.path("offset").asLong(),
+                                optLong(i, "timestamp"),
+                                i.path("filter").asText("match"),
+                                i.path("fails").asBoolean(false)));
                     }
                 }
                 book.read(items);
@@ -155,7 +165,8 @@ public final class ReplayBookTestee {
         List<ReplayBook.Handover> handovers = new ArrayList<>();
         List<TopicPartition> pauses = new ArrayList<>();
         for (JsonNode p : step.path("partitions")) {
-            String metadata = p.path("metadata").isTextual() ? p.path("metadata").asText() : null;
+            String metadata =
+                    p.path("metadata").isTextual() ? p.path("metadata").asText() : null;
             ReplayBook.Assigned assigned = book.assign(tp(p), optLong(p, "committed"), CommitMark.decode(metadata));
             if (assigned.startCommit() != null) {
                 commits.add(commitJson(assigned.startCommit()));
@@ -254,7 +265,8 @@ public final class ReplayBookTestee {
 
     private static void handovers(ObjectNode out, List<ReplayBook.Handover> handovers) {
         List<ReplayBook.Handover> sorted = new ArrayList<>(handovers);
-        sorted.sort(java.util.Comparator.comparing((ReplayBook.Handover h) -> h.partition().topic())
+        sorted.sort(java.util.Comparator.comparing(
+                        (ReplayBook.Handover h) -> h.partition().topic())
                 .thenComparingInt(h -> h.partition().partition()));
         ArrayNode array = out.putArray("handovers");
         for (ReplayBook.Handover h : sorted) {
@@ -281,7 +293,8 @@ public final class ReplayBookTestee {
     }
 
     private static TopicPartition tp(JsonNode node) {
-        return new TopicPartition(node.path("topic").asText(), node.path("partition").asInt());
+        return new TopicPartition(
+                node.path("topic").asText(), node.path("partition").asInt());
     }
 
     private static List<TopicPartition> partitions(JsonNode array) {

@@ -21,17 +21,36 @@ class ReplayMetricsTest {
         try (ReplayMetrics.Endpoint endpoint = new ReplayMetrics.Endpoint(0, metrics, () -> false)) {
             HttpClient http = HttpClient.newHttpClient();
             String base = "http://127.0.0.1:" + endpoint.port();
-            HttpResponse<String> scraped = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+            HttpResponse<String> scraped = http.send(
+                    HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, scraped.statusCode());
             String body = scraped.body();
-            assertTrue(body.contains("reprise_worker_records_consumed_total{replay=\"ns/fix/1\",member=\"pod-1\"} 7.0"), body);
-            assertTrue(body.contains("reprise_worker_partition_lag{replay=\"ns/fix/1\",member=\"pod-1\",topic=\"orders\",partition=\"2\"} 60.0"), body);
-            assertTrue(body.contains("reprise_worker_partition_state{replay=\"ns/fix/1\",member=\"pod-1\",topic=\"orders\",partition=\"2\"} 0.0"), body);
-            assertEquals(200, http.send(HttpRequest.newBuilder(URI.create(base + "/healthz")).build(),
-                    HttpResponse.BodyHandlers.ofString()).statusCode());
-            assertEquals(503, http.send(HttpRequest.newBuilder(URI.create(base + "/readyz")).build(),
-                    HttpResponse.BodyHandlers.ofString()).statusCode());
+            assertTrue(
+                    body.contains("reprise_worker_records_consumed_total{replay=\"ns/fix/1\",member=\"pod-1\"} 7.0"),
+                    body);
+            assertTrue(
+                    body.contains(
+                            "reprise_worker_partition_lag{replay=\"ns/fix/1\",member=\"pod-1\",topic=\"orders\",partition=\"2\"} 60.0"),
+                    body);
+            assertTrue(
+                    body.contains(
+                            "reprise_worker_partition_state{replay=\"ns/fix/1\",member=\"pod-1\",topic=\"orders\",partition=\"2\"} 0.0"),
+                    body);
+            assertEquals(
+                    200,
+                    http.send(
+                                    HttpRequest.newBuilder(URI.create(base + "/healthz"))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .statusCode());
+            assertEquals(
+                    503,
+                    http.send(
+                                    HttpRequest.newBuilder(URI.create(base + "/readyz"))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .statusCode());
         }
         metrics.forget("orders", 2);
         assertFalse(metrics.render().contains("partition=\"2\""));

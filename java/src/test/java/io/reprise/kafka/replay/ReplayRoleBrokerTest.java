@@ -35,7 +35,8 @@ class ReplayRoleBrokerTest {
         @Override
         public void handle(List<ConsumerRecord<String, String>> records) {
             for (ConsumerRecord<String, String> r : records) {
-                seen.computeIfAbsent(r.partition() + "/" + r.offset(), k -> new AtomicInteger()).incrementAndGet();
+                seen.computeIfAbsent(r.partition() + "/" + r.offset(), k -> new AtomicInteger())
+                        .incrementAndGet();
             }
         }
 
@@ -45,18 +46,31 @@ class ReplayRoleBrokerTest {
     }
 
     static Map<String, String> env(String replayId, String topic, String group, String handoverTopic, String... more) {
-        Map<String, String> env = new HashMap<>(Map.of("REPRISE_BOOTSTRAP_SERVERS", RealKafka.bootstrap(),
-                "REPRISE_REPLAY_ID", replayId, "REPRISE_TOPICS", topic, "REPRISE_REPLAY_GROUP", group,
-                "REPRISE_HANDOVER_TOPIC", handoverTopic, "REPRISE_METRICS_PORT", "0", "REPRISE_CHECK_INTERVAL", "0.2",
-                "REPRISE_EXIT_WHEN_DONE", "true"));
+        Map<String, String> env = new HashMap<>(Map.of(
+                "REPRISE_BOOTSTRAP_SERVERS",
+                RealKafka.bootstrap(),
+                "REPRISE_REPLAY_ID",
+                replayId,
+                "REPRISE_TOPICS",
+                topic,
+                "REPRISE_REPLAY_GROUP",
+                group,
+                "REPRISE_HANDOVER_TOPIC",
+                handoverTopic,
+                "REPRISE_METRICS_PORT",
+                "0",
+                "REPRISE_CHECK_INTERVAL",
+                "0.2",
+                "REPRISE_EXIT_WHEN_DONE",
+                "true"));
         for (int i = 0; i < more.length; i += 2) {
             env.put(more[i], more[i + 1]);
         }
         return env;
     }
 
-    static <K, V> ReplayRole<K, V> role(Map<String, String> env, Deserializer<K> k, Deserializer<V> v,
-                                        RecordsHandler<K, V> handler) {
+    static <K, V> ReplayRole<K, V> role(
+            Map<String, String> env, Deserializer<K> k, Deserializer<V> v, RecordsHandler<K, V> handler) {
         return ReplayRole.create(env, Map.of(), k, v, handler);
     }
 
@@ -76,8 +90,17 @@ class ReplayRoleBrokerTest {
         List<Future<Integer>> runs = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
-                ReplayRole<String, String> replica = role(env(replayId, topic, topic + "-replay", handover,
-                        "REPRISE_MEMBER_NAME", "replica-" + i, "REPRISE_BATCH_SIZE", "50"), ledger);
+                ReplayRole<String, String> replica = role(
+                        env(
+                                replayId,
+                                topic,
+                                topic + "-replay",
+                                handover,
+                                "REPRISE_MEMBER_NAME",
+                                "replica-" + i,
+                                "REPRISE_BATCH_SIZE",
+                                "50"),
+                        ledger);
                 runs.add(pool.submit(replica::run));
             }
             for (Future<Integer> run : runs) {
@@ -88,8 +111,12 @@ class ReplayRoleBrokerTest {
         }
         List<HandoverRecord> records = RealKafka.handoverRecords(handover, replayId);
         // One bootstrap transaction won: one replay record and one start record per partition were ever written.
-        assertEquals(1, records.stream().filter(r -> r instanceof HandoverRecord.Replay).count());
-        assertEquals(4, records.stream().filter(r -> r instanceof HandoverRecord.Start).count());
+        assertEquals(
+                1,
+                records.stream().filter(r -> r instanceof HandoverRecord.Replay).count());
+        assertEquals(
+                4,
+                records.stream().filter(r -> r instanceof HandoverRecord.Start).count());
         for (HandoverRecord r : records) {
             if (r instanceof HandoverRecord.Start start) {
                 assertEquals(0, start.offset());
@@ -115,9 +142,19 @@ class ReplayRoleBrokerTest {
         Ledger ledger = new Ledger();
         // A start 10 records in: S comes from the spec, and nothing before it is processed. Throttled to last a
         // few seconds, so progress records are published on the way.
-        ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover, "REPRISE_START",
-                "{\"offsets\":{\"" + topic + "\":{\"0\":10,\"1\":10}}}", "REPRISE_BATCH_SIZE", "5",
-                "REPRISE_MAX_RECORDS_PER_SECOND", "10"), ledger);
+        ReplayRole<String, String> replay = role(
+                env(
+                        replayId,
+                        topic,
+                        topic + "-replay",
+                        handover,
+                        "REPRISE_START",
+                        "{\"offsets\":{\"" + topic + "\":{\"0\":10,\"1\":10}}}",
+                        "REPRISE_BATCH_SIZE",
+                        "5",
+                        "REPRISE_MAX_RECORDS_PER_SECOND",
+                        "10"),
+                ledger);
         assertEquals(ReplayRole.EXIT_OK, replay.run());
         assertEquals(40, ledger.total());
         assertTrue(ledger.seen.keySet().stream().allMatch(k -> Integer.parseInt(k.split("/")[1]) >= 10));
@@ -130,8 +167,12 @@ class ReplayRoleBrokerTest {
             assertEquals(replayId, mark.replayId());
             assertEquals("end-of-partition", mark.finished());
             int partition = p;
-            HandoverRecord.Handover h = records.stream().filter(r -> r instanceof HandoverRecord.Handover)
-                    .map(r -> (HandoverRecord.Handover) r).filter(r -> r.partition() == partition).findFirst().orElse(null);
+            HandoverRecord.Handover h = records.stream()
+                    .filter(r -> r instanceof HandoverRecord.Handover)
+                    .map(r -> (HandoverRecord.Handover) r)
+                    .filter(r -> r.partition() == partition)
+                    .findFirst()
+                    .orElse(null);
             assertNotNull(h, "no handover record for partition " + p);
             assertEquals(30, h.offset());
             assertEquals("end-of-partition", h.reason());
@@ -165,15 +206,19 @@ class ReplayRoleBrokerTest {
             }
             ledger.handle(records);
         };
-        ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover,
-                "REPRISE_BATCH_SIZE", "5"), handler);
+        ReplayRole<String, String> replay =
+                role(env(replayId, topic, topic + "-replay", handover, "REPRISE_BATCH_SIZE", "5"), handler);
         assertEquals(ReplayRole.EXIT_OK, replay.run());
         HandoverRecord.Handover h = RealKafka.handoverRecords(handover, replayId).stream()
-                .filter(r -> r instanceof HandoverRecord.Handover).map(r -> (HandoverRecord.Handover) r)
-                .findFirst().orElseThrow();
+                .filter(r -> r instanceof HandoverRecord.Handover)
+                .map(r -> (HandoverRecord.Handover) r)
+                .findFirst()
+                .orElseThrow();
         assertEquals("end-of-partition", h.reason());
-        assertTrue(calls.get() < trafficCalls, "the replay finished only after the traffic stopped: " + calls.get()
-                + " handler calls, H " + h.offset());
+        assertTrue(
+                calls.get() < trafficCalls,
+                "the replay finished only after the traffic stopped: " + calls.get() + " handler calls, H "
+                        + h.offset());
         // Everything below H processed once, nothing at or above it (it belongs to the live side).
         assertEquals(h.offset(), ledger.seen.size());
         assertEquals(h.offset(), ledger.total());
@@ -193,14 +238,19 @@ class ReplayRoleBrokerTest {
         RealKafka.produce(topic, 1, 20);
         String replayId = "ns/" + topic + "/uid";
         Ledger first = new Ledger();
-        assertEquals(0, role(env(replayId, topic, topic + "-replay", handover), first).run());
+        assertEquals(
+                0,
+                role(env(replayId, topic, topic + "-replay", handover), first).run());
         assertEquals(20, first.total());
         RealKafka.produce(topic, 1, 5); // records after H are the live side's
         Ledger second = new Ledger();
-        assertEquals(0, role(env(replayId, topic, topic + "-replay", handover), second).run());
+        assertEquals(
+                0,
+                role(env(replayId, topic, topic + "-replay", handover), second).run());
         assertEquals(0, second.total());
         long handovers = RealKafka.handoverRecords(handover, replayId).stream()
-                .filter(r -> r instanceof HandoverRecord.Handover h && h.offset() == 20).count();
+                .filter(r -> r instanceof HandoverRecord.Handover h && h.offset() == 20)
+                .count();
         assertEquals(2, handovers, "the second replica publishes the same H again");
     }
 
@@ -225,9 +275,21 @@ class ReplayRoleBrokerTest {
         String replayId = "ns/" + topic + "/uid";
         Ledger ledger = new Ledger();
         // Slow enough that the live group's offsets are read long before the end of either partition.
-        ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover, "REPRISE_MODE",
-                mode, "REPRISE_LIVE_GROUP", live, "REPRISE_BATCH_SIZE", "10", "REPRISE_MAX_RECORDS_PER_SECOND",
-                "100"), ledger);
+        ReplayRole<String, String> replay = role(
+                env(
+                        replayId,
+                        topic,
+                        topic + "-replay",
+                        handover,
+                        "REPRISE_MODE",
+                        mode,
+                        "REPRISE_LIVE_GROUP",
+                        live,
+                        "REPRISE_BATCH_SIZE",
+                        "10",
+                        "REPRISE_MAX_RECORDS_PER_SECOND",
+                        "100"),
+                ledger);
         assertEquals(0, replay.run());
         Map<TopicPartition, OffsetAndMetadata> committed = RealKafka.committed(topic + "-replay");
         List<HandoverRecord> records = RealKafka.handoverRecords(handover, replayId);
@@ -236,20 +298,28 @@ class ReplayRoleBrokerTest {
             OffsetAndMetadata om = committed.get(new TopicPartition(topic, p));
             CommitMark mark = FinishMark.decode(om.metadata());
             assertEquals(reason, mark.finished());
-            assertTrue(om.offset() >= expectedLive.get(p) && om.offset() < expectedLive.get(p) + 20, "H " + om.offset());
+            assertTrue(
+                    om.offset() >= expectedLive.get(p) && om.offset() < expectedLive.get(p) + 20, "H " + om.offset());
             int partition = p;
-            HandoverRecord.Handover h = records.stream().filter(r -> r instanceof HandoverRecord.Handover)
-                    .map(r -> (HandoverRecord.Handover) r).filter(r -> r.partition() == partition).findFirst().orElseThrow();
+            HandoverRecord.Handover h = records.stream()
+                    .filter(r -> r instanceof HandoverRecord.Handover)
+                    .map(r -> (HandoverRecord.Handover) r)
+                    .filter(r -> r.partition() == partition)
+                    .findFirst()
+                    .orElseThrow();
             assertEquals(om.offset(), h.offset());
             assertEquals(reason, h.reason());
             // R processed exactly [S, H): nothing at or above H.
             for (long o = 0; o < 400; o++) {
                 AtomicInteger count = ledger.seen.get(p + "/" + o);
-                assertEquals(o < h.offset() ? 1 : 0, count == null ? 0 : count.get(), "partition " + p + " offset " + o);
+                assertEquals(
+                        o < h.offset() ? 1 : 0, count == null ? 0 : count.get(), "partition " + p + " offset " + o);
             }
         }
-        assertTrue(records.stream().anyMatch(r -> r instanceof HandoverRecord.Replay rr && rr.mode().equals(mode)
-                && live.equals(rr.liveGroup())));
+        assertTrue(records.stream()
+                .anyMatch(r -> r instanceof HandoverRecord.Replay rr
+                        && rr.mode().equals(mode)
+                        && live.equals(rr.liveGroup())));
     }
 
     @Test
@@ -277,8 +347,19 @@ class ReplayRoleBrokerTest {
             }
             records.forEach(r -> delivered.add(r.value()));
         };
-        ReplayRole<String, String> replay = role(env(replayId, topic, topic + "-replay", handover, "REPRISE_DLQ_TOPIC",
-                dlq, "REPRISE_HANDLER_RETRIES", "1"), new StringDeserializer(), strict, handler);
+        ReplayRole<String, String> replay = role(
+                env(
+                        replayId,
+                        topic,
+                        topic + "-replay",
+                        handover,
+                        "REPRISE_DLQ_TOPIC",
+                        dlq,
+                        "REPRISE_HANDLER_RETRIES",
+                        "1"),
+                new StringDeserializer(),
+                strict,
+                handler);
         assertEquals(0, replay.run());
         assertEquals(48, delivered.stream().distinct().count());
         assertTrue(delivered.stream().allMatch(v -> v.startsWith("fine-")));
@@ -286,14 +367,25 @@ class ReplayRoleBrokerTest {
         assertEquals(2, letters.size());
         Map<String, String> reasons = new HashMap<>();
         for (ConsumerRecord<byte[], byte[]> letter : letters) {
-            assertEquals(topic, RealKafka.text(letter.headers().lastHeader("reprise.source.topic").value()));
-            assertEquals(replayId, RealKafka.text(letter.headers().lastHeader("reprise.replay").value()));
-            reasons.put(RealKafka.text(letter.headers().lastHeader("reprise.source.offset").value()),
+            assertEquals(
+                    topic,
+                    RealKafka.text(
+                            letter.headers().lastHeader("reprise.source.topic").value()));
+            assertEquals(
+                    replayId,
+                    RealKafka.text(letter.headers().lastHeader("reprise.replay").value()));
+            reasons.put(
+                    RealKafka.text(
+                            letter.headers().lastHeader("reprise.source.offset").value()),
                     RealKafka.text(letter.headers().lastHeader("reprise.error").value()));
         }
         assertTrue(reasons.get("7").startsWith("handler threw IllegalStateException"), reasons.toString());
         assertTrue(reasons.get("23").startsWith("undecodable: IllegalArgumentException"), reasons.toString());
-        assertEquals(50, RealKafka.committed(topic + "-replay").get(new TopicPartition(topic, 0)).offset());
+        assertEquals(
+                50,
+                RealKafka.committed(topic + "-replay")
+                        .get(new TopicPartition(topic, 0))
+                        .offset());
     }
 
     @Test
@@ -309,11 +401,15 @@ class ReplayRoleBrokerTest {
             }
             records.forEach(r -> delivered.add(r.value()));
         };
-        ReplayRole<String, String> replay = role(env("ns/" + topic, topic, topic + "-replay", handover,
-                "REPRISE_HANDLER_RETRIES", "0"), handler);
+        ReplayRole<String, String> replay =
+                role(env("ns/" + topic, topic, topic + "-replay", handover, "REPRISE_HANDLER_RETRIES", "0"), handler);
         assertEquals(0, replay.run());
         assertEquals(9, delivered.size());
-        assertEquals(10, RealKafka.committed(topic + "-replay").get(new TopicPartition(topic, 0)).offset());
+        assertEquals(
+                10,
+                RealKafka.committed(topic + "-replay")
+                        .get(new TopicPartition(topic, 0))
+                        .offset());
     }
 
     static void commit(String group, Map<TopicPartition, Long> offsets) {

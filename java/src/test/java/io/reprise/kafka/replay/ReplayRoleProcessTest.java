@@ -47,8 +47,15 @@ class ReplayRoleProcessTest {
         Path config = Files.createDirectories(dir.resolve("kafka-config"));
         Files.writeString(config.resolve("session.timeout.ms"), "6000\n");
         Files.writeString(config.resolve("heartbeat.interval.ms"), "500\n");
-        return ReplayRoleBrokerTest.env("ns/" + topic + "/uid", topic, topic + "-replay", handover,
-                "REPRISE_BATCH_SIZE", String.valueOf(BATCH), "REPRISE_KAFKA_CONFIG_DIR", config.toString());
+        return ReplayRoleBrokerTest.env(
+                "ns/" + topic + "/uid",
+                topic,
+                topic + "-replay",
+                handover,
+                "REPRISE_BATCH_SIZE",
+                String.valueOf(BATCH),
+                "REPRISE_KAFKA_CONFIG_DIR",
+                config.toString());
     }
 
     static List<String> lines(Path ledger) throws IOException {
@@ -59,11 +66,12 @@ class ReplayRoleProcessTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
         while (lines(ledger).size() < count) {
             if (!process.isAlive()) {
-                throw new AssertionError("the replay role exited early (" + process.exitValue() + "):\n" + Files.readString(log));
+                throw new AssertionError(
+                        "the replay role exited early (" + process.exitValue() + "):\n" + Files.readString(log));
             }
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("the replay role processed only " + lines(ledger).size() + " records:\n"
-                        + Files.readString(log));
+                throw new AssertionError("the replay role processed only "
+                        + lines(ledger).size() + " records:\n" + Files.readString(log));
             }
             Thread.sleep(50);
         }
@@ -116,8 +124,10 @@ class ReplayRoleProcessTest {
                 assertTrue(n >= 1, "lost: partition " + p + " offset " + o);
                 if (n > 1) {
                     // Only what was processed after the last commit before the kill is processed again.
-                    assertTrue(o >= committed, "committed batch replayed: partition " + p + " offset " + o
-                            + " (committed " + committed + ")");
+                    assertTrue(
+                            o >= committed,
+                            "committed batch replayed: partition " + p + " offset " + o + " (committed " + committed
+                                    + ")");
                     assertEquals(2, n);
                     repeated++;
                 }
@@ -149,7 +159,9 @@ class ReplayRoleProcessTest {
         Map<String, Integer> before = counts(ledger);
         for (int p = 0; p < PARTITIONS; p++) {
             int partition = p;
-            long processed = before.keySet().stream().filter(k -> k.startsWith(partition + " ")).count();
+            long processed = before.keySet().stream()
+                    .filter(k -> k.startsWith(partition + " "))
+                    .count();
             assertEquals(processed, committed.get(new TopicPartition(topic, p)).offset(), "partition " + p);
         }
         runToTheEnd(env, ledger, log);

@@ -19,8 +19,15 @@ import org.junit.jupiter.api.io.TempDir;
 class ReplaySettingsTest {
 
     static Map<String, String> env(String... pairs) {
-        Map<String, String> env = new HashMap<>(Map.of("REPRISE_BOOTSTRAP_SERVERS", "k:9092", "REPRISE_REPLAY_ID",
-                "ns/fix/1", "REPRISE_TOPICS", "orders, payments", "REPRISE_REPLAY_GROUP", "fix-replay"));
+        Map<String, String> env = new HashMap<>(Map.of(
+                "REPRISE_BOOTSTRAP_SERVERS",
+                "k:9092",
+                "REPRISE_REPLAY_ID",
+                "ns/fix/1",
+                "REPRISE_TOPICS",
+                "orders, payments",
+                "REPRISE_REPLAY_GROUP",
+                "fix-replay"));
         for (int i = 0; i < pairs.length; i += 2) {
             env.put(pairs[i], pairs[i + 1]);
         }
@@ -28,7 +35,8 @@ class ReplaySettingsTest {
     }
 
     static String error(Map<String, String> env) {
-        return assertThrows(ReplaySettings.SettingsException.class, () -> ReplaySettings.fromEnv(env)).getMessage();
+        return assertThrows(ReplaySettings.SettingsException.class, () -> ReplaySettings.fromEnv(env))
+                .getMessage();
     }
 
     @Test
@@ -56,17 +64,26 @@ class ReplaySettingsTest {
         ReplaySettings s = ReplaySettings.fromEnv(env("REPRISE_DLQ_TOPIC", "orders.dlq"));
         assertEquals("dead-letter", s.poisonPolicy());
         assertTrue(s.deadLetters());
-        assertEquals("skip", ReplaySettings.fromEnv(env("REPRISE_DLQ_TOPIC", "d", "REPRISE_POISON_POLICY", "skip")).poisonPolicy());
+        assertEquals(
+                "skip",
+                ReplaySettings.fromEnv(env("REPRISE_DLQ_TOPIC", "d", "REPRISE_POISON_POLICY", "skip"))
+                        .poisonPolicy());
     }
 
     @Test
     void modesAreCaseInsensitiveAndLiveGroupIsNeeded() {
-        assertEquals("Handover", ReplaySettings.fromEnv(env("REPRISE_MODE", "handover", "REPRISE_LIVE_GROUP", "live")).mode());
+        assertEquals(
+                "Handover",
+                ReplaySettings.fromEnv(env("REPRISE_MODE", "handover", "REPRISE_LIVE_GROUP", "live"))
+                        .mode());
         assertEquals("REPRISE_LIVE_GROUP is required in mode Parallel", error(env("REPRISE_MODE", "Parallel")));
-        assertTrue(error(env("REPRISE_MODE", "Sideways")).startsWith("REPRISE_MODE: 'Sideways' is not one of Parallel, Handover, Drain"));
-        assertTrue(error(env("REPRISE_MODE", "Handover", "REPRISE_LIVE_GROUP", "fix-replay")).contains("must differ"));
-        assertTrue(error(env("REPRISE_MODE", "Handover", "REPRISE_LIVE_GROUP", "l", "REPRISE_END", "{\"snapshot\":true}"))
-                .startsWith("REPRISE_END cannot be used with mode Handover"));
+        assertTrue(error(env("REPRISE_MODE", "Sideways"))
+                .startsWith("REPRISE_MODE: 'Sideways' is not one of Parallel, Handover, Drain"));
+        assertTrue(error(env("REPRISE_MODE", "Handover", "REPRISE_LIVE_GROUP", "fix-replay"))
+                .contains("must differ"));
+        assertTrue(
+                error(env("REPRISE_MODE", "Handover", "REPRISE_LIVE_GROUP", "l", "REPRISE_END", "{\"snapshot\":true}"))
+                        .startsWith("REPRISE_END cannot be used with mode Handover"));
     }
 
     @Test
@@ -81,32 +98,53 @@ class ReplaySettingsTest {
         assertEquals("REPRISE_REPLAY_GROUP is required for role replay", error(noGroup));
         assertEquals("REPRISE_BATCH_SIZE: 'many' is not a whole number", error(env("REPRISE_BATCH_SIZE", "many")));
         assertEquals("REPRISE_BATCH_SIZE must be at least 1", error(env("REPRISE_BATCH_SIZE", "0")));
-        assertEquals("REPRISE_MAX_RECORDS_PER_SECOND: '-3' must not be negative", error(env("REPRISE_MAX_RECORDS_PER_SECOND", "-3")));
-        assertEquals("REPRISE_ALLOW_CLAMP: 'perhaps' is not a boolean (true or false)", error(env("REPRISE_ALLOW_CLAMP", "perhaps")));
+        assertEquals(
+                "REPRISE_MAX_RECORDS_PER_SECOND: '-3' must not be negative",
+                error(env("REPRISE_MAX_RECORDS_PER_SECOND", "-3")));
+        assertEquals(
+                "REPRISE_ALLOW_CLAMP: 'perhaps' is not a boolean (true or false)",
+                error(env("REPRISE_ALLOW_CLAMP", "perhaps")));
         assertEquals("REPRISE_METRICS_PORT must be 0..65535", error(env("REPRISE_METRICS_PORT", "70000")));
-        assertEquals("REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC", error(env("REPRISE_POISON_POLICY", "dead-letter")));
-        assertTrue(error(env("REPRISE_START", "{\"latest\":true}")).startsWith("REPRISE_START: start: give exactly one of"));
-        assertTrue(error(env("REPRISE_START", "{\"duration\":\"2 hours\"}")).startsWith("REPRISE_START: start.duration: '2 hours' is not a duration"));
-        assertTrue(error(env("REPRISE_FILTER", "{\"colour\":1}")).startsWith("REPRISE_FILTER: filter: unknown field(s) ['colour']"));
-        assertTrue(error(env("REPRISE_FORWARD_TOPIC", "copy")).startsWith("REPRISE_FORWARD_TOPIC is not supported by the Java replay role"));
-        assertTrue(error(env("REPRISE_ROLE", "backfill")).startsWith("REPRISE_ROLE=backfill is not supported by the Java replay role"));
+        assertEquals(
+                "REPRISE_POISON_POLICY=dead-letter needs REPRISE_DLQ_TOPIC",
+                error(env("REPRISE_POISON_POLICY", "dead-letter")));
+        assertTrue(error(env("REPRISE_START", "{\"latest\":true}"))
+                .startsWith("REPRISE_START: start: give exactly one of"));
+        assertTrue(error(env("REPRISE_START", "{\"duration\":\"2 hours\"}"))
+                .startsWith("REPRISE_START: start.duration: '2 hours' is not a duration"));
+        assertTrue(error(env("REPRISE_FILTER", "{\"colour\":1}"))
+                .startsWith("REPRISE_FILTER: filter: unknown field(s) ['colour']"));
+        assertTrue(error(env("REPRISE_FORWARD_TOPIC", "copy"))
+                .startsWith("REPRISE_FORWARD_TOPIC is not supported by the Java replay role"));
+        assertTrue(error(env("REPRISE_ROLE", "backfill"))
+                .startsWith("REPRISE_ROLE=backfill is not supported by the Java replay role"));
     }
 
     @Test
     void startAndEndSpecsParse() {
-        ReplaySettings s = ReplaySettings.fromEnv(env("REPRISE_START", "{\"timestamp\":\"2024-05-01T00:00:00Z\"}",
-                "REPRISE_END", "{\"offsets\":{\"orders\":{\"0\":9}}}", "REPRISE_ALLOW_CLAMP", "yes"));
+        ReplaySettings s = ReplaySettings.fromEnv(env(
+                "REPRISE_START",
+                "{\"timestamp\":\"2024-05-01T00:00:00Z\"}",
+                "REPRISE_END",
+                "{\"offsets\":{\"orders\":{\"0\":9}}}",
+                "REPRISE_ALLOW_CLAMP",
+                "yes"));
         assertEquals(1714521600000L, s.start().timestampMs());
         assertEquals(9L, s.end().offsets().get("orders").get(0));
         assertTrue(s.allowClamp());
-        assertEquals(7200.0, ReplaySettings.fromEnv(env("REPRISE_START", "{\"duration\":\"2h\"}")).start().durationSeconds());
+        assertEquals(
+                7200.0,
+                ReplaySettings.fromEnv(env("REPRISE_START", "{\"duration\":\"2h\"}"))
+                        .start()
+                        .durationSeconds());
     }
 
     @Test
     void aKeysFileIsPublishedInline(@TempDir Path dir) throws Exception {
         Path keys = dir.resolve("keys.txt");
         Files.writeString(keys, "b\n\n a \n");
-        ReplaySettings s = ReplaySettings.fromEnv(env("REPRISE_FILTER", "{\"keys\":[\"c\"],\"keysFile\":\"" + keys + "\"}"));
+        ReplaySettings s =
+                ReplaySettings.fromEnv(env("REPRISE_FILTER", "{\"keys\":[\"c\"],\"keysFile\":\"" + keys + "\"}"));
         assertEquals("{\"keys\":[\"a\",\"b\",\"c\"]}", s.filter().toString());
         assertTrue(error(env("REPRISE_FILTER", "{\"keysFile\":\"" + dir.resolve("none") + "\"}"))
                 .contains("cannot read it"));

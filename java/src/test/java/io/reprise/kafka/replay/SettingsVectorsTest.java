@@ -45,14 +45,19 @@ class SettingsVectorsTest {
             tests.add(DynamicTest.dynamicTest(c.get("name").asText(), () -> {
                 JsonNode expected = c.path("ports").has("java") ? c.get("ports").get("java") : c.get("result");
                 Map<String, String> env = new LinkedHashMap<>();
-                c.get("env").properties().forEach(e -> env.put(e.getKey(), e.getValue().asText()));
+                c.get("env")
+                        .properties()
+                        .forEach(e -> env.put(e.getKey(), e.getValue().asText()));
                 ReplaySettings settings;
                 try {
                     settings = ReplaySettings.fromEnv(env);
                 } catch (ReplaySettings.SettingsException refused) {
                     assertTrue(expected.has("error"), "refused (" + refused.getMessage() + "), expected " + expected);
-                    assertEquals(expected.get("error").get("code").asText() + " " + expected.get("error").get("field")
-                            .asText(), refused.code() + " " + refused.field(), refused.getMessage());
+                    assertEquals(
+                            expected.get("error").get("code").asText() + " "
+                                    + expected.get("error").get("field").asText(),
+                            refused.code() + " " + refused.field(),
+                            refused.getMessage());
                     return;
                 }
                 if (expected.has("error")) {

@@ -1,5 +1,10 @@
 package io.reprise.kafka.spring;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.reprise.kafka.conformance.TestKafka;
 import io.reprise.kafka.protocol.CommitMark;
@@ -7,6 +12,13 @@ import io.reprise.kafka.protocol.CommitMetadata;
 import io.reprise.kafka.protocol.CompactJson;
 import io.reprise.kafka.protocol.HandoverRecord;
 import io.reprise.kafka.topic.HandoverTopic;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -16,19 +28,6 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
 import org.springframework.kafka.listener.ConcurrentMessageListenerContainer;
 import org.springframework.kafka.listener.ContainerProperties;
 import org.springframework.kafka.listener.MessageListener;
-
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The guard installed in one line on a Spring Kafka consumer factory, driven by a real
@@ -59,7 +58,10 @@ class GuardedConsumerFactoryIntegrationTest {
 
     private static OffsetAndMetadata committed(String group, TopicPartition tp) {
         try (Admin admin = Admin.create(TestKafka.connection())) {
-            return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS).get(tp);
+            return admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata()
+                    .get(30, TimeUnit.SECONDS)
+                    .get(tp);
         } catch (Exception e) {
             throw new AssertionError(e);
         }
@@ -79,8 +81,15 @@ class GuardedConsumerFactoryIntegrationTest {
         try (HandoverTopic handovers = new HandoverTopic(TestKafka.connection(), handoverTopic)) {
             handovers.ensure(true);
             // The replay is bootstrapped before the service starts: S = 10 on partition 0.
-            handovers.publish(new HandoverRecord.Replay(rid, "Handover", "reprise-spring-fix", group, List.of(topic),
-                            (ObjectNode) CompactJson.parse("{\"json\":[{\"path\":\"paid\",\"equals\":true}]}"), 1),
+            handovers.publish(
+                    new HandoverRecord.Replay(
+                            rid,
+                            "Handover",
+                            "reprise-spring-fix",
+                            group,
+                            List.of(topic),
+                            (ObjectNode) CompactJson.parse("{\"json\":[{\"path\":\"paid\",\"equals\":true}]}"),
+                            1),
                     new HandoverRecord.Start(rid, topic, 0, 10, null, null, false, 1));
 
             DefaultKafkaConsumerFactory<String, String> factory = GuardPostProcessor.install(
@@ -90,34 +99,50 @@ class GuardedConsumerFactoryIntegrationTest {
             List<String> values = new CopyOnWriteArrayList<>();
             ContainerProperties properties = new ContainerProperties(topic);
             properties.setMessageListener((MessageListener<String, String>) record -> {
-                processed.computeIfAbsent(record.partition(), k -> new CopyOnWriteArrayList<>()).add(record.offset());
+                processed
+                        .computeIfAbsent(record.partition(), k -> new CopyOnWriteArrayList<>())
+                        .add(record.offset());
                 values.add(record.value());
             });
-            ConcurrentMessageListenerContainer<String, String> container = new ConcurrentMessageListenerContainer<>(factory, properties);
+            ConcurrentMessageListenerContainer<String, String> container =
+                    new ConcurrentMessageListenerContainer<>(factory, properties);
             container.setConcurrency(2);
             container.start();
             try {
                 Runnable idle = () -> sleep(100);
-                TestKafka.await("the first records", 90, idle,
-                        () -> processed.getOrDefault(0, List.of()).size() >= 10 && processed.getOrDefault(1, List.of()).size() >= 10);
+                TestKafka.await(
+                        "the first records",
+                        90,
+                        idle,
+                        () -> processed.getOrDefault(0, List.of()).size() >= 10
+                                && processed.getOrDefault(1, List.of()).size() >= 10);
                 assertTrue(values.contains("{\"n\":0,\"paid\":true}"), "the listener gets deserialized values");
                 TestKafka.produce(topic, 0, values(10, 20));
                 TestKafka.produce(topic, 1, values(10, 20));
                 TestKafka.await("the skipped tail committed with the guard's mark", 90, idle, () -> {
                     OffsetAndMetadata c = committed(group, p0);
-                    return c != null && c.offset() == 20 && processed.getOrDefault(1, List.of()).size() >= 20;
+                    return c != null
+                            && c.offset() == 20
+                            && processed.getOrDefault(1, List.of()).size() >= 20;
                 });
-                assertEquals(CommitMark.skipFrom(rid, 12), CommitMetadata.read(committed(group, p0).metadata()));
+                assertEquals(
+                        CommitMark.skipFrom(rid, 12),
+                        CommitMetadata.read(committed(group, p0).metadata()));
                 List<Long> expected = new ArrayList<>();
                 for (long o = 0; o < 20; o++) {
                     if (o < 10 || !paid((int) o)) {
                         expected.add(o);
                     }
                 }
-                assertEquals(expected, processed.get(0), "the records the replay covers are not handed to the listener");
+                assertEquals(
+                        expected, processed.get(0), "the records the replay covers are not handed to the listener");
 
                 handovers.publish(new HandoverRecord.Handover(rid, topic, 0, 15, "caught-up", "replay", 2));
-                TestKafka.await("the acknowledgement", 90, idle, () -> handovers.readReplay(rid).partitions.get(p0).acknowledged());
+                TestKafka.await(
+                        "the acknowledgement",
+                        90,
+                        idle,
+                        () -> handovers.readReplay(rid).partitions.get(p0).acknowledged());
                 expected.add(15L);
                 expected.add(18L);
                 assertEquals(expected, processed.get(0), "matching records from H are re-read, the others not twice");
@@ -134,7 +159,8 @@ class GuardedConsumerFactoryIntegrationTest {
     void automaticCommitsAreRefused() {
         Map<String, Object> config = config(TestKafka.unique("auto"));
         config.put("enable.auto.commit", "true");
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class,
                 () -> GuardPostProcessor.install(new DefaultKafkaConsumerFactory<String, String>(config)));
         assertTrue(e.getMessage().contains("enable.auto.commit"), e.getMessage());
     }

@@ -1,15 +1,14 @@
 package io.reprise.kafka.topic;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * The check of a new handover topic (issue 32 item 9): CreateTopics returns when the controller has recorded the
@@ -45,7 +44,9 @@ class HandoverTopicEnsureTest {
     void aCreatedTopicIsSeenInTheMetadataBeforeEnsureReturns() {
         LateMetadata metadata = new LateMetadata(3);
         HandoverTopic.ensure("reprise.handover", true, metadata, metadata::created, Duration.ofSeconds(30));
-        assertEquals(1, metadata.answers.get(metadata.answers.size() - 1),
+        assertEquals(
+                1,
+                metadata.answers.get(metadata.answers.size() - 1),
                 "ensure returned before the metadata showed the topic it created: " + metadata.answers);
         assertEquals(List.of(0, 0, 0, 0, 1), metadata.answers);
     }
@@ -53,18 +54,24 @@ class HandoverTopicEnsureTest {
     @Test
     void aTopicTheMetadataNeverShowsIsNamedAfterTheTimeout() {
         LateMetadata metadata = new LateMetadata(Integer.MAX_VALUE);
-        HandoverTopicException e = assertThrows(HandoverTopicException.class,
-                () -> HandoverTopic.ensure("reprise.handover", true, metadata, metadata::created, Duration.ofMillis(300)));
-        assertTrue(e.getMessage().contains("handover topic reprise.handover was created but the metadata does not show it"),
+        HandoverTopicException e = assertThrows(
+                HandoverTopicException.class,
+                () -> HandoverTopic.ensure(
+                        "reprise.handover", true, metadata, metadata::created, Duration.ofMillis(300)));
+        assertTrue(
+                e.getMessage()
+                        .contains("handover topic reprise.handover was created but the metadata does not show it"),
                 e.getMessage());
     }
 
     @Test
     void aMissingTopicIsRefusedWhenNotToBeCreatedAndATopicOfTwoPartitionsAlways() {
-        assertThrows(HandoverTopicException.class,
-                () -> HandoverTopic.ensure("t", false, () -> 0, () -> { }, Duration.ofSeconds(1)));
-        HandoverTopicException two = assertThrows(HandoverTopicException.class,
-                () -> HandoverTopic.ensure("t", true, () -> 2, () -> { }, Duration.ofSeconds(1)));
+        assertThrows(
+                HandoverTopicException.class,
+                () -> HandoverTopic.ensure("t", false, () -> 0, () -> {}, Duration.ofSeconds(1)));
+        HandoverTopicException two = assertThrows(
+                HandoverTopicException.class,
+                () -> HandoverTopic.ensure("t", true, () -> 2, () -> {}, Duration.ofSeconds(1)));
         assertTrue(two.getMessage().contains("has 2 partitions"), two.getMessage());
     }
 }
