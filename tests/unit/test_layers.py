@@ -126,9 +126,17 @@ def test_an_import_across_a_forbidden_layer_fails_lint(
         ),
         # A new module beside the folders, in no layer at all.
         ("replay_worker/planted_helper.py", "", "The worker's layers import only downward"),
+        # The same at the top of the operator, beside handlers and admission: even one that imports nothing.
+        ("operator/reprise_operator/planted_helper.py", "", "The operator's layers import only downward"),
+        # ... and one that would reach Kubernetes itself, which no forbidden contract names it for.
+        (
+            "operator/reprise_operator/planted_client.py",
+            "import kubernetes\n",
+            "The operator's layers import only downward",
+        ),
     ],
 )
-def test_a_new_worker_module_is_checked_by_its_folder(tmp_path: Path, module: str, text: str, contract: str) -> None:
+def test_a_new_module_is_checked_by_its_folder(tmp_path: Path, module: str, text: str, contract: str) -> None:
     tree = _copy(tmp_path)
     (tree / module).write_text(f'"""A module no contract names."""\n\nfrom __future__ import annotations\n\n{text}')
     broken = _lint_imports(tree)
