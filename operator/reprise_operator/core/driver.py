@@ -1,12 +1,16 @@
 """The one lifecycle every kind goes through: which hook runs in which phase, one transition at a time.
 
-A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, hold, follow,
+A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, suspend, resume, follow,
 teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
 
     Pending --(admitted: namespace_limit)--> Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
-                                                      Running <--hold--> Suspended
+                                                      Running --suspend--> Suspended --resume--> Running
     Draining --teardown--> Complete          Complete/Failed --revive--> Running (a verify rerun), else TTL
     any hook may end in Failed (lifecycle.Failure) or wait in place (Waiting, Retry).
+
+The transitions the kinds share are written here too: the plan's tail (`plan_ready`) and the suspend and
+resume bookkeeping (`suspend_move` decides, `mark_suspended` / `mark_resumed` write it); a kind's hook only
+does what suspending means for its children and says what it did (`Held`).
 
 `transition` runs at most one transition; `lifecycle.run_reconcile` writes the status after it and, when
 the phase moved, runs the next one. So every phase a resource reaches is in the API server before the next
@@ -16,6 +20,8 @@ resumes from a status that describes everything it made.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -24,6 +30,15 @@ from ..api.common import ConditionType, Phase
 from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
 
 FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a kind's suspend or resume hook did to its children: `what` goes to the condition's message,
+    `detail` (default: `what`) to the phase's Event."""
+
+    what: str
+    detail: str = ""
 
 
 class KindLifecycle(Protocol):
@@ -50,8 +65,15 @@ class KindLifecycle(Protocol):
     async def start(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         """PlanReady, approved and not suspended: create what does the work, then Running."""
 
-    async def hold(self, resource: Resource, spec: Any) -> None:
-        """Running or Suspended: follow spec.suspend (scale to zero and back), setting the phase."""
+    async def suspend(self, resource: Resource, spec: Any) -> Held | None:
+        """Running, spec.suspend true: stop what runs (scale to zero, suspend a Job), state kept. None when
+        nothing is there to stop yet: the resource stays Running and the driver asks again at the next poll."""
+
+    async def resume(self, resource: Resource, spec: Any) -> Held | None:
+        """Suspended, spec.suspend false: start again what `suspend` stopped. None: stays Suspended, asked again."""
+
+    async def while_suspended(self, resource: Resource, spec: Any) -> None:
+        """Suspended and staying so: keep status current (what a stopping child reports), if the kind needs to."""
 
     async def follow(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         """Running: report progress; when the work is done, Draining."""
@@ -88,14 +110,44 @@ async def transition(kind: KindLifecycle, resource: Resource, memory: ObjectMemo
         if may_start(resource, spec.suspend):
             await kind.start(resource, spec, memory)
     elif phase in (Phase.RUNNING, Phase.SUSPENDED):
-        await kind.hold(resource, spec)
-        if phase_of(resource) == Phase.RUNNING and phase == Phase.RUNNING:
+        move = suspend_move(phase, spec.suspend)
+        if move == SuspendMove.SUSPEND:
+            held = await kind.suspend(resource, spec)
+            if held is not None:
+                mark_suspended(resource, held.what, held.detail or held.what)
+        elif move == SuspendMove.RESUME:
+            held = await kind.resume(resource, spec)
+            if held is not None:
+                mark_resumed(resource, held.what, held.detail or held.what)
+        elif move == SuspendMove.STAY_SUSPENDED:
+            await kind.while_suspended(resource, spec)
+        if phase == Phase.RUNNING and phase_of(resource) == Phase.RUNNING:
             await kind.follow(resource, spec, memory)
     elif phase == Phase.DRAINING:
         await kind.teardown(resource, spec, memory)
 
 
 # ------------------------------------------------------------------------------------------ shared transitions
+
+
+class SuspendMove(Enum):
+    """What spec.suspend asks of a Running or Suspended resource."""
+
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    STAY_SUSPENDED = "stay suspended"
+    KEEP_RUNNING = "keep running"
+
+
+def suspend_move(phase: Phase, suspend: bool) -> SuspendMove:
+    """The suspend/resume transition, decided here for every kind. Pure."""
+    if phase == Phase.RUNNING:
+        return SuspendMove.SUSPEND if suspend else SuspendMove.KEEP_RUNNING
+    if phase == Phase.SUSPENDED:
+        return SuspendMove.STAY_SUSPENDED if suspend else SuspendMove.RESUME
+    raise ValueError(f"suspend applies to Running and Suspended, not {phase.value}")
+
+
 # What every kind writes when it moves between the shared phases: the kinds do their own I/O (a plan, a scale
 # to zero) and hand the bookkeeping to these, so the conditions, reasons and phase messages are the same for all.
 

@@ -14,7 +14,15 @@ from reprise_operator.kinds.lakereplay import steps as lakereplay
 from reprise_operator.kinds.reconsume import steps as reconsume
 from reprise_operator.api import KINDS as API_KINDS
 from reprise_operator.api.common import ConditionType, Phase
-from reprise_operator.core.driver import mark_resumed, mark_suspended, plan_ready, transition
+from reprise_operator.core.driver import (
+    Held,
+    SuspendMove,
+    mark_resumed,
+    mark_suspended,
+    plan_ready,
+    suspend_move,
+    transition,
+)
 from reprise_operator.kinds.lifecycles import KINDS
 from reprise_operator.core.lifecycle import ObjectMemory, Resource, Waiting
 from reprise_operator.rules.namespace_limit import ActiveResources
@@ -30,9 +38,10 @@ class Recorder:
 
     kind, plural, spec_model = "Reconsume", "reconsumes", Spec
 
-    def __init__(self, revive: bool = False) -> None:
+    def __init__(self, revive: bool = False, nothing_to_hold: bool = False) -> None:
         self.calls: list[str] = []
         self._revive = revive
+        self._held = None if nothing_to_hold else Held("Job j stopped", "Job j stopped; state kept")
 
     async def plan(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("plan")
@@ -43,12 +52,17 @@ class Recorder:
         self.calls.append("start")
         resource.set_phase(Phase.RUNNING, "Started", "started", event=False)
 
-    async def hold(self, resource: Resource, spec: Any) -> None:
-        self.calls.append("hold")
-        if spec.suspend and resource.phase == Phase.RUNNING:
-            resource.set_phase(Phase.SUSPENDED, "Suspended", "suspended", event=False)
-        elif not spec.suspend and resource.phase == Phase.SUSPENDED:
-            resource.set_phase(Phase.RUNNING, "Resumed", "resumed", event=False)
+    # The suspend hooks only say what they did to the children: the driver writes the phase and conditions.
+    async def suspend(self, resource: Resource, spec: Any) -> Held | None:
+        self.calls.append("suspend")
+        return self._held
+
+    async def resume(self, resource: Resource, spec: Any) -> Held | None:
+        self.calls.append("resume")
+        return self._held
+
+    async def while_suspended(self, resource: Resource, spec: Any) -> None:
+        self.calls.append("while_suspended")
 
     async def follow(self, resource: Resource, spec: Any, memory: ObjectMemory) -> None:
         self.calls.append("follow")
@@ -89,8 +103,8 @@ def run(kind: Recorder, res: Resource) -> None:
         ("Planning", {}, "plan", "PlanReady"),
         ("PlanReady", {}, "start", "Running"),
         ("Running", {}, "follow", "Draining"),
-        ("Suspended", {"suspend": False}, "hold", "Running"),
-        ("Running", {"suspend": True}, "hold", "Suspended"),
+        ("Suspended", {"suspend": False}, "resume", "Running"),
+        ("Running", {"suspend": True}, "suspend", "Suspended"),
         ("Draining", {}, "teardown", "Complete"),
         ("Complete", {}, "revive", "Complete"),
     ],
@@ -98,10 +112,9 @@ def run(kind: Recorder, res: Resource) -> None:
 def test_each_phase_runs_its_one_hook_and_makes_at_most_one_transition(phase, spec, hook, after) -> None:
     kind, res = Recorder(), resource(phase, **spec)
     run(kind, res)
-    assert kind.calls[-1] == hook or (hook == "hold" and kind.calls == ["hold"])
+    assert kind.calls == [hook]
     assert res.phase == after
     # One transition: planning never starts, starting never follows, following never tears down.
-    assert len([c for c in kind.calls if c != "hold"]) <= 1
 
 
 def test_a_resource_over_the_namespace_limit_waits_pending_without_planning() -> None:
@@ -143,7 +156,48 @@ def test_a_suspended_plan_waits_before_starting() -> None:
 def test_a_suspended_replay_is_not_followed() -> None:
     kind, res = Recorder(), resource("Suspended", suspend=True)
     run(kind, res)
-    assert kind.calls == ["hold"] and res.phase == "Suspended"
+    assert kind.calls == ["while_suspended"] and res.phase == "Suspended"
+
+
+@pytest.mark.parametrize(
+    ("phase", "suspend", "move"),
+    [
+        (Phase.RUNNING, True, SuspendMove.SUSPEND),
+        (Phase.RUNNING, False, SuspendMove.KEEP_RUNNING),
+        (Phase.SUSPENDED, False, SuspendMove.RESUME),
+        (Phase.SUSPENDED, True, SuspendMove.STAY_SUSPENDED),
+    ],
+)
+def test_the_driver_decides_the_suspend_transition(phase: Phase, suspend: bool, move: SuspendMove) -> None:
+    assert suspend_move(phase, suspend) == move
+
+
+def test_suspend_is_decided_only_for_running_and_suspended() -> None:
+    with pytest.raises(ValueError, match="not PlanReady"):
+        suspend_move(Phase.PLAN_READY, True)
+
+
+@pytest.mark.parametrize("kind_name", ["Reconsume", "Backfill", "LakeReplay"])
+def test_suspend_and_resume_through_the_driver_write_the_shared_bookkeeping(kind_name: str) -> None:
+    """The kind's hook only stops its children; the phase, conditions and messages are the driver's."""
+    kind, res = Recorder(), resource("Running", suspend=True)
+    res.kind = kind_name
+    run(kind, res)
+    assert kind.calls == ["suspend"] and res.phase == Phase.SUSPENDED
+    assert _condition(res, "Suspended") == ("True", "Suspended", "spec.suspend is true: Job j stopped")
+    assert _condition(res, "Running") == ("False", "Suspended", "suspended")
+    res.body["spec"]["suspend"] = False
+    run(kind, res)
+    assert kind.calls == ["suspend", "resume"] and res.phase == Phase.RUNNING
+    assert _condition(res, "Suspended") == ("False", "Resumed", "spec.suspend is false")
+    assert _condition(res, "Running") == ("True", "Resumed", "Job j stopped")
+
+
+def test_a_kind_with_nothing_to_stop_yet_stays_running_and_is_followed() -> None:
+    kind, res = Recorder(nothing_to_hold=True), resource("Running", suspend=True)
+    run(kind, res)
+    assert kind.calls == ["suspend", "follow"] and res.phase == Phase.DRAINING
+    assert "conditions" not in res.status, "nothing was suspended, so no Suspended condition"
 
 
 def test_a_revived_resource_runs_again() -> None:
@@ -160,7 +214,8 @@ def test_the_operator_runs_exactly_the_kinds_of_the_api() -> None:
 
 
 def test_every_kind_implements_every_hook() -> None:
-    hooks = ("plan", "start", "hold", "follow", "teardown", "revive", "ttl_seconds", "cleanup")
+    hooks = ("plan", "start", "suspend", "resume", "while_suspended", "follow", "teardown", "revive")
+    hooks += ("ttl_seconds", "cleanup")
     for kind in KINDS:
         missing = [h for h in hooks if not callable(getattr(kind, h, None))]
         assert not missing, f"{kind.kind} lacks {missing}"

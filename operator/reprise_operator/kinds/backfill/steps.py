@@ -62,7 +62,7 @@ from ...api import (
     format_duration,
 )
 from ...shared.kafka_pool import KafkaPool
-from ...core.driver import mark_resumed, mark_suspended, plan_ready
+from ...core.driver import Held, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.job_state import job_state
 from ...rules.progress import PartitionView, progress_status, summarize
@@ -113,8 +113,14 @@ class BackfillLifecycle:
     async def start(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _begin(resource, spec)
 
-    async def hold(self, resource: Resource, spec: BackfillSpec) -> None:
-        await _apply_suspend(resource, spec)
+    async def suspend(self, resource: Resource, spec: BackfillSpec) -> Held | None:
+        return Held(await _hold(resource, spec, True))
+
+    async def resume(self, resource: Resource, spec: BackfillSpec) -> Held | None:
+        return Held(await _hold(resource, spec, False))
+
+    async def while_suspended(self, resource: Resource, spec: BackfillSpec) -> None:
+        return None
 
     async def follow(self, resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
         await _produce(resource, spec, memory)
@@ -456,17 +462,8 @@ async def _notifications(
 # -- suspend
 
 
-async def _apply_suspend(resource: Resource, spec: BackfillSpec) -> None:
-    """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot."""
-    if spec.suspend and resource.phase == Phase.RUNNING:
-        what = await _hold(resource, spec, True)
-        mark_suspended(resource, what, what)
-    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
-        what = await _hold(resource, spec, False)
-        mark_resumed(resource, what, what)
-
-
 async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
+    """Hold the producing step while suspended: suspend the Job, or pause the Debezium snapshot; say what."""
     kube = resource.rt.kube
     if _source(spec) == "debezium":
         signal = resource.status_as(BackfillStatus).signal

@@ -80,7 +80,7 @@ from ...core.claims import (
     topic_exists_message,
 )
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
-from ...core.driver import mark_resumed, mark_suspended, plan_ready
+from ...core.driver import Held, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan
 from ...core import cutover
@@ -179,8 +179,15 @@ class LakeReplayLifecycle:
     async def start(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _start(resource, spec)
 
-    async def hold(self, resource: Resource, spec: LakeReplaySpec) -> None:
-        await _apply_suspend(resource, spec)
+    async def suspend(self, resource: Resource, spec: LakeReplaySpec) -> Held | None:
+        done = await _hold(resource, spec, resource.status.get("children") or {}, suspend=True)
+        return Held(done, f"{done}; state kept")
+
+    async def resume(self, resource: Resource, spec: LakeReplaySpec) -> Held | None:
+        return Held(await _hold(resource, spec, resource.status.get("children") or {}, suspend=False))
+
+    async def while_suspended(self, resource: Resource, spec: LakeReplaySpec) -> None:
+        await _follow_suspended_spark(resource)
 
     async def follow(self, resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
         await _follow(resource, spec, memory)
@@ -385,18 +392,11 @@ def _record_started(
 # ------------------------------------------------------------------------------------------ suspend
 
 
-async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
-    """Suspend what runs now (the SparkApplication and the drain, or the continuation); resume it again."""
+async def _follow_suspended_spark(resource: Resource) -> None:
+    """Keep status.spark current while suspended (SUSPENDING -> SUSPENDED)."""
     rt = resource.rt
     children = resource.status.get("children") or {}
-    if spec.suspend and resource.phase == Phase.RUNNING:
-        done = await _hold(resource, spec, children, suspend=True)
-        mark_suspended(resource, done, f"{done}; state kept")
-    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
-        done = await _hold(resource, spec, children, suspend=False)
-        mark_resumed(resource, done, done)
-    elif resource.phase == Phase.SUSPENDED and not _lake_drained(resource) and children.get("sparkApplication"):
-        # Keep status.spark current while suspended (SUSPENDING -> SUSPENDED).
+    if not _lake_drained(resource) and children.get("sparkApplication"):
         app = await rt.kube.aio.get_custom(
             SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, children["sparkApplication"]
         )
@@ -404,6 +404,7 @@ async def _apply_suspend(resource: Resource, spec: LakeReplaySpec) -> None:
 
 
 async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspend: bool) -> str:
+    """Suspend what runs now (the SparkApplication and the drain, or the continuation), or resume it; say what."""
     rt = resource.rt
     ns = resource.namespace
     verb = "suspended" if suspend else "resumed"

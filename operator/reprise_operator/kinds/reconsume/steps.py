@@ -35,7 +35,7 @@ from ...shared.constants import (
     replay_group_name,
 )
 from ...doors.kafka_admin import KafkaCluster
-from ...core.driver import mark_resumed, mark_suspended, plan_ready
+from ...core.driver import Held, plan_ready
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry
 from ...rules.planning import Plan, PlanError, make_plan, retention_message
 from ...rules.progress import PartitionView, looks_soon
@@ -113,8 +113,14 @@ class ReconsumeLifecycle:
     async def start(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (start_rewind(resource, spec, memory) if spec.mode.value == "Rewind" else _start_replay(resource, spec))
 
-    async def hold(self, resource: Resource, spec: ReconsumeSpec) -> None:
-        await _apply_suspend(resource, spec)
+    async def suspend(self, resource: Resource, spec: ReconsumeSpec) -> Held | None:
+        return await _scale(resource, spec, suspend=True)
+
+    async def resume(self, resource: Resource, spec: ReconsumeSpec) -> Held | None:
+        return await _scale(resource, spec, suspend=False)
+
+    async def while_suspended(self, resource: Resource, spec: ReconsumeSpec) -> None:
+        return None
 
     async def follow(self, resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
         await (
@@ -248,7 +254,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.set_phase(Phase.RUNNING, "ConsumersStarted", f"created Deployment {name} for replay group {group}")
 
 
-async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
+async def _scale(resource: Resource, spec: ReconsumeSpec, suspend: bool) -> Held | None:
     """Scale what Reprise runs to zero while suspended, back when resumed; state stays in Kafka."""
     rt = resource.rt
     if spec.mode.value == "Rewind":
@@ -260,20 +266,18 @@ async def _apply_suspend(resource: Resource, spec: ReconsumeSpec) -> None:
         partitions = len((resource.status.get("plan") or {}).get("partitions") or [])
         replicas = replay_replicas(spec.consumer.replicas, partitions) if spec.consumer else 1
     if target_name is None:
-        return
-    if spec.suspend and resource.phase == Phase.RUNNING:
+        return None
+    if suspend:
         await rt.kube.aio.scale_deployment(resource.namespace, target_name, 0)
-        mark_suspended(resource, f"Deployment {target_name} scaled to 0", f"scaled {target_name} to 0; state kept")
         # A suspended replay waits on purpose: RepriseHandoverNotProgressing must not fire for it. The next
         # follow after the resume reports the partitions still pending again.
         metrics.HANDOVER_PENDING.labels(resource.namespace, resource.name).set(0)
-    elif not spec.suspend and resource.phase == Phase.SUSPENDED:
-        await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
-        mark_resumed(
-            resource,
-            f"Deployment {target_name} scaled back to {replicas}",
-            f"scaled {target_name} back to {replicas}; resuming from committed offsets",
-        )
+        return Held(f"Deployment {target_name} scaled to 0", f"scaled {target_name} to 0; state kept")
+    await rt.kube.aio.scale_deployment(resource.namespace, target_name, replicas)
+    return Held(
+        f"Deployment {target_name} scaled back to {replicas}",
+        f"scaled {target_name} back to {replicas}; resuming from committed offsets",
+    )
 
 
 _record_progress = record_progress
