@@ -284,7 +284,7 @@ def test_a_lake_replays_check_is_told_the_backfill_topic_the_drain_group_and_the
     body = {"metadata": {"namespace": "accounts", "name": "lake", "uid": "0b1c2d3e-ffff"}, "spec": document["spec"]}
     status = {
         "children": {"backfillTopic": "reprise.backfill.lake", "replayGroup": "accounts-lake"},
-        "plan": {"partitions": [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9}]},
+        "plan": {"partitions": [{"topic": "users", "partition": 0, "startOffset": 7, "endOffset": 9, "records": 2}]},
     }
     env = _verify_env(Resource("LakeReplay", "lakereplays", body, status, rt=None), spec)  # type: ignore[arg-type]
     assert env["REPRISE_TOPICS"].split(",")[0] == "reprise.backfill.lake"

@@ -51,7 +51,6 @@ Limits. The seam relies on the live records' Kafka timestamps being their event 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -64,12 +63,13 @@ from ...api import (
     Entrypoint,
     LakeReplayChildren,
     LakeReplaySpec,
+    LakeReplayStatus,
     Phase,
+    ReconsumeStatus,
     SparkStatus,
     format_duration,
 )
 from ...rules.cluster_caps import backfill_partitions_refusal, clamp_note, replay_replicas
-from ...rules.conditions import is_true
 from ...shared.constants import GROUP, VERSION, child_labels, replay_group_name
 from ...core.claims import (
     claim,
@@ -162,8 +162,16 @@ def continuation_facts(cluster: KafkaCluster, topics: list[str], to_ms: int) -> 
 # ------------------------------------------------------------------------------------------ the steps
 
 
+def _status(resource: Resource) -> LakeReplayStatus:
+    return resource.status_as(LakeReplayStatus)
+
+
+def _children(resource: Resource) -> LakeReplayChildren:
+    return _status(resource).children
+
+
 def _lake_drained(resource: Resource) -> bool:
-    return is_true(resource.status.get("conditions"), ConditionType.DRAINED)
+    return resource.condition_true(ConditionType.DRAINED)
 
 
 class LakeReplayLifecycle:
@@ -180,11 +188,11 @@ class LakeReplayLifecycle:
         await _start(resource, spec)
 
     async def suspend(self, resource: Resource, spec: LakeReplaySpec) -> Held | None:
-        done = await _hold(resource, spec, resource.status.get("children") or {}, suspend=True)
+        done = await _hold(resource, spec, _children(resource), suspend=True)
         return Held(done, f"{done}; state kept")
 
     async def resume(self, resource: Resource, spec: LakeReplaySpec) -> Held | None:
-        return Held(await _hold(resource, spec, resource.status.get("children") or {}, suspend=False))
+        return Held(await _hold(resource, spec, _children(resource), suspend=False))
 
     async def while_suspended(self, resource: Resource, spec: LakeReplaySpec) -> None:
         await _follow_suspended_spark(resource)
@@ -395,37 +403,35 @@ def _record_started(
 async def _follow_suspended_spark(resource: Resource) -> None:
     """Keep status.spark current while suspended (SUSPENDING -> SUSPENDED)."""
     rt = resource.rt
-    children = resource.status.get("children") or {}
-    if not _lake_drained(resource) and children.get("sparkApplication"):
-        app = await rt.kube.aio.get_custom(
-            SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, children["sparkApplication"]
-        )
-        _record_spark(resource, spark_outcome(app) if app is not None else None, children["sparkApplication"])
+    name = _children(resource).spark_application
+    if not _lake_drained(resource) and name:
+        app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
+        _record_spark(resource, spark_outcome(app) if app is not None else None, name)
 
 
-async def _hold(resource: Resource, spec: LakeReplaySpec, children: dict, suspend: bool) -> str:
+async def _hold(resource: Resource, spec: LakeReplaySpec, children: LakeReplayChildren, suspend: bool) -> str:
     """Suspend what runs now (the SparkApplication and the drain, or the continuation), or resume it; say what."""
     rt = resource.rt
     ns = resource.namespace
     verb = "suspended" if suspend else "resumed"
     if _lake_drained(resource):
         # The lake's children are done (and being removed): only the continuation runs from here on.
-        if children.get("reconsume"):
+        if children.reconsume:
             await rt.kube.aio.patch_custom(
-                GROUP, VERSION, RECONSUME_PLURAL, ns, children["reconsume"], {"spec": {"suspend": suspend}}
+                GROUP, VERSION, RECONSUME_PLURAL, ns, children.reconsume, {"spec": {"suspend": suspend}}
             )
-            return f"Reconsume {children['reconsume']} {verb}"
+            return f"Reconsume {children.reconsume} {verb}"
         return "the continuation has not started"
     said = []
-    if children.get("sparkApplication") and not is_true(resource.status.get("conditions"), ConditionType.PRODUCED):
+    if children.spark_application and not resource.condition_true(ConditionType.PRODUCED):
         await rt.kube.aio.patch_custom(
-            SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, children["sparkApplication"], {"spec": {"suspend": suspend}}
+            SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, children.spark_application, {"spec": {"suspend": suspend}}
         )
-        said.append(f"SparkApplication {children['sparkApplication']} {verb}")
-    if children.get("deployment"):
-        replicas = 0 if suspend else await _drain_replicas(resource, spec, children.get("backfillTopic"))
-        await rt.kube.aio.scale_deployment(ns, children["deployment"], replicas)
-        said.append(f"Deployment {children['deployment']} scaled to {replicas}")
+        said.append(f"SparkApplication {children.spark_application} {verb}")
+    if children.deployment:
+        replicas = 0 if suspend else await _drain_replicas(resource, spec, children.backfill_topic)
+        await rt.kube.aio.scale_deployment(ns, children.deployment, replicas)
+        said.append(f"Deployment {children.deployment} scaled to {replicas}")
     return "; ".join(said) or "nothing runs"
 
 
@@ -465,22 +471,21 @@ async def _verified(resource: Resource, spec: LakeReplaySpec) -> bool:
 def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
     """What the check is told: the lake range went through the backfill topic under the drain group; with
     then.reconsume, the live topics under its replay group too."""
-    children = resource.status.get("children") or {}
-    topics = [children["backfillTopic"]] if children.get("backfillTopic") else []
+    status = _status(resource)
+    children = status.children
+    topics = [children.backfill_topic] if children.backfill_topic else []
     mode = "Lake"
     if spec.then is not None:
         topics += list(spec.then.reconsume.topics)
         mode = f"Lake+{spec.then.reconsume.mode.value}"
-    plan = {
-        (p["topic"], p["partition"]): (p["startOffset"], p["endOffset"])
-        for p in (resource.status.get("plan") or {}).get("partitions") or []
-    }
+    partitions = status.plan.partitions if status.plan else []
+    plan = {(p.topic, p.partition): (p.start_offset, p.end_offset) for p in partitions}
     return verify_env(
         rid=resource.replay_id,
         name=resource.name,
         mode=mode,
         topics=topics,
-        replay_group=children.get("replayGroup") or spec.drain_group,
+        replay_group=children.replay_group or spec.drain_group,
         live_group=spec.then.reconsume.consumer_group if spec.then is not None else None,
         bootstrap_servers=spec.kafka.bootstrap_servers,
         plan=plan,
@@ -489,16 +494,16 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
 
 def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, records: int | None = None) -> None:
     """status.spark (its time only moves when something else did), and an Event when the state changed."""
-    old = dict(resource.status.get("spark") or {})
+    old = _status(resource).spark or SparkStatus()
     spark = SparkStatus(
         application_name=name,
-        state=outcome.state if outcome else old.get("state", ""),
-        attempts=outcome.attempts if outcome else old.get("attempts"),
-        records_written=records if records is not None else old.get("recordsWritten"),
+        state=outcome.state if outcome else (old.state or ""),
+        attempts=outcome.attempts if outcome else old.attempts,
+        records_written=records if records is not None else old.records_written,
     )
-    if {k: v for k, v in old.items() if k != "updatedAt"} != spark.as_status():
+    if old.model_copy(update={"updated_at": None}) != spark:
         resource.record(spark=spark.model_copy(update={"updated_at": resource.now()}))
-        if outcome is not None and old.get("state") != outcome.state and outcome.state:
+        if outcome is not None and old.state != outcome.state and outcome.state:
             warning = outcome.failed or outcome.state in ("FAILING", "SUBMISSION_FAILED", "UNKNOWN")
             resource.event(outcome.reason, outcome.message, warning=warning)
 
@@ -506,8 +511,9 @@ def _record_spark(resource: Resource, outcome: SparkOutcome | None, name: str, r
 async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemory) -> None:
     """Spark's state into conditions, the drain group's lag into progress; Drained once both say done."""
     rt = resource.rt
-    children = resource.status.get("children") or {}
-    name, topic, group = children["sparkApplication"], children["backfillTopic"], children["replayGroup"]
+    children = _children(resource)
+    name, topic, group = children.spark_application, children.backfill_topic, children.replay_group
+    assert name and topic and group, "a started LakeReplay records its children before it is Running"
     cluster, config = await resource.kafka(spec.kafka)
     if spec.consumer.entrypoint is Entrypoint.SERVICE:
         state = await rt.handovers.aio.replay(
@@ -522,7 +528,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             rt.settings.handover_topic,
             rt.settings.replay_role_timeout,
         )
-    produced = is_true(resource.status.get("conditions"), ConditionType.PRODUCED)
+    produced = resource.condition_true(ConditionType.PRODUCED)
     app = await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, resource.namespace, name)
     if app is None and not produced:
         await _recreate_spark(resource, spec, name, topic)
@@ -568,7 +574,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
         for t, p in keys
     ]
     progress = record_progress(resource, memory, views)
-    if children.get("deployment"):
+    if children.deployment:
         await report_failing_pods(resource, f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role")
     _record_spark(resource, outcome, name, records=sum(ends.values()))
     hold = spec.completion.drained_for
@@ -613,8 +619,8 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
     """then.reconsume: once the lake's children are gone, a Reconsume from the offsets at spec.source.to."""
     rt = resource.rt
     assert spec.then is not None
-    continuation = resource.status.get("continuation") or {}
-    name = continuation.get("reconsume")
+    continuation = _status(resource).continuation or ContinuationStatus()
+    name = continuation.reconsume
     if not name:
         # The drain must be gone before the live topics are replayed: each key's lake records first.
         await _remove_lake_children(resource, spec)
@@ -642,17 +648,14 @@ async def _continue(resource: Resource, spec: LakeReplaySpec) -> None:
             f"the Reconsume {name} of then.reconsume was deleted before it completed; the records from "
             f"{rfc3339_exact(spec.source.to)} on were not all replayed",
         )
-    status = child.get("status") or {}
-    phase = status.get("phase") or Phase.PENDING.value
-    if continuation.get("phase") != phase:
-        resource.record(continuation=resource.updated("continuation", ContinuationStatus, phase=Phase(phase)))
+    status = ReconsumeStatus.model_validate(child.get("status") or {})
+    phase = status.phase
+    if continuation.phase != phase:
+        resource.record(continuation=resource.updated("continuation", ContinuationStatus, phase=phase))
     if phase == Phase.FAILED:
-        failed: dict[str, Any] = next(
-            (c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {}
-        )
-        raise Failure(
-            "ContinuationFailed", f"Reconsume {name} failed: {failed.get('reason', '')}: {failed.get('message', '')}"
-        )
+        failed = status.condition(ConditionType.FAILED)
+        reason, message = (failed.reason, failed.message) if failed else ("", "")
+        raise Failure("ContinuationFailed", f"Reconsume {name} failed: {reason}: {message}")
     if phase == Phase.COMPLETE and await _verified(resource, spec):
         resource.set_phase(
             Phase.DRAINING,
@@ -680,7 +683,7 @@ async def _teardown(resource: Resource, spec: LakeReplaySpec, memory: ObjectMemo
 async def _remove_continuation(resource: Resource) -> None:
     """Delete the continuation Reconsume and wait until it is gone (its own finalizer hands back first)."""
     rt = resource.rt
-    name = (resource.status.get("children") or {}).get("reconsume")
+    name = _children(resource).reconsume
     if not name:
         return
     await rt.kube.aio.delete_custom(GROUP, VERSION, RECONSUME_PLURAL, resource.namespace, name)
@@ -695,12 +698,12 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     LakeReplay)."""
     rt = resource.rt
     ns = resource.namespace
-    children = resource.status.get("children") or {}
+    children = _children(resource)
     created = created_of(resource.status)
-    if not children and not created.groups and not created.topics:
+    if children == LakeReplayChildren() and not created.groups and not created.topics:
         return
     cluster, config = await resource.kafka(spec.kafka)
-    app = children.get("sparkApplication")
+    app = children.spark_application
     if app and not keep_spark:
         await rt.kube.aio.delete_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app)
         if await rt.kube.aio.get_custom(SPARK_GROUP, SPARK_VERSION, SPARK_PLURAL, ns, app) is not None:
@@ -709,8 +712,8 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
         # sets), and writes until then.
         if await rt.kube.aio.list_pods(ns, f"sparkoperator.k8s.io/app-name={app}"):
             raise Retry(f"the driver of SparkApplication {app} is still stopping")
-    if children.get("deployment"):
-        await rt.kube.aio.delete_deployment(ns, children["deployment"])
+    if children.deployment:
+        await rt.kube.aio.delete_deployment(ns, children.deployment)
     # The Spark operator copies the SparkApplication's labels to its driver pod, which a failed application keeps.
     drain = f"{cutover.replay_pods_selector(resource.name, 'lakereplay')},!spark-role"
     pods = await rt.kube.aio.list_pods(ns, drain)
