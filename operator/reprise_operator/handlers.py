@@ -103,7 +103,7 @@ def register_kind(registry: kopf.OperatorRegistry, rt: Runtime, lifecycle: KindL
                 async with memory.lock:
                     status = dict(memory.status if memory.status is not None else body.get("status") or {})
                     resource = Resource(kind, plural, body, status, rt)
-                    if resource.phase in FINISHED and not keeps_children(resource.status):
+                    if resource.phase in FINISHED and not keeps_children(resource):
                         break
                     try:
                         await lifecycle.cleanup(resource, memory)

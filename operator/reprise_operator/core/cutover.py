@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.common import ConditionType, Phase
+from ..api.common import ConditionStatus, ConditionType, Phase
 from ..api.verify import CUTOVER_ANNOTATION, REVERIFY_ANNOTATION, VerificationState, VerificationStatus, Verify
 from ..rules.job_state import job_state
 from ..shared.constants import LABEL_REPLAY
@@ -28,7 +28,7 @@ from ..rules.verify import (
 
 def _verification(resource: Resource) -> VerificationStatus:
     """status.verification as its model (recorded as it is, so a replay under a check always shows one)."""
-    vs = VerificationStatus.model_validate(resource.status.get("verification") or {})
+    vs = resource.part("verification", VerificationStatus)
     resource.record(verification=vs)
     return vs
 
@@ -95,10 +95,8 @@ async def gate(
 
 
 def _changed(resource: Resource, type_: ConditionType, reason: str) -> bool:
-    for condition in resource.status.get("conditions") or []:
-        if condition.get("type") == type_.value:
-            return condition.get("reason") != reason
-    return True
+    condition = resource.condition_of(type_)
+    return condition is None or condition.reason != reason
 
 
 async def _start(resource: Resource, verify: Verify, env: dict[str, str]) -> None:
@@ -159,8 +157,8 @@ async def _poll(resource: Resource) -> bool:
 
 async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool:
     """Restart a failed check when `reprise.io/reverify` has a new value: back to Running, a new Job."""
-    failed = next((c for c in resource.status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), None)
-    if failed is None or failed.get("reason") != "VerifyFailed" or failed.get("status") != "True":
+    failed = resource.condition_of(ConditionType.FAILED)
+    if failed is None or failed.reason != "VerifyFailed" or failed.status is not ConditionStatus.TRUE:
         return False
     vs = _verification(resource)
     value = rerun_requested(resource.annotations, vs.rerun)
@@ -178,16 +176,16 @@ async def rerun(resource: Resource, verify: Verify, env: dict[str, str]) -> bool
     return True
 
 
-def keeps_children(status: dict) -> bool:
+def keeps_children(resource: Resource) -> bool:
     """A replay that failed its check kept what it made for inspection: its deletion must still remove it."""
-    failed: dict = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.FAILED), {})
-    return status.get("phase") == Phase.FAILED and failed.get("reason") == "VerifyFailed"
+    failed = resource.condition_of(ConditionType.FAILED)
+    return resource.phase == Phase.FAILED and failed is not None and failed.reason == "VerifyFailed"
 
 
 async def remove_jobs(resource: Resource) -> None:
     """Delete every run's Job (and, in the foreground, its pods) of a replay that completed."""
     rt = resource.rt
-    runs = int((resource.status.get("verification") or {}).get("run") or 0)
+    runs = resource.part("verification", VerificationStatus).run
     for run in range(1, runs + 1):
         await rt.kube.aio.delete_job(resource.namespace, verify_job_name(resource.name, run))
 

@@ -22,9 +22,9 @@ from replay_worker.contract import RefusedSetting, client_refusal, operator_sett
 
 from ..shared import metrics
 from ..api import API_VERSION, KINDS
-from ..api.common import ConditionType, Phase, StatusModel
+from ..api.common import Condition, ConditionType, Phase, ResourceStatus, StatusModel
 from ..shared.bootstrap_aliases import aliased_spec
-from ..rules.conditions import ConditionStatus, is_true, parse_rfc3339, set_condition, utc_now
+from ..rules.conditions import ConditionStatus, is_true, set_condition, utc_now
 from ..shared.constants import LABEL_KAFKA_CLIENT, replay_id
 from ..doors.handover_state import HandoverBehind
 from ..doors.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriable_error
@@ -194,10 +194,20 @@ class Resource:
         camelCase keys. Status models ignore fields they do not know, so a newer operator's status reads."""
         return model.model_validate(self.status)
 
+    def part(self, key: str, model: type[StatusT]) -> StatusT:
+        """The part `key` of status as its model (`verification` as `VerificationStatus`): for code that every
+        kind shares, which knows the part's model but not the kind's whole status model."""
+        return model.model_validate(self.status.get(key) or {})
+
     def updated(self, key: str, model: type[StatusT], **changes: Any) -> StatusT:
         """The part `key` of status as its model, with `changes` (by their Python names) applied: what to
         `record` when one field of a part moves (a Job added to `children`, `sentAt` to the signal)."""
-        return model.model_validate(self.status.get(key) or {}).model_copy(update=changes)
+        return self.part(key, model).model_copy(update=changes)
+
+    def condition_of(self, type_: ConditionType) -> Condition | None:
+        """The condition of that type, typed (its status, reason and message), if set. Only the conditions are
+        read, so a part of status this read does not need cannot fail it."""
+        return ResourceStatus.model_validate({"conditions": self.status.get("conditions") or []}).condition(type_)
 
     def condition_true(self, type_: ConditionType) -> bool:
         return is_true(self.status.get("conditions"), type_.value)
@@ -317,10 +327,9 @@ async def expire_finished(resource: Resource, ttl_seconds: int | None) -> None:
     """Delete a finished resource once `ttlSecondsAfterFinished` has passed since it finished."""
     if ttl_seconds is None:
         return
-    completed = resource.status.get("completedAt")
-    if not completed:
+    finished_at = resource.status_as(ResourceStatus).completed_at
+    if finished_at is None:
         return
-    finished_at = parse_rfc3339(completed)
     if resource.now() - finished_at >= timedelta(seconds=ttl_seconds):
         resource.event("Expired", f"deleting: finished more than ttlSecondsAfterFinished={ttl_seconds}s ago")
         await resource.rt.kube.aio.delete_replay(resource.plural, resource.namespace, resource.name)

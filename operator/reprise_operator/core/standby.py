@@ -15,7 +15,7 @@ from replay_worker.contract import WorkerSettings, service_unsupported_asked
 
 from ..shared import metrics
 from ..api import Consumer, Entrypoint, KafkaConnection, format_duration
-from ..api.common import ConditionType
+from ..api.common import ConditionStatus, ConditionType
 from ..shared.constants import child_labels
 from .lifecycle import Failure, ObjectMemory, Resource, Waiting
 from ..rules.pod_failures import failing_containers, pod_failure_message
@@ -177,17 +177,16 @@ async def report_failing_pods(resource: Resource, selector: str) -> bool:
     clone reads nothing, so without this the replay only looks slow. True while pods fail."""
     pods = await resource.rt.kube.aio.list_pods(resource.namespace, selector)
     failures = failing_containers(pods)
-    stalled: dict = next(
-        (c for c in resource.status.get("conditions") or [] if c.get("type") == ConditionType.STALLED.value), {}
-    )
+    stalled = resource.condition_of(ConditionType.STALLED)
+    pods_failed = stalled is not None and stalled.status is ConditionStatus.TRUE and stalled.reason == PODS_FAILING
     if failures:
         message = pod_failure_message(resource.namespace, failures)
-        flipped = stalled.get("status") != "True" or stalled.get("reason") != PODS_FAILING
+        flipped = not pods_failed
         resource.condition(ConditionType.STALLED, "True", PODS_FAILING, message)
         if flipped:
             resource.event(PODS_FAILING, message, warning=True)
         return True
-    if stalled.get("status") == "True" and stalled.get("reason") == PODS_FAILING:
+    if pods_failed:
         resource.condition(ConditionType.STALLED, "False", PODS_RECOVERED, "no replay pod is failing any more")
     return False
 

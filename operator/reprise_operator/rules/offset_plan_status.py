@@ -59,6 +59,6 @@ def _record_time(epoch_ms: int | None) -> datetime | None:
     return from_epoch_ms(epoch_ms) if epoch_ms is not None else None
 
 
-def plan_from_status(raw: dict) -> dict[TopicPartitionKey, tuple[int, int]]:
-    """(start, end) per partition from `status.plan`."""
-    return {(p["topic"], p["partition"]): (p["startOffset"], p["endOffset"]) for p in raw.get("partitions") or []}
+def plan_from_status(plan: PlanStatus | None) -> dict[TopicPartitionKey, tuple[int, int]]:
+    """(start, end) per partition from `status.plan` (none before the plan is computed)."""
+    return {(p.topic, p.partition): (p.start_offset, p.end_offset) for p in plan.partitions} if plan else {}

@@ -3,7 +3,7 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from reprise_operator.api import BackfillSpec
+from reprise_operator.api import BackfillSpec, OffsetRange
 from reprise_operator.kinds.backfill.keys_file import (
     KEYS_ENV_LIMIT,
     KEYS_PATH,
@@ -230,7 +230,7 @@ def test_worker_outcome_lists_missing_and_deleted_keys_as_not_found():
     assert outcome.produced == 3 and outcome.deleted == 1
     assert outcome.not_found == ["u-7", "u-8", "u-9"]
     assert [(r.partition, r.start, r.end) for r in outcome.ranges] == [(0, 9, 10), (1, 5, 7)]
-    assert ranges_from_status(ranges_status(outcome.ranges)) == outcome.ranges
+    assert ranges_from_status(OffsetRange.model_validate(r) for r in ranges_status(outcome.ranges)) == outcome.ranges
 
 
 def test_quiet_clock_restarts_on_every_move():

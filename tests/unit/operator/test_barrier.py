@@ -2,6 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
+from reprise_operator.api import BarrierStatus
 from reprise_operator.kinds.backfill.barrier import (
     GroupPosition,
     ProducedRange,
@@ -127,7 +128,9 @@ def test_restart_keeps_the_stall_clock_from_status():
     first = observe(RANGES[:1], ["billing"], committed, {}, T0)
     second = observe(RANGES[:1], ["billing"], committed, {p.key: p for p in first}, T0 + 5 * S)
     recorded = barrier_status(view_of(second, ["billing"]), T0 + 5 * S)
-    after_restart = observe(RANGES[:1], ["billing"], committed, previous_from_status(recorded), T0 + 60 * S)
+    after_restart = observe(
+        RANGES[:1], ["billing"], committed, previous_from_status(BarrierStatus.model_validate(recorded)), T0 + 60 * S
+    )
     assert after_restart[0].unchanged_since == T0 and after_restart[0].stalled(T0 + 60 * S, 60 * S)
 
 

@@ -11,6 +11,7 @@ import yaml
 from replay_worker.protocol.filters import FilterSpec
 from replay_worker.protocol.handover import HandoverView
 from replay_worker.protocol.wire import AckInfo, HandoverInfo, ProgressInfo, ReplayInfo, StartInfo, encode
+from reprise_operator.api import Plan as PlanStatus
 from reprise_operator.api import ReconsumeSpec
 from reprise_operator.rules.planning import PlanError
 from replay_worker.contract import PartitionFacts, epoch_ms
@@ -127,7 +128,7 @@ def test_the_plan_in_status_names_the_retention_risk_and_reads_back_as_start_and
     assert raw["partitionCount"] == 2 and raw["retentionRisk"] == "Safe"
     assert [p["retentionRisk"] for p in raw["partitions"]] == ["Safe", "Safe"]
     assert raw["oldestTimestamp"] == "2023-11-14T22:13:20.000Z"
-    assert plan_from_status(raw) == {("invoices", 0): (0, 900), ("invoices", 1): (0, 500)}
+    assert plan_from_status(PlanStatus.model_validate(raw)) == {("invoices", 0): (0, 900), ("invoices", 1): (0, 500)}
 
 
 def test_the_api_filter_becomes_the_workers_filter_spec():

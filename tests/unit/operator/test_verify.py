@@ -261,12 +261,18 @@ def test_live_history_answers_with_a_sample_old_enough():
 def test_a_failed_check_keeps_children_until_the_deletion():
     from reprise_operator.core.cutover import keeps_children
 
-    failed = {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "VerifyFailed"}]}
-    assert keeps_children(failed)
-    assert not keeps_children(
-        {"phase": "Failed", "conditions": [{"type": "Failed", "status": "True", "reason": "TopicNotFound"}]}
-    )
-    assert not keeps_children({"phase": "Complete", "conditions": []})
+    from reprise_operator.core.lifecycle import Resource
+
+    def resource(phase: str, reason: str | None) -> Resource:
+        at = "2026-01-01T00:00:00Z"
+        conditions = (
+            [{"type": "Failed", "status": "True", "reason": reason, "lastTransitionTime": at}] if reason else []
+        )
+        return Resource("Reconsume", "reconsumes", {}, {"phase": phase, "conditions": conditions}, rt=None)  # type: ignore[arg-type]
+
+    assert keeps_children(resource("Failed", "VerifyFailed"))
+    assert not keeps_children(resource("Failed", "TopicNotFound"))
+    assert not keeps_children(resource("Complete", None))
 
 
 def test_a_lake_replays_check_is_told_the_backfill_topic_the_drain_group_and_the_live_topics():

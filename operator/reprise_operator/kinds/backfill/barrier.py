@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Iterable, Mapping, Sequence
 
 from ...api import BarrierPartition, BarrierStatus, format_duration
-from ...rules.conditions import parse_rfc3339
 
 TopicPartitionKey = tuple[str, int]
 #: (group, topic, partition)
@@ -224,19 +223,18 @@ def barrier_status(view: BarrierView, now: datetime) -> dict:
     ).as_status()
 
 
-def previous_from_status(raw: Mapping | None) -> dict[PositionKey, GroupPosition]:
+def previous_from_status(recorded: BarrierStatus | None) -> dict[PositionKey, GroupPosition]:
     """The last observation as the status recorded it (after an operator restart)."""
     found: dict[PositionKey, GroupPosition] = {}
-    for entry in (raw or {}).get("partitions") or []:
-        since = entry.get("stalledSince")
+    for entry in recorded.partitions if recorded else []:
         position = GroupPosition(
-            entry["group"],
-            entry["topic"],
-            int(entry["partition"]),
+            entry.group,
+            entry.topic,
+            entry.partition,
             0,
-            int(entry["targetOffset"]),
-            entry.get("committedOffset"),
-            parse_rfc3339(since) if since else None,
+            entry.target_offset,
+            entry.committed_offset,
+            entry.stalled_since,
         )
         found[position.key] = position
     return found

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Literal, Sequence
 
-from replay_worker.contract import FilterSpec, WorkerSettings, parse_rfc3339
+from replay_worker.contract import FilterSpec, WorkerSettings
 
 from ...api import (
     BackfillPlan,
@@ -188,11 +188,9 @@ def ranges_status(ranges: Iterable[barrier.ProducedRange]) -> list[dict]:
     ]
 
 
-def ranges_from_status(raw: Iterable[dict] | None) -> list[barrier.ProducedRange]:
-    return [
-        barrier.ProducedRange(r["topic"], int(r["partition"]), int(r["startOffset"]), int(r["endOffset"]))
-        for r in raw or []
-    ]
+def ranges_from_status(recorded: Iterable[OffsetRange]) -> list[barrier.ProducedRange]:
+    """status.producedRange read back (after a restart, or to compare with what a new run produced)."""
+    return [barrier.ProducedRange(r.topic, r.partition, r.start_offset, r.end_offset) for r in recorded]
 
 
 @dataclass
@@ -210,8 +208,3 @@ class QuietClock:
 
 def quiet_period(poll_interval: float) -> timedelta:
     return max(QUIET_MIN, timedelta(seconds=QUIET_POLLS * poll_interval))
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """A time status recorded (`startedAt`, `sentAt`), or None when it has none yet."""
-    return parse_rfc3339(text) if text else None

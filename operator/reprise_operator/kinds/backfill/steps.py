@@ -92,7 +92,6 @@ from .rules import (
     ranges_from_status,
     QuietClock,
     quiet_period,
-    parse_time,
 )
 # ------------------------------------------------------------------------------------------ the steps
 
@@ -236,7 +235,7 @@ async def _end_offsets(resource: Resource, spec: BackfillSpec) -> dict[int, int]
 async def _begin(resource: Resource, spec: BackfillSpec) -> None:
     """Record the target's end offsets before anything is produced; the producing starts next step."""
     before = await _end_offsets(resource, spec)
-    plan = BackfillPlan.model_validate(resource.status.get("plan") or {})
+    plan = resource.status_as(BackfillStatus).plan or BackfillPlan()
     for part in plan.partitions:
         part.start_offset = before.get(part.partition, 0)
     resource.record(
@@ -300,7 +299,7 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
     if state != "succeeded":
         return
     if _source(spec) == "job":
-        before = {r.partition: r.start for r in ranges_from_status(resource.status.get("producedRange"))}
+        before = {r.partition: r.start for r in ranges_from_status(resource.status_as(BackfillStatus).produced_range)}
         after = await _end_offsets(resource, spec)
         ranges = barrier.ranges_between(spec.topic, before, after)
         _produced(resource, spec, ranges, f"by Job {name}")
@@ -365,12 +364,10 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
     assert dbz is not None
     _, config = await resource.kafka(spec.kafka)
     bootstrap = spec.kafka.bootstrap_servers
-    signal = DebeziumSignalStatus.model_validate(
-        resource.status.get("signal") or {"id": debezium.signal_id(resource.uid)}
-    )
+    signal = resource.status_as(BackfillStatus).signal or DebeziumSignalStatus(id=debezium.signal_id(resource.uid))
     resource.record(signal=signal)
     signal_id = signal.id or debezium.signal_id(resource.uid)
-    started = parse_time(resource.status.get("startedAt")) or resource.now()
+    started = resource.status_as(BackfillStatus).started_at or resource.now()
     since_ms = epoch_ms(started) - CLOCK_SLACK_MS
     if signal.sent_at is None:
         already = await resource.rt.kafka_pool.run(
@@ -433,7 +430,7 @@ async def _follow_debezium(resource: Resource, spec: BackfillSpec, memory: Objec
         if quiet < quiet_period(resource.rt.settings.poll_interval) and resource.now() - sent < QUIET_CAP:
             return
         detail = f"by Debezium (signal {signal_id}; end offsets still for {format_duration(quiet)})"
-    before = {r.partition: r.start for r in ranges_from_status(resource.status.get("producedRange"))}
+    before = {r.partition: r.start for r in ranges_from_status(resource.status_as(BackfillStatus).produced_range)}
     _produced(resource, spec, barrier.ranges_between(spec.topic, before, ends), detail)
 
 
@@ -494,7 +491,7 @@ async def _hold(resource: Resource, spec: BackfillSpec, suspend: bool) -> str:
 
 async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: ObjectMemory) -> None:
     groups = list(spec.downstream_groups or [])
-    ranges = ranges_from_status(resource.status.get("producedRange"))
+    ranges = ranges_from_status(resource.status_as(BackfillStatus).produced_range)
     if not ranges:
         await _finish(resource, spec, "NothingProduced", "nothing was produced, so there is nothing to consume")
         return
@@ -506,7 +503,7 @@ async def _follow_barrier(resource: Resource, spec: BackfillSpec, memory: Object
     found = await asyncio.gather(*[cluster.aio.committed_offsets(g, partitions) for g in groups])
     committed = dict(zip(groups, found))
     now = resource.now()
-    previous = memory.extra.get("barrier") or barrier.previous_from_status(resource.status.get("barrier"))
+    previous = memory.extra.get("barrier") or barrier.previous_from_status(resource.status_as(BackfillStatus).barrier)
     positions = barrier.observe(ranges, groups, committed, previous, now)
     memory.extra["barrier"] = {p.key: p for p in positions}
     view = barrier.view_of(positions, groups)

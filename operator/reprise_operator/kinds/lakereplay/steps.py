@@ -85,7 +85,7 @@ from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan
 from ...core import cutover
 from ...rules.progress import PartitionView
-from ...rules.offset_plan_status import plan_partitions_status
+from ...rules.offset_plan_status import plan_from_status, plan_partitions_status
 from ...rules.verify import verify_env
 from .spark_application import (
     GROUP as SPARK_GROUP,
@@ -478,8 +478,7 @@ def _verify_env(resource: Resource, spec: LakeReplaySpec) -> dict[str, str]:
     if spec.then is not None:
         topics += list(spec.then.reconsume.topics)
         mode = f"Lake+{spec.then.reconsume.mode.value}"
-    partitions = status.plan.partitions if status.plan else []
-    plan = {(p.topic, p.partition): (p.start_offset, p.end_offset) for p in partitions}
+    plan = plan_from_status(status.plan)
     return verify_env(
         rid=resource.replay_id,
         name=resource.name,

@@ -5,8 +5,7 @@ itself as the replay. The snapshot's content and ConfigMap are `rewind` (pure); 
 
 from __future__ import annotations
 
-from ...api import Plan as PlanStatus
-from ...api import ReconsumeSpec, RollbackSnapshot, SnapshotOffset
+from ...api import ReconsumeSpec, ReconsumeStatus, RollbackSnapshot, SnapshotOffset
 from ...api.common import ConditionType, Phase
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...core.standby import (
@@ -31,7 +30,7 @@ async def start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMe
     assert spec.live_deployment is not None
     deployment = spec.live_deployment.name
     cluster, _ = await resource.kafka(spec.kafka)
-    rollback = RollbackSnapshot.model_validate(resource.status.get("rollback") or {})
+    rollback = resource.status_as(ReconsumeStatus).rollback or RollbackSnapshot()
     resource.record(rollback=rollback)
     if rollback.deployment_replicas is None:
         await _note_live_replicas(resource, deployment, rollback)
@@ -39,7 +38,7 @@ async def start_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMe
     replicas = rollback.deployment_replicas
     if not resource.condition_true(ConditionType.OFFSETS_RESET):
         await _stop_live_group(resource, spec, memory, cluster, deployment, replicas)
-        plan = plan_from_status(resource.status.get("plan") or {})
+        plan = plan_from_status(resource.status_as(ReconsumeStatus).plan)
         if "offsets" not in rollback.model_fields_set:
             await _take_snapshot(resource, spec, cluster, rollback, plan)
             return  # persist the snapshot before moving any offset
@@ -127,7 +126,8 @@ async def _take_snapshot(
         )
         raise Failure("RollbackNameTaken", _rollback_taken_message(resource, cm_name))
     resource.record(rollback=rollback.model_copy(update={"config_map": cm_name}))
-    rewound = PlanStatus.model_validate(resource.status["plan"])
+    rewound = resource.status_as(ReconsumeStatus).plan
+    assert rewound is not None, "a Rewind starts from its stored plan"
     for part in rewound.partitions:
         part.end_offset = max(part.start_offset, ends[(part.topic, part.partition)])
         part.records = part.end_offset - part.start_offset
@@ -157,7 +157,7 @@ async def refuse_taken_rollback_name(resource: Resource, spec: ReconsumeSpec) ->
 
 async def follow_rewind(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
     cluster, _ = await resource.kafka(spec.kafka)
-    plan = plan_from_status(resource.status.get("plan") or {})
+    plan = plan_from_status(resource.status_as(ReconsumeStatus).plan)
     committed = await cluster.aio.committed_offsets(spec.consumer_group, list(plan))
     views = [
         PartitionView(t, p, start=start, end=end, position=committed.get((t, p)), target=end)

@@ -201,7 +201,7 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     assert consumer is not None
     rid = resource.replay_id
     group, field = replay_group_of(spec, resource.namespace, resource.name)
-    starts = {k: start for k, (start, _) in plan_from_status(resource.status.get("plan") or {}).items()}
+    starts = {k: start for k, (start, _) in plan_from_status(resource.status_as(ReconsumeStatus).plan).items()}
     settings = replay_settings(
         spec=spec,
         rid=rid,
@@ -263,7 +263,7 @@ async def _scale(resource: Resource, spec: ReconsumeSpec, suspend: bool) -> Held
         replicas = rollback.deployment_replicas if rollback and rollback.deployment_replicas is not None else 1
     else:
         target_name = resource.status_as(ReconsumeStatus).children.deployment
-        partitions = len((resource.status.get("plan") or {}).get("partitions") or [])
+        partitions = len(plan_from_status(resource.status_as(ReconsumeStatus).plan))
         replicas = replay_replicas(spec.consumer.replicas, partitions) if spec.consumer else 1
     if target_name is None:
         return None
@@ -286,7 +286,7 @@ _record_progress = record_progress
 async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory) -> None:
     rt = resource.rt
     cluster, config = await resource.kafka(spec.kafka)
-    plan = plan_from_status(resource.status.get("plan") or {})
+    plan = plan_from_status(resource.status_as(ReconsumeStatus).plan)
     rid = resource.replay_id
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
@@ -401,7 +401,7 @@ def _verify_env(resource: Resource, spec: ReconsumeSpec) -> dict[str, str]:
         replay_group=group,
         live_group=spec.consumer_group,
         bootstrap_servers=spec.kafka.bootstrap_servers,
-        plan=plan_from_status(resource.status.get("plan") or {}),
+        plan=plan_from_status(resource.status_as(ReconsumeStatus).plan),
     )
 
 
@@ -432,7 +432,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
     rid = resource.replay_id
     if cancel:
-        plan = plan_from_status(resource.status.get("plan") or {})
+        plan = plan_from_status(resource.status_as(ReconsumeStatus).plan)
         committed = await cluster.aio.committed_offsets(group, list(plan))
         await rt.handovers.aio.force_handover(*where, rid, committed, by="operator", reason="cancelled")
         if spec.mode.value == "Handover" and not await _acknowledged(resource, spec, memory, config, rid):
@@ -511,5 +511,6 @@ async def cleanup(resource: Resource, memory: ObjectMemory) -> None:
         ):
             await resource.rt.kube.aio.scale_deployment(resource.namespace, spec.live_deployment.name, replicas)
         return
-    if resource.status.get("children") or resource.phase in (Phase.RUNNING, Phase.SUSPENDED, Phase.DRAINING):
+    made = resource.status_as(ReconsumeStatus).children != ReconsumeChildren()
+    if made or resource.phase in (Phase.RUNNING, Phase.SUSPENDED, Phase.DRAINING):
         await remove_children(resource, spec, memory, cancel=True)
