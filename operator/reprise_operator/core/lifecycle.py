@@ -24,7 +24,7 @@ from ..shared import metrics
 from ..api import API_VERSION, KINDS
 from ..api.common import Condition, ConditionType, Phase, ResourceStatus, StatusModel
 from ..shared.bootstrap_aliases import aliased_spec
-from ..rules.conditions import ConditionStatus, is_true, set_condition, utc_now
+from ..rules.conditions import ConditionStatus, find, is_true, set_condition, utc_now
 from ..shared.constants import LABEL_KAFKA_CLIENT, replay_id
 from ..doors.handover_state import HandoverBehind
 from ..doors.kafka_admin import ClientRefused, KafkaCluster, KafkaUnavailable, retriable_error
@@ -431,7 +431,7 @@ async def _reconcile_once(
     failed: tuple[str, str] | None = None
     try:
         await step(resource, memory)
-        if _has(resource, ConditionType.WAITING):
+        if resource.condition_true(ConditionType.WAITING):
             resource.condition(ConditionType.WAITING, "False", "Resolved", "nothing is missing any more")
     except kopf.PermanentError:
         raise
@@ -485,18 +485,12 @@ async def _reconcile_once(
     return before, resource.phase
 
 
-def _has(resource: Resource, type_: ConditionType) -> bool:
-    return any(
-        c.get("type") == type_.value and c.get("status") == "True" for c in resource.status.get("conditions") or []
-    )
-
-
 def _changed_condition(old: dict, new: dict, type_: ConditionType) -> bool:
+    """The condition's status or reason moved between the two statuses (an Event is posted only then)."""
+
     def pick(status: dict) -> tuple:
-        for c in status.get("conditions") or []:
-            if c.get("type") == type_.value:
-                return (c.get("status"), c.get("reason"))
-        return (None, None)
+        found = find(status.get("conditions"), type_.value)
+        return (found.get("status"), found.get("reason")) if found else (None, None)
 
     return pick(old) != pick(new)
 
