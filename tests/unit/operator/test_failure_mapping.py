@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from kubernetes.client.exceptions import ApiException
 
-from reprise_operator.core.lifecycle import Failure, Retry, StepOutcome, Waiting, outcome_of
+from reprise_operator.core.lifecycle import (
+    MAX_BACKOFF_POLLS,
+    Failure,
+    Retry,
+    StepOutcome,
+    Waiting,
+    outcome_of,
+    retry_delay,
+)
 from reprise_operator.doors.handover_state import HandoverBehind
 from reprise_operator.doors.kafka_admin import KafkaUnavailable
 from reprise_operator.doors.kube import KubeUnavailable, NotOwned
@@ -63,3 +72,32 @@ def test_a_client_refusing_a_secret_setting_names_the_field_and_never_the_value(
     assert outcome.message.startswith("spec.kafka.configFrom.secretRef: ")
     assert "sasl.mechanism" in outcome.message
     assert secret not in outcome.message
+
+
+def test_a_kubernetes_api_error_that_reached_the_reconcile_raw_is_a_reconcile_error_with_a_traceback() -> None:
+    # The doors turn timeouts and 5xx into KubeUnavailable; any other API answer (a 403 on a create the chart's
+    # RBAC does not allow) is unexpected: it must reach the status with its type, and the log with its trace.
+    outcome = outcome_of(ApiException(status=403, reason="Forbidden"))
+    assert (outcome.action, outcome.reason, outcome.trace) == ("retry", "ReconcileError", True)
+    assert outcome.message.startswith("ApiException: (403)") and "Forbidden" in outcome.message
+
+
+def test_subclasses_map_like_their_base() -> None:
+    class Quota(Waiting):
+        pass
+
+    class Gone(Failure):
+        pass
+
+    assert outcome_of(Quota("QuotaExceeded", "raise the quota")) == StepOutcome(
+        "wait", "QuotaExceeded", "raise the quota"
+    )
+    assert outcome_of(Gone("TopicDeleted", "t was deleted")) == StepOutcome("fail", "TopicDeleted", "t was deleted")
+
+
+@pytest.mark.parametrize(
+    ("failures", "polls"),
+    [(0, 0), (1, 1), (2, 2), (3, 4), (5, 16), (6, MAX_BACKOFF_POLLS), (60, MAX_BACKOFF_POLLS)],
+)
+def test_a_retried_failure_backs_off_doubling_up_to_the_cap(failures: int, polls: int) -> None:
+    assert retry_delay(failures, poll_interval=10.0) == 10.0 * polls
