@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from ..api.common import ConditionType, Phase
-from .lifecycle import ObjectMemory, Resource, admit, expire_finished, may_start
+from .lifecycle import Failure, ObjectMemory, Resource, admit, expire_finished, may_start
 
 FINISHED_PHASES = (Phase.COMPLETE, Phase.FAILED)
 
@@ -164,6 +164,13 @@ def plan_ready(resource: Resource, summary: str) -> None:
             f"annotate to start: kubectl annotate {resource.kind.lower()} {resource.name} reprise.io/approve=true",
         )
     resource.set_phase(Phase.PLAN_READY, "PlanReady", f"plan computed: {summary}")
+
+
+def plan_refused(resource: Resource, reason: str, message: str) -> Failure:
+    """The other tail of a plan: PlanReady False with why, and the Failure for the kind to raise (the
+    resource ends Failed with the same reason, and nothing was created)."""
+    resource.condition(ConditionType.PLAN_READY, "False", reason, message)
+    return Failure(reason, message)
 
 
 def mark_suspended(resource: Resource, what: str, detail: str) -> None:

@@ -20,11 +20,12 @@ from reprise_operator.core.driver import (
     mark_resumed,
     mark_suspended,
     plan_ready,
+    plan_refused,
     suspend_move,
     transition,
 )
 from reprise_operator.kinds.lifecycles import KINDS
-from reprise_operator.core.lifecycle import ObjectMemory, Resource, Waiting
+from reprise_operator.core.lifecycle import Failure, ObjectMemory, Resource, Waiting
 from reprise_operator.rules.namespace_limit import ActiveResources
 
 
@@ -238,6 +239,14 @@ def test_the_plan_tail_is_the_drivers_for_every_kind(kind: str, plural: str) -> 
     status, reason, message = _condition(res, "Approved")
     assert (status, reason) == ("False", "AwaitingApproval")
     assert message == f"annotate to start: kubectl annotate {kind.lower()} r reprise.io/approve=true"
+
+
+def test_a_refused_plan_says_why_on_plan_ready_and_fails_with_the_same_reason() -> None:
+    res = resource("Planning")
+    refused = plan_refused(res, "RetentionExceeded", "orders-0 starts before the log start")
+    assert isinstance(refused, Failure)
+    assert (refused.reason, refused.message) == ("RetentionExceeded", "orders-0 starts before the log start")
+    assert _condition(res, "PlanReady") == ("False", "RetentionExceeded", "orders-0 starts before the log start")
 
 
 def test_an_automatic_plan_asks_for_no_approval() -> None:

@@ -80,7 +80,7 @@ from ...core.claims import (
     topic_exists_message,
 )
 from ...doors.kafka_admin import KafkaCluster, TopicPartitionKey
-from ...core.driver import Held, plan_ready
+from ...core.driver import Held, plan_ready, plan_refused
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan
 from ...core import cutover
@@ -271,8 +271,7 @@ async def _continuation_plan(resource: Resource, spec: LakeReplaySpec, cluster: 
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = continuation_retention_message(spec, plan)
-        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
-        raise Failure("RetentionExceeded", message)
+        raise plan_refused(resource, "RetentionExceeded", message)
     return plan
 
 

@@ -35,7 +35,7 @@ from ...shared.constants import (
     replay_group_name,
 )
 from ...doors.kafka_admin import KafkaCluster
-from ...core.driver import Held, plan_ready
+from ...core.driver import Held, plan_ready, plan_refused
 from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry
 from ...rules.planning import Plan, PlanError, make_plan, retention_message
 from ...rules.progress import PartitionView, looks_soon
@@ -182,8 +182,7 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
         message = retention_message(plan)
-        resource.condition(ConditionType.PLAN_READY, "False", "RetentionExceeded", message)
-        raise Failure("RetentionExceeded", message)
+        raise plan_refused(resource, "RetentionExceeded", message)
     summary = f"{plan.total_records} records in {len(plan.partitions)} partitions"
     plan_ready(resource, summary)
 
