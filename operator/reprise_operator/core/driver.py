@@ -1,14 +1,14 @@
 """The one lifecycle every kind goes through: which hook runs in which phase, one transition at a time.
 
-A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, suspend, resume, follow,
-teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
+A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, suspend, resume,
+while_suspended, follow, teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
 
     Pending --(admitted: namespace_limit)--> Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
                                                       Running --suspend--> Suspended --resume--> Running
     Draining --teardown--> Complete          Complete/Failed --revive--> Running (a verify rerun), else TTL
     any hook may end in Failed (lifecycle.Failure) or wait in place (Waiting, Retry).
 
-The transitions the kinds share are written here too: the plan's tail (`plan_ready`) and the suspend and
+The transitions the kinds share are written here too: the plan's tails (`plan_ready`, `plan_refused`) and the suspend and
 resume bookkeeping (`suspend_move` decides, `mark_suspended` / `mark_resumed` write it); a kind's hook only
 does what suspending means for its children and says what it did (`Held`).
 
