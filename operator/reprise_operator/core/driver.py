@@ -1,7 +1,8 @@
 """The one lifecycle every kind goes through: which hook runs in which phase, one transition at a time.
 
 A kind says what it does at each stage by implementing `KindLifecycle` (plan, start, suspend, resume,
-while_suspended, follow, teardown, revive, cleanup); this module alone decides, from the phase in status, which of them runs:
+while_suspended, follow, teardown, revive, cleanup); this module alone decides, from the phase in status,
+which of them runs:
 
     Pending --(admitted: namespace_limit)--> Planning --plan--> PlanReady --(approved, not suspended) start--> Running --follow--> Draining
                                                       Running --suspend--> Suspended --resume--> Running
