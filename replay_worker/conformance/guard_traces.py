@@ -23,6 +23,7 @@ from ..guard.guard_book import GuardBook, Store
 from ..protocol.guard_rules import ack_due
 from ..protocol.handover import HandoverView
 from ..protocol.wire import AckInfo, HandoverInfo, ReplayInfo, StartInfo, encode, encode_key
+from .crash_script import Action, run
 from .encoding import to_json
 
 GROUP = "orders-service"
@@ -319,25 +320,6 @@ class Consumer:
         self._emit({"op": "crash"})
         self.assign(assigned)
         self.release(released)
-
-
-Action = tuple[Any, ...]
-
-
-def run(consumer: Consumer, actions: list[Action], crash_after: int | None = None) -> tuple[Consumer, int | None]:
-    """Run the script; with `crash_after`, crash at the first action boundary at or after that many steps.
-    Returns the consumer and the step count at which it crashed (None: no crash)."""
-    crashed = None
-    for action in actions:
-        if crash_after is not None and crashed is None and len(consumer.steps) >= crash_after:
-            crashed = len(consumer.steps)
-            consumer.crash_and_restart()
-        name, *args = action
-        getattr(consumer, name)(*args)
-    if crash_after is not None and crashed is None and len(consumer.steps) >= crash_after:
-        crashed = len(consumer.steps)
-        consumer.crash_and_restart()
-    return consumer, crashed
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..replay.replay_book import Commit, ConsumedItem, Offset, PlannedPartition, ReplayBook
+from .crash_script import Action, run
 
 TOPIC = "orders"
 RID = "shop/orders-fix/1"
@@ -443,24 +444,6 @@ class Worker:
             self.view()
         if self.live_offsets:
             self.live(self.live_offsets)
-
-
-Action = tuple[Any, ...]
-
-
-def run(worker: Worker, actions: list[Action], crash_after: int | None = None) -> tuple[Worker, int | None]:
-    """Run the script; with `crash_after`, crash at the first action boundary at or after that many steps."""
-    crashed = None
-    for action in actions:
-        if crash_after is not None and crashed is None and len(worker.steps) >= crash_after:
-            crashed = len(worker.steps)
-            worker.crash_and_restart()
-        name, *args = action
-        getattr(worker, name)(*args)
-    if crash_after is not None and crashed is None and len(worker.steps) >= crash_after:
-        crashed = len(worker.steps)
-        worker.crash_and_restart()
-    return worker, crashed
 
 
 @dataclass(frozen=True)
