@@ -19,7 +19,7 @@ import pytest
 from local_platform.control_plane import ControlPlane
 from local_platform.node_images import reprise_image
 from local_platform.real_node import RealNode
-from tests.fixtures.kube import Kube, wait_for
+from tests.fixtures.kube import fresh_namespace, Kube
 
 #: What pod specs in these tests name the project's image as (imagePullPolicy Never: nothing is pulled).
 IMAGE = "reprise:dev"
@@ -71,18 +71,8 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeClust
 
 @pytest.fixture
 def node_namespace(real_cluster: NodeCluster) -> Iterator[str]:
-    name = f"real-node-{uuid.uuid4().hex[:6]}"
-    kube = real_cluster.kube
-    kube.kubectl("create", "namespace", name)
-    wait_for(
-        lambda: kube.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-        30,
-        f"the default ServiceAccount of {name}",
-    )
-    try:
+    with fresh_namespace(real_cluster.kube, f"real-node-{uuid.uuid4().hex[:6]}") as name:
         yield name
-    finally:
-        kube.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def process_status(pid: int) -> dict[str, str]:
