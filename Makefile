@@ -42,8 +42,11 @@ platform: venv ## build or fetch Kafka, etcd, the Kubernetes control plane, kube
 
 # TENANTS=1: the multi-tenant form (a SASL listener with ACLs, namespaces team-a and team-b; docs/security.md).
 TENANTS ?=
-run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG (TENANTS=1: multi-tenant Kafka)
-	@$(PY) -m local_platform run-operator $(if $(TENANTS),--local --multi-tenant)
+# NODE=real: a kubelet + containerd node, the operator installed by the Helm chart in the Dockerfile's image (root and
+# six Debian packages; docs/local-platform.md). The default, the node agent, needs neither.
+NODE ?=
+run: platform ## run the operator: on the local platform, or on the cluster in $KUBECONFIG (TENANTS=1: multi-tenant Kafka; NODE=real: the chart on a real node)
+	@$(PY) -m local_platform run-operator $(if $(TENANTS),--local --multi-tenant) $(if $(NODE),--local --node $(NODE))
 
 # mypy's cache per checkout (two worktrees writing one cache corrupt it), outside the repository.
 MYPY_CACHE := $(REPRISE_CACHE)/mypy/$(shell echo '$(CURDIR)' | sha256sum | cut -c1-12)

@@ -39,6 +39,9 @@ examples:
   python -m local_platform down           # stop a platform another terminal started"""
 
 
+NODE_NAMES = {"agent": "the node agent", "real": "a real node: kubelet + containerd"}
+
+
 class _Stop(BaseException):
     """SIGTERM, turned into an exception so `finally` blocks tear the platform down."""
 
@@ -101,17 +104,18 @@ def _wait_for_signal() -> None:
         pass
 
 
-def summary_line(total_s: float, platform_s: float, control_plane_s: float) -> str:
+def summary_line(total_s: float, platform_s: float, control_plane_s: float, node: str = "the node agent") -> str:
     """The headline once everything is up: the time that passed since the command started (what the user waited),
     then the parts (Kafka, Kubernetes and the node agent together; the control plane alone)."""
     return (
-        f"local platform up in {total_s:.1f}s (Kafka, Kubernetes and the node agent {platform_s:.1f}s, "
+        f"local platform up in {total_s:.1f}s (Kafka, Kubernetes and {node} {platform_s:.1f}s, "
         f"of which the control plane {control_plane_s:.1f}s)"
     )
 
 
 def _platform_summary(platform: Any, began: float) -> None:
-    _say(summary_line(time.monotonic() - began, platform.started_in, platform.control_plane.startup_seconds))
+    node = "the node agent" if platform.agent is not None else "the real node"
+    _say(summary_line(time.monotonic() - began, platform.started_in, platform.control_plane.startup_seconds, node))
     _say(f"  kubeconfig: {platform.kubeconfig}")
     _say(f"  export KUBECONFIG={platform.kubeconfig}")
     if platform.bootstrap:
@@ -119,7 +123,14 @@ def _platform_summary(platform: Any, began: float) -> None:
     _say(f"  kubectl: {platform.kubectl}")
     # bin/kubectl-reprise runs the plugin from this checkout; kubectl finds it on the PATH.
     _say(f"  kubectl reprise: export PATH={REPO_ROOT / 'bin'}:{Path(platform.kubectl).parent}:$PATH")
-    _say(f"  node agent pods (volumes, logs): {platform.agent.workdir / 'pods'}")
+    if platform.agent is not None:
+        _say(f"  node agent pods (volumes, logs): {platform.agent.workdir / 'pods'}")
+    else:
+        node = platform.real_node
+        _say(
+            f"  real node {node.name} (kubelet + containerd): logs {node.workdir / 'logs'}; a container's log: kubectl logs"
+        )
+        _say(f"  its containers: {' '.join(node.ctr)} -n k8s.io tasks ls")
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -244,13 +255,47 @@ def start_prometheus(platform: Any, operator_port: int) -> Any:
         binary,
         folder,
         operator_port=operator_port,
-        targets_file=platform.agent.scrape_targets_file,
+        targets_file=platform.agent.scrape_targets_file if platform.agent is not None else _no_targets(folder),
         rule_files=[rules, CHART / "monitoring" / "lag-alerts.rules.yaml"],
     ).start()
     assert server.pid is not None
     platform.record_process("prometheus", server.pid)
     platform.record_url("prometheus", server.url)
     return server
+
+
+def _no_targets(folder: Path) -> Path:
+    """An empty file of scrape targets: on the real node Prometheus scrapes the operator's pod by its host port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "targets.json").write_text("[]")
+    return folder / "targets.json"
+
+
+def _run_chart_release(platform: Any, metrics_port: int, env: dict[str, str]) -> int:
+    """The operator as the chart's Deployment on the real node, in the image the Dockerfile builds; then wait for
+    Ctrl-C/SIGTERM (the caller stops the platform, the node and its pods with it)."""
+    from . import chart_release, node_images
+
+    began = time.monotonic()
+    _say("  building the operator's image from the Dockerfile (cached by the hash of its inputs) ...")
+    tag, seconds = node_images.reprise_image()
+    platform.real_node.load_image(tag, f"{chart_release.IMAGE_REPOSITORY}:{chart_release.IMAGE_TAG}")
+    _say(
+        f"  image {tag} ({'built in %.0fs' % seconds if seconds else 'cached'}), loaded as reprise:dev; helm install ..."
+    )
+    values = chart_release.values(
+        api_port=platform.control_plane.port, metrics_port=metrics_port, webhook_port=free_port(), extra_env=env
+    )
+    pod = chart_release.install(
+        platform.helm, platform.kubectl, platform.kubeconfig, values, platform.workdir / "chart"
+    )
+    _say(
+        f"  release {chart_release.RELEASE} installed; operator pod {pod} Ready after {time.monotonic() - began:.1f}s "
+        f"(helm list -A; kubectl get pods -n {chart_release.NAMESPACE}; kubectl logs -n {chart_release.NAMESPACE} {pod})"
+    )
+    _say("running; Ctrl-C (or `make clean-platform` from another shell) stops the operator and the platform")
+    _wait_for_signal()
+    return 0
 
 
 def cmd_run_operator(args: argparse.Namespace) -> int:
@@ -276,12 +321,12 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started from a script, which ignores SIGINT
     multi_tenant = MultiTenant() if args.multi_tenant else None
-    platform = LocalPlatform(multi_tenant=multi_tenant)
+    platform = LocalPlatform(multi_tenant=multi_tenant, node=args.node)
     spark_controller = None
     began = time.monotonic()
     prometheus = None
     try:
-        _say("starting the local platform (Kafka, the control plane, the node agent) ...")
+        _say(f"starting the local platform (Kafka, the control plane, {NODE_NAMES[platform.node]}) ...")
         platform.up()
         _say(f"  Kafka and Kubernetes up in {platform.started_in:.1f}s; installing the Reprise CRDs ...")
         applied = subprocess.run(
@@ -351,25 +396,36 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             "--data-urlencode 'query=reprise:consumergroup_under_replay'"
         )
         _say(f"  CRDs installed: {', '.join(Path(c).name for c in crds)}, the Spark operator's (sparkoperator.k8s.io)")
-        _say(f"  {NOTICE}")
-        _say(
-            f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
-            f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log"
-        )
+        if platform.agent is not None:
+            _say(f"  {NOTICE}")
+        else:
+            _say(
+                "  Spark operator: running, but LakeReplay's driver pods are not run on the real node yet (NODE=agent)"
+            )
+        if platform.agent is not None:
+            _say(
+                f"  Spark operator logs: {spark_controller.workdir}/controller.log, webhook.log; a driver's log: "
+                f"{platform.agent.workdir / 'pods'}/<namespace>_<app>-driver_*/logs/spark-kubernetes-driver.log"
+            )
         aliases = platform.kafka_bootstrap_aliases or ""
         _say(
             f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})"
         )
+        operator_env = {
+            "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
+            # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
+            "REPRISE_SPARK_VERSION": pyspark_version(),
+        }
+        if platform.real_node is not None:
+            return _run_chart_release(platform, metrics_port, operator_env)
         _say("running the operator (Ctrl-C stops it and the platform) ...")
         return _run_foreground(
             argv,
             _operator_env(
                 str(platform.kubeconfig),
                 {
-                    "REPRISE_KAFKA_BOOTSTRAP_ALIASES": aliases,
-                    # The SparkApplications it makes name the Spark of the local drivers' spark-submit, whose jars are mapped.
-                    "REPRISE_SPARK_VERSION": pyspark_version(),
+                    **operator_env,
                     # Its admission webhook on 127.0.0.1, registered by the operator itself (the API server is local).
                     **admission_webhook.webhook_env(platform.workdir / "webhook-tls", free_port()),
                     "REPRISE_METRICS_PORT": str(metrics_port),  # the port Prometheus scrapes
@@ -482,6 +538,13 @@ def parser() -> argparse.ArgumentParser:
         "--multi-tenant",
         action="store_true",
         help="the multi-tenant form (`make run TENANTS=1`): a SASL listener with ACLs, namespaces team-a and team-b",
+    )
+    run.add_argument(
+        "--node",
+        choices=("agent", "real"),
+        default=os.environ.get("REPRISE_NODE") or "agent",
+        help="the local platform's node: `agent` runs pods as local processes and the operator as one; `real` is a "
+        "kubelet + containerd, the operator installed by the Helm chart in its image (root; docs/local-platform.md)",
     )
     run.add_argument("operator_args", nargs=argparse.REMAINDER, help="arguments for the operator (after --)")
     run.set_defaults(func=cmd_run_operator)

@@ -1,7 +1,8 @@
-"""The whole local platform as one thing: a Kafka broker, the Kubernetes control plane and the node agent.
+"""The whole local platform as one thing: a Kafka broker, the Kubernetes control plane and a node, which is the
+node agent (the default) or, with `node="real"`, a kubelet and containerd (`real_node.RealNode`).
 
-`LocalPlatform(workdir).up()` starts them (Kafka and the control plane at the same time, then the node
-agent), and records what runs in a state file (`<repo>/.reprise/platform.json`: PIDs with their start
+`LocalPlatform(workdir).up()` starts them (Kafka and the control plane at the same time, then the node), and
+records what runs in a state file (`<repo>/.reprise/platform.json`: PIDs with their start
 times, ports, kubeconfig, bootstrap) so that `python -m local_platform down` or `status`, run from another
 process, can find and stop a platform by PID. `down()` stops everything in reverse order.
 """
@@ -22,6 +23,7 @@ from .control_plane import ControlPlane
 from .errors import PlatformError
 from .kafka_tenants import MultiTenant
 from .node_agent import NodeAgent, preload_client, start_ticks
+from .real_node import RealNode
 from .toolchain import helm_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +34,8 @@ STATE_FILE = REPO_ROOT / ".reprise" / "platform.json"
 #: On the local platform every Kafka address in the namespace `kafka` (the examples' `kafka-bootstrap.kafka:9092`)
 #: is the local broker, so `kubectl apply -f examples/...` works unchanged (reprise_operator.shared.bootstrap_aliases).
 IN_CLUSTER_KAFKA = "*.kafka:*"
+#: The nodes a platform can run: the node agent (pods as local processes) or the real node (containers).
+NODES = ("agent", "real")
 
 
 class LocalPlatform:
@@ -44,13 +48,20 @@ class LocalPlatform:
         state_file: Path | str | None = STATE_FILE,
         kafka: bool = True,
         multi_tenant: MultiTenant | None = None,
+        node: str = "agent",
     ) -> None:
+        if node not in NODES:
+            raise PlatformError(f"unknown node {node!r}: choose one of {', '.join(NODES)} (NODE= of `make run`)")
         self.workdir = Path(workdir).resolve()
         self.state_file = Path(state_file) if state_file else None
         self.with_kafka = kafka
         self.multi_tenant = multi_tenant
         self.control_plane = ControlPlane(self.workdir / "kube")
-        self.agent = NodeAgent(self.control_plane.kubeconfig, self.workdir / "node-agent")
+        self.node = node
+        self.agent: Any = (
+            NodeAgent(self.control_plane.kubeconfig, self.workdir / "node-agent") if node == "agent" else None
+        )
+        self.real_node: Any = RealNode(self.control_plane.kubeconfig, self.workdir / "node") if node == "real" else None
         self.kafka: Any = None
         self.started_in = 0.0
         self._recorded: dict[str, int] = {}
@@ -109,7 +120,10 @@ class LocalPlatform:
                 kafka_thread.start()
             preload_client()  # the kubernetes client's slow import overlaps the control plane's start
             self.control_plane.start()
-            self.agent.start()
+            if self.agent is not None:
+                self.agent.start()
+            else:
+                self.real_node.start()
             if kafka_thread is not None:
                 kafka_thread.join()
                 if kafka_error:
@@ -122,9 +136,12 @@ class LocalPlatform:
         return self
 
     def down(self) -> None:
-        """Stop everything this object started, by PID, the node agent first and Kafka last."""
+        """Stop everything this object started, by PID, the node first and Kafka last."""
         try:
-            self.agent.stop()
+            if self.agent is not None:
+                self.agent.stop()
+            if self.real_node is not None:
+                self.real_node.stop()
         finally:
             try:
                 self.control_plane.stop()
@@ -155,6 +172,8 @@ class LocalPlatform:
     def state(self) -> dict[str, Any]:
         procs = {name: [pid, start_ticks(pid)] for name, pid in self.control_plane.pids().items()}
         procs.update({name: [pid, start_ticks(pid)] for name, pid in self._recorded.items()})
+        if self.real_node is not None:  # if this process dies, `down` stops them by PID (kubelet first)
+            procs.update({f"node-{n}": [pid, start_ticks(pid)] for n, pid in reversed(self.real_node.pids().items())})
         if self.kafka is not None and self.kafka.pid:
             procs["kafka"] = [self.kafka.pid, start_ticks(self.kafka.pid)]
         return {
@@ -166,9 +185,12 @@ class LocalPlatform:
             "bootstrap": self.bootstrap,
             "sasl_bootstrap": self.kafka.sasl_bootstrap if self.kafka is not None else None,
             "kafka_bootstrap_aliases": self.kafka_bootstrap_aliases,
-            "node": self.agent.node_name,
+            "node": self.agent.node_name if self.agent is not None else self.real_node.name,
+            "node_kind": self.node,
+            # ctr reaches the real node's containerd through the namespace holder (docs/local-platform.md).
+            "node_ctr": self.real_node.ctr if self.real_node is not None else None,
             "processes": procs,
-            "container_pid_file": str(self.agent.workdir / "processes.json"),
+            "container_pid_file": str(self.agent.workdir / "processes.json") if self.agent is not None else "",
             "kubectl": str(self.kubectl),
             "helm": str(self.helm),
             "urls": dict(self._urls),
