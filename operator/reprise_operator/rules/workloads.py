@@ -115,6 +115,17 @@ def _with_kafka_secret(spec: dict, container: dict, secret_name: str | None) -> 
     return {**spec, "volumes": volumes}, {**container, "volumeMounts": mounts}
 
 
+def _kafka_secret_readable(spec: dict, worker: int) -> dict:
+    """The Kafka Secret's files are mode 0440, owned by root and the pod's fsGroup: a worker that runs as a group
+    of its own (not 0) reads them only if that group is the fsGroup. A real kubelet showed it (a PermissionError
+    on the settings file); the worker's group becomes the fsGroup unless the pod names one."""
+    security = spec["securityContext"]
+    group = security.get("runAsGroup", spec["containers"][worker]["securityContext"].get("runAsGroup"))
+    if group is None or "fsGroup" in security:
+        return spec
+    return {**spec, "securityContext": {**security, "fsGroup": group}}
+
+
 def pick_container(containers: list[dict], name: str | None) -> int:
     """The index of the container that becomes the replay worker: the named one, else the first."""
     if not containers:
@@ -187,6 +198,8 @@ def replay_deployment_manifest(
     containers[index] = worker
     spec["containers"] = containers
     spec = restricted_pod(spec)
+    if kafka_secret:
+        spec = _kafka_secret_readable(spec, index)
     selector = {k: labels[k] for k in (LABEL_COMPONENT, LABEL_KIND, LABEL_REPLAY) if k in labels}
     metadata = dict(template.get("metadata") or {})
     # The API refuses podLabels that name Reprise's keys; applied first anyway, so the selector always holds.

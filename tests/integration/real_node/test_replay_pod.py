@@ -1,6 +1,6 @@
 """A replay pod that Reprise builds (`workloads.replay_deployment_manifest`), run by a real kubelet and containerd
 from the image the project's Dockerfile builds, checked from the kernel's side: the user and group it declares
-(not group 0), a read-only root filesystem, no capabilities; then deleted mid-replay, it gets SIGTERM, commits
+(not group 0), a read-only root filesystem, no capabilities, its Kafka Secret readable (fsGroup); then deleted mid-replay, it gets SIGTERM, commits
 what it forwarded and exits 0 (not SIGKILL's 137) inside its grace period.
 """
 
@@ -12,7 +12,7 @@ import subprocess
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from local_platform.processes import free_port
-from reprise_operator.rules.workloads import Owner, replay_deployment_manifest
+from reprise_operator.rules.workloads import KAFKA_CONFIG_DIR, Owner, replay_deployment_manifest
 from tests.fixtures.kube import wait_for
 
 from .conftest import IMAGE, NodeCluster, process_status, root_mount_options
@@ -50,6 +50,8 @@ def test_replay_pod_facts_and_sigterm_on_delete(real_cluster: NodeCluster, kafka
     kafka.create_topic(forward, partitions=1)
     _produce(kafka.bootstrap, topic_name)
     group = f"{topic_name}-replay"
+    # Kafka settings from a Secret, mounted as Reprise mounts them (0440): readable only by the pod's fsGroup.
+    kube.kubectl("create", "secret", "generic", "replay-kafka", "-n", node_namespace, "--from-literal=client.id=facts")
     template = {
         "spec": {
             # The platform's broker listens on loopback: the pod shares the node's network to reach it.
@@ -87,8 +89,10 @@ def test_replay_pod_facts_and_sigterm_on_delete(real_cluster: NodeCluster, kafka
             "REPRISE_FORWARD_TOPIC": forward,
             "REPRISE_FOLLOW": "true",  # never finishes: deleted mid-replay
             "REPRISE_CHECK_INTERVAL": "0.5",
+            "REPRISE_KAFKA_CONFIG_DIR": KAFKA_CONFIG_DIR,
         },
         metrics_port=free_port(),
+        kafka_secret="replay-kafka",
     )
     kube.kubectl("apply", "-f", "-", input=json.dumps(manifest))
 
@@ -100,7 +104,14 @@ def test_replay_pod_facts_and_sigterm_on_delete(real_cluster: NodeCluster, kafka
                 return pod
         return None
 
-    pod = wait_for(running_pod, 180, "the replay pod Running in its container")
+    wait_for(running_pod, 180, "the replay pod Running in its container")
+    try:  # the worker ran: it read its Kafka settings from the Secret and committed what it forwarded
+        wait_for(lambda: _committed(kafka.bootstrap, group, topic_name) == RECORDS, 120, f"{RECORDS} records committed")
+    except AssertionError as exc:
+        pods = kube.kubectl("get", "pods", "-n", node_namespace, "-o", "jsonpath={..containerStatuses}").stdout
+        raise AssertionError(f"{exc}\nthe replay pod's containers: {pods}") from None
+    pod = running_pod()
+    assert pod is not None and pod["status"]["containerStatuses"][0]["restartCount"] == 0, pod
     container_id = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
     tasks = subprocess.run(
         [*real_cluster.node.ctr, "-n", "k8s.io", "tasks", "ls"], capture_output=True, text=True, check=True
@@ -114,8 +125,6 @@ def test_replay_pod_facts_and_sigterm_on_delete(real_cluster: NodeCluster, kafka
     assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0, status
     assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2", status
     assert "ro" in root_mount_options(pid), "the root filesystem is writable"
-
-    wait_for(lambda: _committed(kafka.bootstrap, group, topic_name) == RECORDS, 120, f"{RECORDS} records committed")
 
     # Deleted mid-replay: watch the pod until it is gone, keeping the container's last reported state.
     name = pod["metadata"]["name"]

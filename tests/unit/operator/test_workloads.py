@@ -301,3 +301,25 @@ def test_a_group_the_service_names_is_kept():
     spec = build(pod_template=template)["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsGroup"] == 3000
     assert "runAsGroup" not in spec["containers"][0]["securityContext"], "the pod's group applies to it"
+
+
+def test_the_kafka_secret_is_readable_by_the_pods_group():
+    """The Secret's files are 0440, owned by root and the pod's fsGroup: a pod that runs as 65532:65532 with no
+    fsGroup could not read its Kafka settings (a real kubelet showed it: PermissionError on client.rack)."""
+    template = {"spec": {"securityContext": {"runAsUser": 65532}, "containers": [{"name": "app"}]}}
+    spec = build(pod_template=template)["spec"]["template"]["spec"]
+    assert spec["securityContext"]["fsGroup"] == 65532
+
+
+def test_the_kafka_secret_is_readable_by_the_worker_containers_group():
+    template = {"spec": {"containers": [{"name": "app", "securityContext": {"runAsUser": 2000}}]}}
+    spec = build(pod_template=template)["spec"]["template"]["spec"]
+    assert spec["securityContext"]["fsGroup"] == 2000
+
+
+def test_an_fs_group_the_service_names_is_kept_and_none_is_added_without_a_secret():
+    template = {"spec": {"securityContext": {"runAsUser": 1000, "fsGroup": 4000}, "containers": [{"name": "app"}]}}
+    assert build(pod_template=template)["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == 4000
+    plain = {"spec": {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "app"}]}}
+    spec = build(pod_template=plain, kafka_secret=None)["spec"]["template"]["spec"]
+    assert "fsGroup" not in spec["securityContext"]
