@@ -18,7 +18,9 @@ import time
 
 from examples.accounts_service.store import AccountsStore
 
+from . import containers
 from .cluster import (
+    REPO,
     WORKDIR,
     Cluster,
     check,
@@ -41,9 +43,10 @@ PARTITIONS = 6
 HISTORY = 300_000
 LIVE_GROUP = "accounts-service"
 EVENTS = [b"UserCreated", b"UserUpdated", b"UserLoggedIn"]
-#: The accounts service's SQLite file, shared by its live replicas and the replay consumers (all of them run
-#: as local processes on the local platform's node agent).
-DB = WORKDIR / "accounts.sqlite"
+#: The accounts service's SQLite file, shared by its live replicas and the replay consumers: local processes on the
+#: node agent; on the real node, containers that mount its folder from the host (containers.py).
+DB = WORKDIR / "accounts" / "accounts.sqlite"
+IMAGE = "reprise-demo/accounts:dev"
 
 
 def user_events(first: int, count: int):
@@ -54,8 +57,15 @@ def user_events(first: int, count: int):
 
 def main(cluster: Cluster) -> bool:
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    DB.parent.mkdir(parents=True, exist_ok=True)
     if create_topic(cluster, TOPIC, PARTITIONS):
-        DB.unlink(missing_ok=True)  # a ledger of an earlier platform's topic
+        for stale in DB.parent.glob(f"{DB.name}*"):  # a ledger of an earlier platform's topic
+            stale.unlink()
+    if cluster.real_node:
+        containers.service_image(
+            cluster.state, IMAGE, REPO / "examples" / "accounts_service" / "Dockerfile", REPO / "examples"
+        )
+        containers.shared_folder(DB.parent)
     if sum(end_offsets(cluster.bootstrap, TOPIC, PARTITIONS).values()) < HISTORY:  # new, or made by demo-backfill
         say(f"producing {HISTORY:,} user events into {TOPIC} ({PARTITIONS} partitions) ...")
         produce(cluster.bootstrap, TOPIC, user_events(0, HISTORY))
@@ -73,7 +83,7 @@ def main(cluster: Cluster) -> bool:
                     "containers": [
                         {
                             "name": "app",
-                            "image": "reprise-demo/accounts:dev",
+                            "image": IMAGE,
                             "command": [
                                 "python",
                                 "-m",
@@ -93,6 +103,9 @@ def main(cluster: Cluster) -> bool:
             },
         },
     }
+    if cluster.real_node:
+        template = service["spec"]["template"]
+        template["spec"] = containers.on_node(template["spec"], DB.parent)
     cluster.apply(NAMESPACE, service)
     say("the accounts service (2 replicas, with the handover guard) is catching up on the topic ...")
     wait_caught_up(cluster.bootstrap, LIVE_GROUP, {TOPIC: PARTITIONS}, "live group")
@@ -117,6 +130,9 @@ def main(cluster: Cluster) -> bool:
         {"name": "ACCOUNTS_APPLIED_BY", "value": replay_by},
     ]
     replay["spec"]["completion"]["drainedFor"] = "5s"
+    if cluster.real_node:
+        # On the node's network every replay pod serves its metrics on the same host port: one fits on one node.
+        replay["spec"]["consumer"]["replicas"] = 1
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
     # An earlier run's Reconsume (kept 600 s after it finished) would be Complete already: start a new one.
     cluster.fresh(NAMESPACE, "reconsume", replay["metadata"]["name"])

@@ -38,6 +38,9 @@ class Cluster:
         self.kubectl_path = state["kubectl"]
         self.kubeconfig = state["kubeconfig"]
         self.bootstrap = state["bootstrap"]
+        self.state = state
+        #: `make run NODE=real`: pods are containers of images on a kubelet + containerd (containers.py).
+        self.real_node = state.get("node_kind") == "real"
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
         proc = subprocess.run(
