@@ -82,7 +82,8 @@ PROMETHEUS = Component(
 )
 COMPONENTS = (ETCD, KUBE, HELM, SPARK_OPERATOR, PROMETHEUS)
 #: Only for the real node (REPRISE_NODE=real), so not in COMPONENTS: `make platform` does not build it by default.
-KUBELET = Component("kubelet", KUBE_VERSION, "kubelet.sh", "KUBE_VERSION", ("kubelet",))
+#: kube.sh builds it as it builds the control plane (the binaries are passed to the script), in a directory of its own.
+KUBELET = Component("kubelet", KUBE_VERSION, "kube.sh", "KUBE_VERSION", ("kubelet",))
 
 
 def go_problem() -> str | None:
@@ -123,7 +124,8 @@ def ensure(component: Component, announce=None) -> list[Path]:
         env = dict(os.environ, **{component.version_env: component.version})
         with open(component.log_path, "w") as log:
             rc = subprocess.run(
-                ["bash", str(BUILD_DIR / component.script), str(component.directory)],
+                # Every script takes the output folder; kube.sh also the binaries to build (the others ignore them).
+                ["bash", str(BUILD_DIR / component.script), str(component.directory), *component.binaries],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
