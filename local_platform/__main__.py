@@ -409,7 +409,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
             )
         aliases = platform.kafka_bootstrap_aliases or ""
         _say(
-            f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {platform.bootstrap} "
+            f"  Kafka in-cluster names: {IN_CLUSTER_KAFKA} (kafka-bootstrap.kafka:9092 of examples/) is {aliases.partition('=')[2] or platform.bootstrap} "
             f"for the operator and the pods it makes (REPRISE_KAFKA_BOOTSTRAP_ALIASES={aliases})"
         )
         operator_env = {

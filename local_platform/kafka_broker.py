@@ -244,9 +244,14 @@ class KafkaBroker:
         jvm_options: Sequence[str] = (),
         use_class_archive: bool = True,
         multi_tenant: MultiTenant | None = None,
+        pod_host: str | None = None,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         self.port = port or processes.free_port()
+        # The real node's pods (on its bridge) cannot reach loopback: a second PLAINTEXT listener on the bridge's
+        # address of the host (real_node.RealNode.node_ip) serves them, the same broker, the same ANONYMOUS user.
+        self.pod_host = pod_host
+        self.pod_port = processes.free_port() if pod_host is not None else None
         controller = processes.free_port()
         while controller == self.port:
             controller = processes.free_port()
@@ -276,6 +281,11 @@ class KafkaBroker:
     def sasl_bootstrap(self) -> str | None:
         """The SASL/PLAIN listener of the multi-tenant form, where teams connect with their own principal."""
         return f"127.0.0.1:{self.sasl_port}" if self.sasl_port is not None else None
+
+    @property
+    def pod_bootstrap(self) -> str | None:
+        """Where the real node's pods reach the broker (None without a real node)."""
+        return f"{self.pod_host}:{self.pod_port}" if self.pod_host is not None else None
 
     @property
     def pid(self) -> int | None:
@@ -408,15 +418,22 @@ class KafkaBroker:
     def _write_config(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(exist_ok=True)
+        extra = (
+            self.multi_tenant.server_properties(self.sasl_port)
+            if self.multi_tenant is not None and self.sasl_port is not None
+            else {"sasl_listener": "", "sasl_protocol": "", "multi_tenant": ""}
+        )
+        if self.pod_host is not None:  # appended to listeners, advertised.listeners and the protocol map
+            extra = {
+                **extra,
+                "sasl_listener": f"{extra['sasl_listener']},PODS://{self.pod_host}:{self.pod_port}",
+                "sasl_protocol": f"{extra['sasl_protocol']},PODS:PLAINTEXT",
+            }
         text = string.Template(SERVER_TEMPLATE.read_text()).substitute(
             broker_port=self.port,
             controller_port=self.controller_port,
             log_dirs=self.data_dir,
-            **(
-                self.multi_tenant.server_properties(self.sasl_port)
-                if self.multi_tenant is not None and self.sasl_port is not None
-                else {"sasl_listener": "", "sasl_protocol": "", "multi_tenant": ""}
-            ),
+            **extra,
         )
         self.config_path.write_text(text)
         shutil.copyfile(LOG4J_CONFIG, self.workdir / "log4j2.properties")

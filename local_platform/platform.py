@@ -79,7 +79,10 @@ class LocalPlatform:
     def kafka_bootstrap_aliases(self) -> str | None:
         """REPRISE_KAFKA_BOOTSTRAP_ALIASES for this platform's operator: every Kafka name of the namespace `kafka`
         is the local broker. Also in the state file, where `kubectl reprise plan` reads it (kubectl_reprise.kafka_address)."""
-        return f"{IN_CLUSTER_KAFKA}={self.bootstrap}" if self.bootstrap else None
+        if not self.bootstrap:
+            return None
+        # On the real node the pods the operator makes are containers on the bridge: the address they can reach.
+        return f"{IN_CLUSTER_KAFKA}={self.kafka.pod_bootstrap or self.bootstrap}"
 
     @property
     def kubectl(self) -> Path:
@@ -107,7 +110,11 @@ class LocalPlatform:
             if self.with_kafka:
                 from .kafka_broker import KafkaBroker
 
-                self.kafka = KafkaBroker(self.workdir / "kafka", multi_tenant=self.multi_tenant)
+                pod_host = None
+                if self.real_node is not None:  # the node's pods reach Kafka on the bridge's address of the host
+                    self.real_node.prepare_network()
+                    pod_host = self.real_node.node_ip
+                self.kafka = KafkaBroker(self.workdir / "kafka", multi_tenant=self.multi_tenant, pod_host=pod_host)
 
                 def start_kafka() -> None:
                     try:
@@ -184,6 +191,8 @@ class LocalPlatform:
             "api_server": self.control_plane.server,
             "bootstrap": self.bootstrap,
             "sasl_bootstrap": self.kafka.sasl_bootstrap if self.kafka is not None else None,
+            # Where the real node's pods reach Kafka (None on the node agent, whose pods share the host's loopback).
+            "pod_bootstrap": self.kafka.pod_bootstrap if self.kafka is not None else None,
             "kafka_bootstrap_aliases": self.kafka_bootstrap_aliases,
             "node": self.agent.node_name if self.agent is not None else self.real_node.name,
             "node_kind": self.node,

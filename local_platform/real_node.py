@@ -142,12 +142,15 @@ class RealNode:
         kubelet = ensure_kubelet()
         self._take_store()
         self._host_dirs_before = {d for d in KUBELET_HOST_DIRS if d.exists()}
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        self.workdir.mkdir(parents=True)
+        networked = self._made_bridge
+        if not networked:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir.mkdir(parents=True)
         try:
             env = node_images.podman_env()
             pause = node_images.pause_image(env)
-            self._make_bridge()
+            if not networked:
+                self._make_bridge()
             self._make_cgroups()
             self._start_namespace()
             self._start_containerd(pause)
@@ -159,6 +162,17 @@ class RealNode:
             self.stop()
             raise
         return self
+
+    def prepare_network(self) -> None:
+        """The bridge (with `node_ip`) and its CNI network, before `start()`: so that a service the pods must reach,
+        Kafka, can listen on `node_ip` from its start. `stop()` removes it."""
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.workdir.mkdir(parents=True)
+        try:
+            self._make_bridge()
+        except BaseException:
+            self.stop()
+            raise
 
     def _take_store(self) -> None:
         self.store.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,7 @@ def main(cluster: Cluster) -> bool:
                                 "-m",
                                 "examples.accounts_service",
                                 "--bootstrap-servers",
-                                cluster.bootstrap,
+                                cluster.pod_bootstrap,
                                 "--group",
                                 LIVE_GROUP,
                                 "--topic",
@@ -130,9 +130,6 @@ def main(cluster: Cluster) -> bool:
         {"name": "ACCOUNTS_APPLIED_BY", "value": replay_by},
     ]
     replay["spec"]["completion"]["drainedFor"] = "5s"
-    if cluster.real_node:
-        # On the node's network every replay pod serves its metrics on the same host port: one fits on one node.
-        replay["spec"]["consumer"]["replicas"] = 1
     replay["spec"]["cleanup"]["ttlSecondsAfterFinished"] = 600
     # An earlier run's Reconsume (kept 600 s after it finished) would be Complete already: start a new one.
     cluster.fresh(NAMESPACE, "reconsume", replay["metadata"]["name"])

@@ -39,6 +39,8 @@ class Cluster:
         self.kubeconfig = state["kubeconfig"]
         self.bootstrap = state["bootstrap"]
         self.state = state
+        #: Where the pods a demo makes reach Kafka: on the real node the bridge's address of the host, not loopback.
+        self.pod_bootstrap = state.get("pod_bootstrap") or state["bootstrap"]
         #: `make run NODE=real`: pods are containers of images on a kubelet + containerd (containers.py).
         self.real_node = state.get("node_kind") == "real"
 

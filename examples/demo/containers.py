@@ -4,11 +4,12 @@ On the node agent a service's pod is a local process of this checkout and shares
 On the real node it is a container of an image built from its Dockerfile, so a demo asks here for:
 - `service_image()`: the service's image, built by podman (cached by the hash of its inputs) on top of the
   `reprise` image the platform built, and loaded into the node's containerd under the name the pod spec uses;
-- `on_node()`: the pod spec as it must be on this platform, and as a platform team would write it anyway:
-  the node's network (Kafka and the API server listen on the host's loopback, and there is no kube-proxy), the
-  image's user and group named (a numeric image user without them runs with group 0), a read-only root
-  filesystem with `/tmp` on an emptyDir, and the folder of files the demo reads afterwards (a SQLite ledger)
-  mounted from the host at the same path, owned by that user.
+- `on_node()`: the pod spec as a platform team would write it: the image's user and group named (a numeric image
+  user without them runs with group 0), a read-only root filesystem with `/tmp` on an emptyDir; and, for this
+  platform only, the folder of files the demo reads afterwards (a SQLite ledger) mounted from the host at the
+  same path, owned by that user.
+The pods have their own addresses on the node's bridge and reach Kafka at `Cluster.pod_bootstrap`, the broker's
+listener on the bridge's address of the host.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def shared_folder(folder: Path) -> None:
 
 
 def on_node(pod_spec: dict, shared: Path) -> dict:
-    """`pod_spec` for the real node: host network, the image's user and group, a read-only root filesystem with
-    an emptyDir /tmp, and `shared` mounted from the host at the same path."""
+    """`pod_spec` for the real node: the image's user and group, a read-only root filesystem with an emptyDir
+    /tmp, and `shared` mounted from the host at the same path."""
     volumes = [
         *(pod_spec.get("volumes") or []),
         {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
@@ -60,7 +61,6 @@ def on_node(pod_spec: dict, shared: Path) -> dict:
     ]
     return {
         **pod_spec,
-        "hostNetwork": True,
         "securityContext": {"runAsUser": IMAGE_USER, "runAsGroup": IMAGE_USER, "runAsNonRoot": True},
         "containers": containers,
         "volumes": volumes,
