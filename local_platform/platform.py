@@ -180,7 +180,9 @@ class LocalPlatform:
         procs = {name: [pid, start_ticks(pid)] for name, pid in self.control_plane.pids().items()}
         procs.update({name: [pid, start_ticks(pid)] for name, pid in self._recorded.items()})
         if self.real_node is not None:  # if this process dies, `down` stops them by PID (kubelet first)
-            procs.update({f"node-{n}": [pid, start_ticks(pid)] for n, pid in reversed(self.real_node.pids().items())})
+            procs.update(
+                {f"real-node {n}": [pid, start_ticks(pid)] for n, pid in reversed(self.real_node.pids().items())}
+            )
         if self.kafka is not None and self.kafka.pid:
             procs["kafka"] = [self.kafka.pid, start_ticks(self.kafka.pid)]
         return {
