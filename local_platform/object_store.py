@@ -2,19 +2,25 @@
 
 `ensure_s3proxy()` fetches the S3Proxy jar-with-dependencies from Maven Central into the cache once (like
 Kafka's jars); `ObjectStore` runs it with the `filesystem-nio2` backend, so every bucket is a folder of
-`data_dir` and every object a plain file under it: tests may seed or inspect the lake on disk. Addressing is
+`data_dir` and every object a plain file under it (tests inspect, damage or remove them there; they
+upload through the S3 API with `put_object`, which records the ETag s3a checks). Addressing is
 path-style (no `s3proxy.virtual-host`), which is what s3a needs for a loopback endpoint. Access key and
 secret are made per store and are only ever handed to the process that needs them (never logged).
 """
 
 from __future__ import annotations
 
+import base64
+import email.utils
 import fcntl
+import hashlib
+import hmac
 import http.client
 import logging
 import re
 import secrets
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 from . import processes
@@ -26,6 +32,7 @@ S3PROXY_VERSION = "4.1.0"
 ARTIFACT = f"org.gaul:s3proxy:{S3PROXY_VERSION}:jar:jar-with-dependencies"
 DEMO_BUCKET = "lake"
 REGION = "us-east-1"  # S3Proxy ignores it; SigV4 clients need one
+ENV_CREDENTIALS_PROVIDER = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
 
 _MAVEN_TIMEOUT = 1800.0
 # S3 bucket names: 3-63 lower-case letters, digits, dots and hyphens, starting and ending alphanumeric.
@@ -101,13 +108,43 @@ class ObjectStore:
     def running(self) -> bool:
         return self._process is not None and self._process.alive()
 
-    def create_bucket(self, name: str) -> Path:
-        """A bucket: with the filesystem backend, a folder of the data dir (S3Proxy lists it at once)."""
+    def create_bucket(self, name: str) -> None:
+        """Create the bucket through the S3 API (an existing one of ours is fine)."""
         if not _BUCKET.match(name):
             raise PlatformError(f"bucket name {name!r} is not a valid S3 bucket name (3-63 of a-z 0-9 . -)")
-        folder = self.data_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
+        status, body = self._request("PUT", f"/{name}")
+        if status not in (200, 409) or (status == 409 and b"BucketAlreadyOwnedByYou" not in body):
+            raise PlatformError(f"S3Proxy refused to create bucket {name}: HTTP {status} {body[:300]!r}")
+
+    def put_object(self, bucket: str, key: str, data: bytes) -> None:
+        """Upload one object through the S3 API, as a producer of the lake would (S3Proxy then keeps the
+        ETag that s3a's change detection asks for: a file copied into the data dir has none)."""
+        status, body = self._request("PUT", f"/{bucket}/{urllib.parse.quote(key)}", data)
+        if status != 200:
+            raise PlatformError(f"S3Proxy refused to store s3://{bucket}/{key}: HTTP {status} {body[:300]!r}")
+
+    def _request(self, method: str, path: str, data: bytes = b"") -> tuple[int, bytes]:
+        # AWS signature version 2 (S3Proxy accepts v2 and v4): enough for a loopback test client.
+        date = email.utils.formatdate(usegmt=True)
+        content_type = "application/octet-stream"
+        to_sign = f"{method}\n\n{content_type}\n{date}\n{path}".encode()
+        signature = base64.b64encode(hmac.new(self.secret_key.encode(), to_sign, hashlib.sha1).digest()).decode()
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(
+                method,
+                path,
+                body=data,
+                headers={
+                    "Date": date,
+                    "Content-Type": content_type,
+                    "Authorization": f"AWS {self.access_key}:{signature}",
+                },
+            )
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
 
     def object_path(self, bucket: str, key: str) -> Path:
         """Where the object `s3://bucket/key` lives on disk."""
@@ -120,6 +157,8 @@ class ObjectStore:
             "fs.s3a.endpoint.region": REGION,
             "fs.s3a.path.style.access": "true",
             "fs.s3a.connection.ssl.enabled": "false",
+            # Only the environment: the default chain would also ask an instance metadata endpoint.
+            "fs.s3a.aws.credentials.provider": ENV_CREDENTIALS_PROVIDER,
         }
 
     def credentials_env(self) -> dict[str, str]:
