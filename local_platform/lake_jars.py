@@ -92,7 +92,9 @@ def _resolved(name: str) -> list[Path]:
                     timeout=_MAVEN_TIMEOUT,
                 ).returncode
         except subprocess.TimeoutExpired:
-            raise PlatformError(f"Maven did not resolve the {name} jars within {_MAVEN_TIMEOUT:.0f}s; see {log}") from None
+            raise PlatformError(
+                f"Maven did not resolve the {name} jars within {_MAVEN_TIMEOUT:.0f}s; see {log}"
+            ) from None
         if code != 0 or not any(staging.glob("*.jar")):
             raise PlatformError(
                 f"Maven could not resolve the lake's {name} jars: check access to Maven Central (or a mirror in "

@@ -190,7 +190,11 @@ class LakeSource(ApiModel):
                 "spec.source.from must be before spec.source.to",
                 field_path=".from",
             ),
-            rule("!has(self.format) || self.format != 'avro' || has(self.schema)", _AVRO_NEEDS_SCHEMA, field_path=".schema"),
+            rule(
+                "!has(self.format) || self.format != 'avro' || has(self.schema)",
+                _AVRO_NEEDS_SCHEMA,
+                field_path=".schema",
+            ),
             rule("!has(self.s3) || self.uri.startsWith('s3a://')", _S3_NEEDS_S3A, field_path=".s3"),
             rule(
                 "!has(self.asOf) || (has(self.format) && (self.format == 'delta' || self.format == 'iceberg'))",

@@ -59,9 +59,7 @@ def replay(jobs, kafka, store: ObjectStore, lake: S3Lake, tmp_path: Path, *, env
     return topic, code, log
 
 
-def test_avro_files_of_three_versions_from_s3_land_once_each_in_the_latest_schema(
-    object_store, kafka, jobs, tmp_path
-):
+def test_avro_files_of_three_versions_from_s3_land_once_each_in_the_latest_schema(object_store, kafka, jobs, tmp_path):
     lake = put_lake(object_store, all_days(), tmp_path)
     topic, code, log = replay(jobs, kafka, object_store, lake, tmp_path)
     assert code == 0, log[-4000:]

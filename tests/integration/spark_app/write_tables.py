@@ -50,12 +50,25 @@ def main(root: str) -> None:
     first.write.format("delta").partitionBy("dt").save(delta)
     second.write.format("delta").mode("append").option("mergeSchema", "true").save(delta)
 
-    spark.sql("CREATE TABLE lk.db.events (event_id string, user_id string, ts timestamp, qty int, dt string) USING iceberg PARTITIONED BY (dt)")
+    spark.sql(
+        "CREATE TABLE lk.db.events (event_id string, user_id string, ts timestamp, qty int, dt string) USING iceberg PARTITIONED BY (dt)"
+    )
     first.writeTo("lk.db.events").append()
     snapshot = spark.sql("SELECT snapshot_id FROM lk.db.events.snapshots ORDER BY committed_at").first()[0]
     spark.sql("ALTER TABLE lk.db.events ADD COLUMN email string")
     second.writeTo("lk.db.events").append()
-    print("TABLES " + json.dumps({"delta": delta, "delta_first_version": 0, "iceberg": f"{root}/iceberg/db/events", "iceberg_first_snapshot": snapshot}), flush=True)
+    print(
+        "TABLES "
+        + json.dumps(
+            {
+                "delta": delta,
+                "delta_first_version": 0,
+                "iceberg": f"{root}/iceberg/db/events",
+                "iceberg_first_snapshot": snapshot,
+            }
+        ),
+        flush=True,
+    )
     spark.stop()
 
 

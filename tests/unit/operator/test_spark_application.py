@@ -465,7 +465,10 @@ def test_s3_settings_become_hadoop_conf_and_its_credentials_secret_key_reference
     }
     for side in (app["driver"], app["executor"]):
         assert side["env"] == [
-            {"name": "AWS_ACCESS_KEY_ID", "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "AWS_ACCESS_KEY_ID"}}},
+            {
+                "name": "AWS_ACCESS_KEY_ID",
+                "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "AWS_ACCESS_KEY_ID"}},
+            },
             {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "secret"}}},
         ]
 
