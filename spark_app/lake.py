@@ -322,14 +322,13 @@ class LakeTable:
     def _table_format(self, fmt: str, days: Sequence[str] | None) -> DataFrame:
         s = self.settings
         reader = self.spark.read.format(fmt)
+        # Spark's own time-travel options, which both read: a Delta version or an Iceberg snapshot id, or a
+        # time (a timestamp literal in the session's time zone, which the job pins to UTC).
         if s.as_of_version is not None:
-            # Delta's versionAsOf; Iceberg's snapshot-id (its own versions are snapshot ids).
-            reader = reader.option("versionAsOf" if fmt == "delta" else "snapshot-id", str(s.as_of_version))
+            reader = reader.option("versionAsOf", str(s.as_of_version))
         if s.as_of_timestamp is not None:
-            if fmt == "delta":
-                reader = reader.option("timestampAsOf", s.as_of_timestamp.strftime("%Y-%m-%d %H:%M:%S.%f"))
-            else:
-                reader = reader.option("as-of-timestamp", str(int(s.as_of_timestamp.timestamp() * 1000)))
+            moment = s.as_of_timestamp.astimezone(timezone.utc)
+            reader = reader.option("timestampAsOf", moment.strftime("%Y-%m-%d %H:%M:%S.%f"))
         try:
             df = reader.load(s.source)
         except Exception as exc:

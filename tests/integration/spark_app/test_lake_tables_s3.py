@@ -105,3 +105,13 @@ def test_a_replay_as_of_the_first_version_has_only_its_rows(fmt, first, tables, 
     records = replay(jobs, kafka, object_store, fmt, tables[fmt], tmp_path, "--as-of-version", str(tables[first]))
     assert days_of(records) == {day: 30 for day in range(3)}
     assert {r.value["email"] for r in records} == {"none@example.com"}
+
+
+@pytest.mark.parametrize("fmt", ["delta", "iceberg"])
+def test_a_replay_as_of_the_first_commits_time_has_only_its_rows(fmt, tables, object_store, kafka, jobs, tmp_path):
+    # The first commit's own time: the table as of then is the first commit, before the second and its
+    # schema change.
+    at = tables[f"{fmt}_first_time"]
+    records = replay(jobs, kafka, object_store, fmt, tables[fmt], tmp_path, "--as-of-timestamp", at)
+    assert days_of(records) == {day: 30 for day in range(3)}
+    assert {r.value["email"] for r in records} == {"none@example.com"}

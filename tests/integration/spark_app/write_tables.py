@@ -1,6 +1,6 @@
 """Run by spark-submit (with the s3a, Delta and Iceberg jars): write a Delta table and an Iceberg table under
 `<root>`, each in two commits with a schema change between them, and print the first commit's version or
-snapshot id as one JSON line, for the time-travel tests.
+snapshot id and its commit time as one JSON line, for the time-travel tests.
 
     commit 1: days 0-2, columns event_id, user_id, ts, qty int, dt
     commit 2: days 3-5, plus the column email (Delta: mergeSchema; Iceberg: ALTER TABLE ADD COLUMN)
@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 FIRST = datetime(2024, 3, 1, tzinfo=timezone.utc)
 PER_DAY = 30
+UTC_TEXT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
 
 
 def rows(days: range, with_email: bool) -> list[tuple]:
@@ -48,13 +49,18 @@ def main(root: str) -> None:
 
     delta = f"{root}/delta"
     first.write.format("delta").partitionBy("dt").save(delta)
+    # Commit times as UTC text, formatted by Spark in the session's zone (collect() would use the machine's).
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{delta}`").where("version = 0")
+    delta_first_time = history.selectExpr(f"date_format(timestamp, '{UTC_TEXT}')").first()[0]
     second.write.format("delta").mode("append").option("mergeSchema", "true").save(delta)
 
     spark.sql(
         "CREATE TABLE lk.db.events (event_id string, user_id string, ts timestamp, qty int, dt string) USING iceberg PARTITIONED BY (dt)"
     )
     first.writeTo("lk.db.events").append()
-    snapshot = spark.sql("SELECT snapshot_id FROM lk.db.events.snapshots ORDER BY committed_at").first()[0]
+    snapshot, iceberg_first_time = spark.sql(
+        f"SELECT snapshot_id, date_format(committed_at, '{UTC_TEXT}') FROM lk.db.events.snapshots ORDER BY committed_at"
+    ).first()
     spark.sql("ALTER TABLE lk.db.events ADD COLUMN email string")
     second.writeTo("lk.db.events").append()
     print(
@@ -65,6 +71,8 @@ def main(root: str) -> None:
                 "delta_first_version": 0,
                 "iceberg": f"{root}/iceberg/db/events",
                 "iceberg_first_snapshot": snapshot,
+                "delta_first_time": delta_first_time,
+                "iceberg_first_time": iceberg_first_time,
             }
         ),
         flush=True,
