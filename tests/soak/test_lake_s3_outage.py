@@ -21,6 +21,8 @@ from tests.integration.spark_app import avro_lake as A
 from tests.integration.spark_app.conftest import JobRunner, job_args, markers, read_topic
 from tests.integration.spark_app.test_lake_s3 import all_days, put_lake
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory) -> Iterator[JobRunner]:

@@ -100,7 +100,7 @@ def test_a_version_that_cannot_be_evolved_fails_the_plan_naming_the_file_and_the
     assert read_topic(kafka, topic) == []  # the plan failed: nothing written
 
 
-def test_a_truncated_file_fails_naming_the_file(object_store, kafka, jobs, tmp_path):
+def test_a_file_truncated_in_its_header_fails_the_plan_naming_the_file(object_store, kafka, jobs, tmp_path):
     files = all_days()
     cut_key = f"dt={A.day_text(7)}/part-1.avro"
     files[cut_key] = files[cut_key][:40]  # cut inside the header, as an upload stopped early leaves it
@@ -109,6 +109,17 @@ def test_a_truncated_file_fails_naming_the_file(object_store, kafka, jobs, tmp_p
     assert code != 0
     assert f"{lake.uri}/{cut_key} is not a readable Avro file" in log
     assert read_topic(kafka, topic) == []
+
+
+def test_a_file_truncated_in_its_records_fails_before_anything_is_written(object_store, kafka, jobs, tmp_path):
+    files = all_days()
+    cut_key = f"dt={A.day_text(2)}/part-0.avro"
+    files[cut_key] = files[cut_key][:-40]  # the header is whole, the block of records is not
+    lake = put_lake(object_store, files, tmp_path)
+    topic, code, log = replay(jobs, kafka, object_store, lake, tmp_path, name="truncated-records")
+    assert code != 0
+    assert cut_key in log  # Spark's read error names the file
+    assert read_topic(kafka, topic) == []  # the count of every day comes before the first write
 
 
 def test_a_missing_bucket_is_named(object_store, kafka, jobs, tmp_path):

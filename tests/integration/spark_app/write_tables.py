@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 FIRST = datetime(2024, 3, 1, tzinfo=timezone.utc)
 PER_DAY = 30
-UTC_TEXT = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"
+UTC_TEXT = "yyyy-MM-dd HH:mm:ss.SSS"  # then made RFC 3339 by rfc3339()
 
 
 def rows(days: range, with_email: bool) -> list[tuple]:
@@ -27,6 +27,10 @@ def rows(days: range, with_email: bool) -> list[tuple]:
             row = (f"e-{day}-{i}", f"u{i % 5}", ts, i + day, ts.strftime("%Y-%m-%d"))
             out.append(row + ((f"c{i}@example.com",) if with_email else ()))
     return out
+
+
+def rfc3339(utc_text: str) -> str:
+    return utc_text.replace(" ", "T") + "Z"
 
 
 def main(root: str) -> None:
@@ -71,8 +75,8 @@ def main(root: str) -> None:
                 "delta_first_version": 0,
                 "iceberg": f"{root}/iceberg/db/events",
                 "iceberg_first_snapshot": snapshot,
-                "delta_first_time": delta_first_time,
-                "iceberg_first_time": iceberg_first_time,
+                "delta_first_time": rfc3339(delta_first_time),
+                "iceberg_first_time": rfc3339(iceberg_first_time),
             }
         ),
         flush=True,

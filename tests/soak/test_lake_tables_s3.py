@@ -3,7 +3,8 @@ for them): each table has a schema change in the window (a column added by its s
 replayed as it is now and as of its first version, which has neither the second commit's rows nor its column.
 
 The tables are written once per module by `write_tables.py` under spark-submit; each replay is one more
-spark-submit (Delta's and Iceberg's jars make these the slowest Spark tests: see docs/lakereplay.md)."""
+spark-submit. In `make soak`, not `make test`: seven spark-submits with Delta's and Iceberg's jars took 113 s
+on a quiet machine and 400 s at a load of 26 (docs/lakereplay.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -20,11 +22,10 @@ from local_platform.lake_jars import resolve_lake_jars
 from local_platform.object_store import DEMO_BUCKET
 from local_platform.spark_image import spark_submit_executable
 
-from .conftest import job_args, read_topic
+from local_platform.spark_jars import ensure_spark_jars
+from tests.integration.spark_app.conftest import JobRunner, job_args, read_topic
 
-pytestmark = pytest.mark.integration
-
-HERE = Path(__file__).resolve().parent
+WRITE_TABLES = Path(__file__).resolve().parents[1] / "integration" / "spark_app" / "write_tables.py"
 LATEST = {
     "fields": [
         {"name": "event_id", "type": "string", "nullable": False},
@@ -35,9 +36,20 @@ LATEST = {
     ]
 }
 
+pytestmark = pytest.mark.integration
+
 
 def s3_conf(store) -> dict[str, str]:
     return {f"spark.hadoop.{key}": value for key, value in store.hadoop_conf().items()}
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory) -> Iterator[JobRunner]:
+    runner = JobRunner(",".join(str(p) for p in ensure_spark_jars()), tmp_path_factory.mktemp("jobs-tables"))
+    try:
+        yield runner
+    finally:
+        runner.stop_all()
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +61,7 @@ def tables(object_store, tmp_path_factory) -> dict:
         argv += ["--conf", f"{key}={value}"]
     log_path = tmp_path_factory.mktemp("tables") / "write.log"
     env = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **object_store.credentials_env()}
-    writer = processes.start("write tables", [*argv, str(HERE / "write_tables.py"), root], log_path, env=env)
+    writer = processes.start("write tables", [*argv, str(WRITE_TABLES), root], log_path, env=env)
     try:
         code = writer.popen.wait(timeout=900)
     finally:
