@@ -80,6 +80,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         _say(
             f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})"
         )
+        # The lake's object store (one jar); the lake's own jar sets are resolved when a resource asks for one.
+        from .object_store import S3PROXY_VERSION, ensure_s3proxy
+
+        began = time.monotonic()
+        s3proxy = ensure_s3proxy()
+        _say(f"s3proxy {S3PROXY_VERSION}: ready in {time.monotonic() - began:.0f}s ({s3proxy})")
         from .spark_jvm import archive_path, ensure_class_data_archive
 
         began, cached = time.monotonic(), archive_path().is_file()
