@@ -83,6 +83,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         _say(
             f"spark: {len(jars)} connector jars and the SparkApplication CRD ready in {time.monotonic() - began:.0f}s ({crd.parent})"
         )
+        # The lake's object store (one jar); the lake's own jar sets are resolved when a resource asks for one.
+        from .object_store import S3PROXY_VERSION, ensure_s3proxy
+
+        began = time.monotonic()
+        s3proxy = ensure_s3proxy()
+        _say(f"s3proxy {S3PROXY_VERSION}: ready in {time.monotonic() - began:.0f}s ({s3proxy})")
         from .spark_jvm import archive_path, ensure_class_data_archive
 
         began, cached = time.monotonic(), archive_path().is_file()
@@ -325,6 +331,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     spark_controller = None
     began = time.monotonic()
     prometheus = None
+    object_store = None
     try:
         _say(f"starting the local platform (Kafka, the control plane, {NODE_NAMES[platform.node]}) ...")
         platform.up()
@@ -389,6 +396,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
                 platform.record_process(process.name, process.pid)
         metrics_port = free_port()
         prometheus = start_prometheus(platform, metrics_port)
+        object_store = _start_object_store(platform)
         _platform_summary(platform, began)
         _say(
             f"  Prometheus (the chart's alert rules and the example lag alerts, no web UI): {prometheus.url}; "
@@ -438,12 +446,37 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         if prometheus is not None:
             _say("stopping Prometheus ...")
             prometheus.stop()
+        if object_store is not None:
+            _say("stopping S3Proxy ...")
+            object_store.stop()
         if spark_controller is not None:
             _say("stopping the Spark operator ...")
             spark_controller.stop()
         _say("stopping the local platform ...")
         platform.down()
         _say("stopped")
+
+
+def _start_object_store(platform: Any) -> Any:
+    """S3Proxy on loopback with the demo bucket; its credentials go to a file only the user can read (and
+    to the LakeReplays' Secrets the demo makes), never to the terminal."""
+    from .object_store import DEMO_BUCKET, ObjectStore
+
+    store = ObjectStore(platform.workdir / "s3")
+    store.start()
+    pid = store.pid
+    if pid is not None:  # recorded so `python -m local_platform down` stops it too, by its PID
+        platform.record_process("s3proxy", pid)
+    store.create_bucket(DEMO_BUCKET)
+    credentials = platform.workdir / "s3" / "credentials.env"
+    credentials.write_text("".join(f"{key}={value}\n" for key, value in store.credentials_env().items()))
+    credentials.chmod(0o600)
+    platform.record_url("s3", store.endpoint)
+    _say(
+        f"  S3 (S3Proxy, path-style): {store.endpoint}, bucket {DEMO_BUCKET}, objects under {store.data_dir}; "
+        f"credentials in {credentials}"
+    )
+    return store
 
 
 def _set_up_tenants(platform: Any, multi_tenant: MultiTenant) -> None:

@@ -10,8 +10,14 @@ schema, time-ranged, filtered and labelled (see transforms.py), ready to be orde
   look alike, and int/long versions of a column do not merge at all.)
 - JSON: read with the latest schema (plus the older names of renamed fields) as the read schema, so no
   inference pass over the data; JSON values widen by being parsed as the wider type.
-- Delta and Iceberg: through their Spark data sources, which resolve their own schema history; only when
-  their packages are on the classpath (`spark.jars`), else a LakeFormatUnavailable that says what to add.
+- Avro files: always read with the latest schema as Avro's reader schema (`avroSchema`), so each file is
+  resolved from its own writer schema by Avro's rules (defaults, promotions, aliases). Before the read,
+  every file's writer schema is read from its header on the driver and checked against the reader schema:
+  a version that cannot be resolved fails the plan naming the file and the field, and a file whose header
+  cannot be read (truncated, not Avro) fails naming the file.
+- Delta and Iceberg: through their Spark data sources, which resolve their own schema history, optionally
+  as of a version or a time; only when their packages are on the classpath (`spark.jars`), else a
+  LakeFormatUnavailable that says what to add.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ log = logging.getLogger("spark_app.lake")
 
 _SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
 _PACKAGES = {
+    "avro": "org.apache.spark:spark-avro_2.13",
     "delta": "io.delta:delta-spark_2.13 (and spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension)",
     "iceberg": "org.apache.iceberg:iceberg-spark-runtime-<spark minor>_2.13",
 }
@@ -95,6 +102,10 @@ class LakeTable:
             return self._parquet(days)
         if fmt == "json":
             return self._json(days)
+        if fmt == "avro":
+            if self.latest is None:  # ReplaySettings refuses it; this keeps a reader-less read unreachable
+                raise SchemaError("Avro lake files are read only with the latest schema as the reader schema")
+            return self._avro(days, self.latest.avro_reader_schema())
         return self._table_format(fmt, days)
 
     def _pruned(self, df: DataFrame, days: Sequence[str] | None) -> DataFrame:
@@ -241,27 +252,98 @@ class LakeTable:
         df = self.spark.read.schema(read_schema).json(uri)
         return evolve(self._pruned(df, days), self.latest, writer_schema_known=False, carry=self._carry())
 
+    # ------------------------------------------------------------------------------------------ avro
+
+    def _avro(self, days: Sequence[str] | None, reader_schema: str) -> DataFrame:
+        """The Avro files of the range read with `reader_schema`: the only way this module reads Avro."""
+        assert self.latest is not None
+        files = sorted(self._data_files(days))
+        if not files:
+            return self._empty()
+        versions = self._check_writer_schemas(files, reader_schema)
+        log.info("lake: %d avro files in %d writer schema version(s)", len(files), versions)
+        try:
+            df = (
+                self.spark.read.format("avro")
+                .option("avroSchema", reader_schema)
+                .option("mode", "FAILFAST")
+                .option("basePath", self.settings.source)
+                .load(files)
+            )
+        except Exception as exc:
+            self._unavailable("avro", exc)
+            raise
+        return self._pruned(df, days).select(*self.latest.names, *self._carry())
+
+    def _check_writer_schemas(self, files: list[str], reader_schema: str) -> int:
+        """Check every file's writer schema against the reader schema; the number of distinct versions."""
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+        avro = jvm.org.apache.avro
+        reader = avro.Schema.Parser().parse(reader_schema)
+        checked: dict[str, str] = {}  # writer schema text -> first file with it
+        for name in files:
+            source = jvm.org.apache.avro.mapred.FsInput(jvm.org.apache.hadoop.fs.Path(name), conf)
+            try:
+                stream = avro.file.DataFileReader.openReader(source, avro.generic.GenericDatumReader())
+                writer = stream.getSchema()
+                stream.close()
+            except Exception as exc:
+                raise LakeLayoutError(
+                    f"{name} is not a readable Avro file (truncated, or not Avro): {_java_message(exc)}"
+                ) from None
+            finally:
+                source.close()
+            text = writer.toString()
+            if text in checked:
+                continue
+            checked[text] = name
+            result = avro.SchemaCompatibility.checkReaderWriterCompatibility(reader, writer).getResult()
+            if result.getCompatibility().toString() != "COMPATIBLE":
+                problems = [
+                    f"{problem.getLocation()}: {problem.getMessage()}" for problem in result.getIncompatibilities()
+                ]
+                raise SchemaError(
+                    f"{name} was written under a schema version that cannot be evolved to the latest schema: "
+                    f"{'; '.join(problems)} (writer schema: {text})"
+                )
+        return len(checked)
+
     # ------------------------------------------------------------------------------------------ delta, iceberg
 
+    def _unavailable(self, fmt: str, exc: Exception) -> None:
+        text = str(exc)
+        if "DATA_SOURCE_NOT_FOUND" in text or "ClassNotFoundException" in text or "Failed to find data source" in text:
+            raise LakeFormatUnavailable(
+                f"--format {fmt} needs its Spark package, which is not on the classpath: add "
+                f"{_PACKAGES[fmt]} to spark.jars (the platform resolves it when a LakeReplay names the format)"
+            ) from None
+
     def _table_format(self, fmt: str, days: Sequence[str] | None) -> DataFrame:
+        s = self.settings
+        reader = self.spark.read.format(fmt)
+        # Spark's own time-travel options, which both read: a Delta version or an Iceberg snapshot id, or a
+        # time (a timestamp literal in the session's time zone, which the job pins to UTC).
+        if s.as_of_version is not None:
+            reader = reader.option("versionAsOf", str(s.as_of_version))
+        if s.as_of_timestamp is not None:
+            moment = s.as_of_timestamp.astimezone(timezone.utc)
+            reader = reader.option("timestampAsOf", moment.strftime("%Y-%m-%d %H:%M:%S.%f"))
         try:
-            df = self.spark.read.format(fmt).load(self.settings.source)
+            df = reader.load(s.source)
         except Exception as exc:
-            text = str(exc)
-            if (
-                "DATA_SOURCE_NOT_FOUND" in text
-                or "ClassNotFoundException" in text
-                or "Failed to find data source" in text
-            ):
-                raise LakeFormatUnavailable(
-                    f"--format {fmt} needs its Spark package, which is not on the classpath: add "
-                    f"{_PACKAGES[fmt]} to spark.jars (the Spark image of this job bakes in only the Kafka jars)"
-                ) from None
+            self._unavailable(fmt, exc)
             raise
         pruned = self._pruned(df, days)
         if self.latest is None:
             return pruned
         return evolve(pruned, self.latest, writer_schema_known=False, carry=self._carry())
+
+
+def _java_message(exc: Exception) -> str:
+    """The Java exception's own message, not py4j's wrapping of it."""
+    java = getattr(exc, "java_exception", None)
+    return str(java.toString()) if java is not None else str(exc).splitlines()[0]
 
 
 def _midnight(day: str) -> datetime:

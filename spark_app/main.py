@@ -64,7 +64,7 @@ def _run(settings: ReplaySettings) -> int:
     from spark_app.job import run
     from spark_app.session import job_session
 
-    spark = job_session(dict(settings.spark_conf))
+    spark = job_session(dict(settings.spark_conf), settings.format)
     spark.sparkContext.setLogLevel(os.environ.get("REPRISE_SPARK_LOG_LEVEL", "WARN"))
     try:
         run(spark, settings)

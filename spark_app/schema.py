@@ -69,6 +69,29 @@ class LatestSchema:
     """Field name -> JSON value used when a record was written under a schema without that field."""
     renames: Mapping[str, str] = field(default_factory=dict)
     """Older field name -> its name in the latest schema."""
+    avro: Mapping[str, Any] | None = None
+    """The Avro record schema it was given as, if it was: Avro lake files are read with it (see reader_schema)."""
+
+    def avro_reader_schema(self) -> str:
+        """The Avro reader schema of Avro lake files: the Avro form of this schema, with the renames and
+        defaults given apart from it folded in as aliases and defaults, so Avro's own resolution applies them.
+
+        Spark infers the schema of Avro files from one file only, and then reads files of other versions as
+        nulls or fails, depending on listing order: Avro files are never read without this schema."""
+        if self.avro is None:
+            raise SchemaError(
+                "Avro lake files need the latest schema as an Avro record schema (the reader schema); "
+                "a Spark StructType or the short form cannot be one"
+            )
+        document = json.loads(json.dumps(self.avro))
+        for spec in document["fields"]:
+            name = spec["name"]
+            older = [old for old, new in self.renames.items() if new == name]
+            if older:
+                spec["aliases"] = sorted({*(spec.get("aliases") or []), *older})
+            if name in self.defaults:
+                spec["default"] = self.defaults[name]
+        return json.dumps(document)
 
     @property
     def names(self) -> list[str]:
@@ -164,7 +187,9 @@ def _from_short_form(document: Mapping[str, Any]) -> LatestSchema:
     return _checked(StructType(fields), defaults, dict(renames))
 
 
-def _checked(struct: StructType, defaults: dict[str, Any], renames: dict[str, str]) -> LatestSchema:
+def _checked(
+    struct: StructType, defaults: dict[str, Any], renames: dict[str, str], avro: Mapping[str, Any] | None = None
+) -> LatestSchema:
     names = [f.name for f in struct.fields]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -177,7 +202,7 @@ def _checked(struct: StructType, defaults: dict[str, Any], renames: dict[str, st
     for name, value in defaults.items():
         if value is None and not struct[name].nullable:
             raise SchemaError(f"field {name} is not nullable but its default is null")
-    return LatestSchema(struct, defaults, renames)
+    return LatestSchema(struct, defaults, renames, avro)
 
 
 def with_overrides(
@@ -189,7 +214,7 @@ def with_overrides(
     unknown = sorted(set(defaults or {}) - set(latest.names))
     if unknown:
         raise SchemaError(f"a default is given for {', '.join(unknown)}, which the latest schema does not have")
-    return _checked(latest.struct, merged_defaults, merged_renames)
+    return _checked(latest.struct, merged_defaults, merged_renames, latest.avro)
 
 
 # ------------------------------------------------------------------------------------------------ Avro
@@ -215,7 +240,7 @@ def _from_avro(document: Mapping[str, Any]) -> LatestSchema:
             defaults[spec["name"]] = spec["default"]
         for old in spec.get("aliases", []) or []:
             renames[str(old)] = spec["name"]
-    return _checked(struct, defaults, renames)
+    return _checked(struct, defaults, renames, document)
 
 
 def _avro_record(spec: Mapping[str, Any], named: dict[str, DataType], where: str) -> StructType:

@@ -32,9 +32,20 @@ LOCAL_CONF = {
 }
 
 
-def job_session(extra: Mapping[str, str] | None = None) -> SparkSession:
+# What a table format needs of the session before it starts: Delta refuses to read (even by path) without its
+# extension and catalog. Iceberg reads tables by path without any. Spark skips an extension whose class is
+# missing, so a job without the Delta jars still reaches the read and says which package to add.
+FORMAT_CONF: dict[str, dict[str, str]] = {
+    "delta": {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    },
+}
+
+
+def job_session(extra: Mapping[str, str] | None = None, table_format: str = "") -> SparkSession:
     builder = SparkSession.builder.appName("reprise-lake-replay")
-    for key, value in {**JOB_CONF, **dict(extra or {})}.items():
+    for key, value in {**JOB_CONF, **FORMAT_CONF.get(table_format, {}), **dict(extra or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, Sequence
 
-Format = Literal["parquet", "json", "delta", "iceberg"]
-FORMATS: tuple[Format, ...] = ("parquet", "json", "delta", "iceberg")
+Format = Literal["parquet", "json", "avro", "delta", "iceberg"]
+FORMATS: tuple[Format, ...] = ("parquet", "json", "avro", "delta", "iceberg")
 
 DEFAULT_MAX_RECORDS_PER_WRITE = 5_000_000
 DEFAULT_SLICE_SECONDS = 5.0
@@ -69,8 +69,18 @@ class ReplaySettings:
     """With a rate limit: the records of about this many seconds are written per Spark job, then paced."""
     dry_run: bool = False
     """Read and transform everything, write to Spark's `noop` sink: no Kafka, no progress, no validation."""
+    as_of_version: int | None = None
+    """Delta and Iceberg: read the table as of this version (Delta) or snapshot id (Iceberg)."""
+    as_of_timestamp: datetime | None = None
+    """Delta and Iceberg: read the table as it was at this time."""
     spark_conf: tuple[tuple[str, str], ...] = field(default=())
     """Extra Spark settings for local runs with `python -m spark_app` (spark-submit passes its own)."""
+
+    def __post_init__(self) -> None:
+        # Avro files read without a reader schema come back in one file's schema (nulls for the others'
+        # fields, or a failure): such settings cannot be made.
+        if self.format == "avro" and not self.latest_schema:
+            raise ValueError("format avro needs latest_schema: Avro files are read only with the reader schema")
 
     @property
     def origin(self) -> str:
@@ -89,6 +99,9 @@ class ReplaySettings:
             "filter": self.filter or "",
             "topic": self.topic,
             "origin": self.origin,
+            # Only when set, so the progress of replays that predate time travel stays theirs.
+            **({"as_of_version": str(self.as_of_version)} if self.as_of_version is not None else {}),
+            **({"as_of_timestamp": rfc3339(self.as_of_timestamp)} if self.as_of_timestamp else {}),
         }
 
 
@@ -207,7 +220,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=FORMATS,
         default="parquet",
-        help="table format (default parquet); delta and iceberg need their Spark packages on spark.jars",
+        help="table format (default parquet); avro, delta and iceberg need their Spark packages on spark.jars",
+    )
+    source.add_argument(
+        "--as-of-version",
+        type=int,
+        metavar="N",
+        help="delta, iceberg: read the table as of this version (Delta) or snapshot id (Iceberg)",
+    )
+    source.add_argument(
+        "--as-of-timestamp",
+        type=parse_time,
+        metavar="RFC3339",
+        help="delta, iceberg: read the table as it was at this time",
     )
     source.add_argument(
         "--partition-column",
@@ -353,6 +378,15 @@ def parse_settings(argv: Sequence[str] | None = None) -> ReplaySettings:
         parser.error("--rename and --default need --latest-schema (they evolve records to it)")
     if args.max_records_per_write == 0:
         parser.error("--max-records-per-write must be at least 1")
+    if args.format == "avro" and not args.latest_schema:
+        parser.error(
+            "--format avro needs --latest-schema, an Avro record schema: Avro files are always read with the "
+            "latest schema as the reader schema (without it Spark takes one file's schema for all of them)"
+        )
+    if args.as_of_version is not None and args.as_of_timestamp is not None:
+        parser.error("give --as-of-version or --as-of-timestamp, not both")
+    if (args.as_of_version is not None or args.as_of_timestamp is not None) and args.format not in ("delta", "iceberg"):
+        parser.error(f"--as-of-version and --as-of-timestamp are for --format delta or iceberg, not {args.format}")
     return ReplaySettings(
         source=args.source,
         format=args.format,
@@ -376,5 +410,7 @@ def parse_settings(argv: Sequence[str] | None = None) -> ReplaySettings:
         write_partitions=args.write_partitions,
         slice_seconds=args.slice_seconds,
         dry_run=args.dry_run,
+        as_of_version=args.as_of_version,
+        as_of_timestamp=args.as_of_timestamp,
         spark_conf=tuple(args.spark_conf),
     )

@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.fixtures.kube",
     "tests.fixtures.operator",
     "tests.fixtures.spark",
+    "tests.fixtures.object_store",
 ]
 
 #: The order in which `make test` hands test files to its workers: the longest first, so that the many short

@@ -62,6 +62,7 @@ class LakeFormat(str, Enum):
 
     PARQUET = "parquet"
     JSON = "json"
+    AVRO = "avro"
     DELTA = "delta"
     ICEBERG = "iceberg"
 
@@ -95,6 +96,90 @@ class LakeSchema(ApiModel):
     )
 
 
+ENV_NAME = dict(min_length=1, max_length=253, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+class S3Credentials(ApiModel):
+    """The Secret keys holding the access key id and the secret access key of the object store."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description="Name of the Secret, in the resource's own namespace.",
+    )
+    access_key_id_key: str = Field(
+        default="AWS_ACCESS_KEY_ID", **ENV_NAME, description="Key of the access key id in the Secret."
+    )
+    secret_access_key_key: str = Field(
+        default="AWS_SECRET_ACCESS_KEY", **ENV_NAME, description="Key of the secret access key in the Secret."
+    )
+
+
+class S3Access(ApiModel):
+    """How the Spark job reaches an S3-compatible store for an s3a:// source."""
+
+    endpoint: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        pattern=r"^https?://[^\s/]+(/\S*)?$",
+        description="The S3 endpoint URL, for example http://s3proxy.storage:9400; unset: AWS's own for the region.",
+    )
+    region: Optional[str] = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[a-z0-9-]+$",
+        description="The store's region (fs.s3a.endpoint.region); S3-compatible stores usually take us-east-1.",
+    )
+    path_style_access: bool = Field(
+        default=False,
+        description="Address buckets as <endpoint>/<bucket> rather than <bucket>.<endpoint> (most non-AWS stores).",
+    )
+    credentials_secret_ref: Optional[S3Credentials] = Field(
+        default=None,
+        description=(
+            "The Secret with the access key id and secret access key, given to the driver and executors as "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; unset: the pods' own AWS identity (for example IRSA)."
+        ),
+    )
+
+
+class AsOf(ApiModel):
+    """A Delta or Iceberg table as it was: at a version (Delta) or snapshot id (Iceberg), or at a time."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            rule(
+                "has(self.version) != has(self.timestamp)",
+                "spec.source.asOf: give exactly one of version and timestamp",
+            )
+        )
+    )
+
+    version: Optional[int] = Field(
+        default=None, ge=0, description="The Delta table version, or the Iceberg snapshot id, to read."
+    )
+    timestamp: Optional[AwareDatetime] = Field(
+        default=None, description="Read the table as it was at this RFC 3339 time."
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> "AsOf":
+        if (self.version is None) == (self.timestamp is None):
+            raise ValueError("spec.source.asOf: give exactly one of version and timestamp")
+        return self
+
+
+_AVRO_NEEDS_SCHEMA = (
+    "spec.source.schema is required for format avro: Avro files are always read with the latest schema as the "
+    "reader schema (an Avro record schema in spec.source.schema.configMapRef)"
+)
+_S3_NEEDS_S3A = "spec.source.s3 is only for an s3a:// spec.source.uri"
+_AS_OF_TABLES = "spec.source.asOf is only for format delta or iceberg"
+
+
 class LakeSource(ApiModel):
     """Where the history is in the lake, and which part of it to replay."""
 
@@ -104,7 +189,18 @@ class LakeSource(ApiModel):
                 "!has(self.from) || self.from < self.to",
                 "spec.source.from must be before spec.source.to",
                 field_path=".from",
-            )
+            ),
+            rule(
+                "!has(self.format) || self.format != 'avro' || has(self.schema)",
+                _AVRO_NEEDS_SCHEMA,
+                field_path=".schema",
+            ),
+            rule("!has(self.s3) || self.uri.startsWith('s3a://')", _S3_NEEDS_S3A, field_path=".s3"),
+            rule(
+                "!has(self.asOf) || (has(self.format) && (self.format == 'delta' || self.format == 'iceberg'))",
+                _AS_OF_TABLES,
+                field_path=".asOf",
+            ),
         )
     )
 
@@ -116,7 +212,18 @@ class LakeSource(ApiModel):
     )
     format: LakeFormat = Field(
         default=LakeFormat.PARQUET,
-        description="parquet (default), json, delta or iceberg (delta and iceberg need their Spark packages in the image).",
+        description=(
+            "parquet (default), json, avro (files, read with spec.source.schema as the reader schema), delta or "
+            "iceberg; avro, delta and iceberg need their Spark packages in the image."
+        ),
+    )
+    s3: Optional[S3Access] = Field(
+        default=None, description="Endpoint, addressing and credentials of the object store of an s3a:// uri."
+    )
+    as_of: Optional[AsOf] = Field(
+        default=None,
+        alias="asOf",
+        description="Delta and Iceberg: replay the table as it was at a version or a time (time travel).",
     )
     timestamp_column: str = Field(
         **ColumnName,
@@ -160,6 +267,12 @@ class LakeSource(ApiModel):
     def _range(self) -> "LakeSource":
         if self.from_ is not None and not self.from_ < self.to:
             raise ValueError("spec.source.from must be before spec.source.to")
+        if self.format == LakeFormat.AVRO and self.schema_ is None:
+            raise ValueError(_AVRO_NEEDS_SCHEMA)
+        if self.s3 is not None and not self.uri.startswith("s3a://"):
+            raise ValueError(_S3_NEEDS_S3A)
+        if self.as_of is not None and self.format not in (LakeFormat.DELTA, LakeFormat.ICEBERG):
+            raise ValueError(_AS_OF_TABLES)
         return self
 
 

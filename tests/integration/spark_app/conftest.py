@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -90,7 +90,18 @@ class JobRunner:
         self.workdir = workdir
         self.started: list[JobRun] = []
 
-    def start(self, args: Sequence[str], name: str) -> JobRun:
+    def start(
+        self,
+        args: Sequence[str],
+        name: str,
+        *,
+        jars: Sequence[Path] = (),
+        conf: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> JobRun:
+        """spark-submit the job; `jars`, `conf` and `env` add to the Kafka jars, the settings and the environment
+        (the lake's jar sets, s3a settings, the store's credentials), as the SparkApplication adds them."""
+        extra_conf = [item for key, value in (conf or {}).items() for item in ("--conf", f"{key}={value}")]
         argv = [
             spark_submit_executable(),
             "--master",
@@ -101,8 +112,9 @@ class JobRunner:
             "spark.ui.enabled=false",
             "--conf",
             "spark.sql.shuffle.partitions=2",
+            *extra_conf,
             "--jars",
-            self.jars,
+            ",".join([self.jars, *(str(j) for j in jars)]),
             str(MAIN),
             *args,
         ]
@@ -115,14 +127,15 @@ class JobRunner:
                 "PYSPARK_PYTHON": sys.executable,
                 "PYSPARK_DRIVER_PYTHON": sys.executable,
                 "SPARK_LOCAL_IP": "127.0.0.1",
+                **dict(env or {}),
             },
         )
         run = JobRun(process, log_path)
         self.started.append(run)
         return run
 
-    def run(self, args: Sequence[str], name: str) -> tuple[int, str]:
-        job = self.start(args, name)
+    def run(self, args: Sequence[str], name: str, **extra: Any) -> tuple[int, str]:
+        job = self.start(args, name, **extra)
         return job.wait(), job.log()
 
     def stop_all(self) -> None:

@@ -438,3 +438,57 @@ def test_a_failed_driver_adds_its_root_cause_and_where_its_log_is():
         spark_state(app("FAILING")) in DRIVER_FAILED_STATES and spark_state(app("RUNNING")) not in DRIVER_FAILED_STATES
     )
     assert driver_selector("lr-spark") == "sparkoperator.k8s.io/app-name=lr-spark,spark-role=driver"
+
+
+def spec_with_source(**source) -> LakeReplaySpec:
+    raw = yaml.safe_load((REPO / "examples" / "lakereplay.yaml").read_text())["spec"]
+    raw["source"].update(source)
+    return LakeReplaySpec.model_validate(raw)
+
+
+def test_s3_settings_become_hadoop_conf_and_its_credentials_secret_key_references():
+    spec = spec_with_source(
+        s3={
+            "endpoint": "http://s3proxy.storage:9400",
+            "region": "us-east-1",
+            "pathStyleAccess": True,
+            "credentialsSecretRef": {"name": "lake-s3", "secretAccessKeyKey": "secret"},
+        }
+    )
+    app = manifest(spec)["spec"]
+    assert app["hadoopConf"] == {
+        "fs.s3a.endpoint": "http://s3proxy.storage:9400",  # the typed field wins over spark.hadoopConf's
+        "fs.s3a.endpoint.region": "us-east-1",
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.aws.credentials.provider": "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
+    }
+    for side in (app["driver"], app["executor"]):
+        assert side["env"] == [
+            {
+                "name": "AWS_ACCESS_KEY_ID",
+                "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "AWS_ACCESS_KEY_ID"}},
+            },
+            {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "lake-s3", "key": "secret"}}},
+        ]
+
+
+def test_without_a_credentials_secret_the_pods_keep_their_own_aws_identity():
+    app = manifest(spec_with_source(s3={"endpoint": "https://s3.example.com"}))["spec"]
+    assert "env" not in app["driver"]
+    assert app["hadoopConf"]["fs.s3a.connection.ssl.enabled"] == "true"
+    assert "fs.s3a.aws.credentials.provider" not in app["hadoopConf"]
+
+
+def test_as_of_reaches_the_job_as_a_version_or_a_time():
+    by_version = parse_settings(manifest(spec_with_source(format="delta", asOf={"version": 3}))["spec"]["arguments"])
+    assert (by_version.format, by_version.as_of_version, by_version.as_of_timestamp) == ("delta", 3, None)
+    at = parse_settings(
+        manifest(spec_with_source(format="iceberg", asOf={"timestamp": "2025-03-01T12:00:00.5Z"}))["spec"]["arguments"]
+    )
+    assert (at.as_of_version, at.as_of_timestamp) == (None, datetime(2025, 3, 1, 12, 0, 0, 500000, tzinfo=timezone.utc))
+
+
+def test_an_avro_source_reaches_the_job_with_its_reader_schema():
+    settings = parse_settings(manifest(spec_with_source(format="avro"))["spec"]["arguments"])
+    assert (settings.format, settings.latest_schema) == ("avro", f"{SCHEMA_DIR}/schema.json")

@@ -134,3 +134,37 @@ def test_a_default_for_an_unknown_field_is_refused():
     latest = parse_latest_schema('{"fields": [{"name": "x", "type": "int"}]}')
     with pytest.raises(SchemaError, match="does not have"):
         with_overrides(latest, defaults={"y": 1})
+
+
+AVRO_LATEST = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "customer_name", "type": "string", "aliases": ["customer"]},
+        {"name": "channel", "type": "string", "default": "web"},
+    ],
+}
+
+
+def test_an_avro_latest_schema_is_the_reader_schema_with_the_specs_renames_and_defaults_folded_in():
+    latest = with_overrides(
+        parse_latest_schema(json.dumps(AVRO_LATEST)), renames={"buyer": "customer_name"}, defaults={"channel": "shop"}
+    )
+    reader = json.loads(latest.avro_reader_schema())
+    fields = {f["name"]: f for f in reader["fields"]}
+    assert fields["customer_name"]["aliases"] == ["buyer", "customer"]
+    assert fields["channel"]["default"] == "shop"
+    assert fields["id"] == {"name": "id", "type": "long"}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]},
+        {"fields": [{"name": "id", "type": "long"}]},
+    ],
+)
+def test_a_latest_schema_that_is_not_avro_cannot_be_a_reader_schema(document):
+    with pytest.raises(SchemaError, match="need the latest schema as an Avro record schema"):
+        parse_latest_schema(json.dumps(document)).avro_reader_schema()

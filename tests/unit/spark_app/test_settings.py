@@ -95,6 +95,9 @@ def test_nested_key_columns_are_allowed():
         (["--rename", "kind=event_type"], "need --latest-schema"),
         (["--partition-column", "dt; drop"], "not a column name"),
         (["--max-records-per-write", "0"], "at least 1"),
+        (["--format", "avro"], "--format avro needs --latest-schema"),
+        (["--as-of-version", "1"], "are for --format delta or iceberg, not parquet"),
+        (["--format", "delta", "--as-of-version", "1", "--as-of-timestamp", "2024-01-01T00:00:00Z"], "not both"),
     ],
 )
 def test_bad_values_are_refused_with_a_readable_line(extra, message, capsys):
@@ -128,3 +131,19 @@ def test_rfc3339_forms_python_3_10_would_refuse_are_read(text, expected):
     from spark_app.settings import parse_time
 
     assert parse_time(text) == expected
+
+
+def test_avro_settings_without_a_reader_schema_cannot_be_made():
+    from dataclasses import replace
+
+    s = parse_settings(REQUIRED)
+    with pytest.raises(ValueError, match="format avro needs latest_schema"):
+        replace(s, format="avro")
+
+
+def test_time_travel_is_part_of_the_replays_identity():
+    delta = REQUIRED + ["--format", "delta"]
+    base = parse_settings(delta).identity()
+    assert "as_of_version" not in base  # replays that predate time travel keep their identity
+    assert parse_settings(delta + ["--as-of-version", "2"]).identity() != base
+    assert parse_settings(delta + ["--as-of-timestamp", "2024-01-01T00:00:00Z"]).identity() != base
