@@ -33,7 +33,11 @@ _CUSTOMER = {
     "name": "Customer",
     "fields": [{"name": "name", "type": "string"}, {"name": "tier", "type": _TIER}],
 }
-_LINE = {"type": "record", "name": "Line", "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}
+_LINE = {
+    "type": "record",
+    "name": "Line",
+    "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}],
+}
 _V1_FIELDS: list[dict[str, Any]] = [
     {"name": "id", "type": "long"},
     {"name": "status", "type": "string"},
@@ -201,7 +205,11 @@ def cases() -> list[dict[str, Any]]:
         c("avro nested record field", _avro({"path": "customer.name", "equals": "Ada"}), _v2()),
         c("avro enum reads as its symbol", _avro({"path": "customer.tier", "equals": "GOLD"}), _v1()),
         c("avro enum symbol differs", _avro({"path": "customer.tier", "equals": "SILVER"}), _v1()),
-        c("avro union branch double equals a JSON number", _avro({"path": "discount", "equals": 0.5}), _v2(discount=0.5)),
+        c(
+            "avro union branch double equals a JSON number",
+            _avro({"path": "discount", "equals": 0.5}),
+            _v2(discount=0.5),
+        ),
         c("avro union double 2.0 equals the integer 2", _avro({"path": "discount", "equals": 2}), _v2(discount=2.0)),
         c("avro union null branch is present as null", _avro({"path": "discount", "equals": None}), _v1()),
         c("avro long equals a JSON integer", _avro({"path": "id", "equals": 7}), _v1()),
@@ -227,7 +235,11 @@ def cases() -> list[dict[str, Any]]:
         c("unknown schema id", _avro(REGION_EU), encode_avro(UNKNOWN, ORDER_V2, {**_order(), "region": "eu"})),
         c("payload truncated", _avro(REGION_EU), _v2("eu")[:-3]),
         c("bytes after the datum", _avro(REGION_EU), _v2("eu") + b"\x00"),
-        c("avro filter, the id names a protobuf schema", _avro(REGION_EU), _proto("shop.Order", (1,), {"region": "eu"})),
+        c(
+            "avro filter, the id names a protobuf schema",
+            _avro(REGION_EU),
+            _proto("shop.Order", (1,), {"region": "eu"}),
+        ),
         c("tombstone: a field condition does not hold", _avro(REGION_EU), None),
         c("tombstone: exists false holds", _avro({"path": "region", "exists": False}), None),
         # -- the registry cannot be asked: a wait, never a decision

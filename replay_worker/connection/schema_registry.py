@@ -21,7 +21,8 @@ import urllib.request
 from collections import OrderedDict
 from typing import Callable
 
-from ..protocol.record_values import Schema, SchemaUnavailable
+from ..protocol.filters import FilterSpec
+from ..protocol.record_values import REGISTRY_FORMATS, Schema, SchemaSource, SchemaUnavailable
 
 #: Schemas kept per registry: a topic carries a handful of versions; this bounds a pathological one.
 CACHE_SIZE = 1000
@@ -89,7 +90,9 @@ class RegistrySchemas:
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
-            raise SchemaUnavailable(f"schema registry {self.url} answered HTTP {exc.code} for schema {schema_id}") from None
+            raise SchemaUnavailable(
+                f"schema registry {self.url} answered HTTP {exc.code} for schema {schema_id}"
+            ) from None
         except (OSError, ValueError) as exc:
             raise SchemaUnavailable(f"schema registry {self.url} cannot be reached: {exc}") from None
         text = body.get("schema") if isinstance(body, dict) else None
@@ -116,3 +119,10 @@ def registry_schemas(url: str) -> RegistrySchemas:
                 url, username=os.environ.get(USERNAME_ENV), password=os.environ.get(PASSWORD_ENV)
             )
         return source
+
+
+def filter_schemas(spec: FilterSpec) -> SchemaSource | None:
+    """The schema source a filter reads its values with: its registry's, when its values carry schema ids."""
+    if spec.value_format in REGISTRY_FORMATS and spec.registry:
+        return registry_schemas(spec.registry)
+    return None

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, decoder, loads, too_deep
 from .record_values import FORMATS, REGISTRY_FORMATS, SchemaSource, ValueReader
+
 # Re-exported: the replay and the guard catch both where they evaluate a filter.
 from .record_values import SchemaUnavailable as SchemaUnavailable
 from .record_values import Undecodable as Undecodable
