@@ -7,6 +7,8 @@ end, also when tests fail:
 - `tests.fixtures.kube`: `kube`, a real etcd + kube-apiserver + kube-controller-manager + kube-scheduler,
   and a node agent that stands in for a container runtime (these machines have none); `namespace`, a fresh
   namespace per test.
+- `tests.fixtures.schema_registry`: `schema_registry`, a real Apicurio Registry, started only by the tests
+  that use it.
 """
 
 pytest_plugins = [
@@ -16,6 +18,7 @@ pytest_plugins = [
     "tests.fixtures.kube",
     "tests.fixtures.operator",
     "tests.fixtures.spark",
+    "tests.fixtures.schema_registry",
 ]
 
 #: The order in which `make test` hands test files to its workers: the longest first, so that the many short

@@ -16,10 +16,9 @@ import os
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections import OrderedDict
-from typing import Callable
+from typing import Any, Callable
 
 from ..protocol.filters import FilterSpec
 from ..protocol.record_values import REGISTRY_FORMATS, Schema, SchemaSource, SchemaUnavailable
@@ -76,10 +75,28 @@ class RegistrySchemas:
         return schema
 
     def _fetch(self, schema_id: int) -> Schema | None:
-        # format=serialized: a Protobuf schema as a FileDescriptorProto, which every language reads without
-        # a .proto parser (Avro schemas are returned as they are).
-        query = urllib.parse.urlencode({"format": "serialized"})
-        request = urllib.request.Request(f"{self.url}/schemas/ids/{schema_id}?{query}")
+        body = self._get(f"/schemas/ids/{schema_id}", schema_id)
+        if body is None:
+            return None
+        schema = Schema(str(body.get("schemaType") or "AVRO"), body["schema"])
+        if schema.schema_type == "PROTOBUF" and not _is_base64(schema.text):
+            # .proto text (registered by a Java or Go client): the registry's `format=serialized` gives the
+            # FileDescriptorProto, which every language reads without a .proto parser. Confluent returns it in
+            # base64; Apicurio 3.3 returns the bytes themselves as the string's characters (one per byte).
+            serialized = self._get(f"/schemas/ids/{schema_id}?format=serialized", schema_id)
+            if serialized is None:
+                return None
+            text = serialized["schema"]
+            if not _is_base64(text):
+                try:
+                    text = base64.b64encode(text.encode("latin-1")).decode("ascii")
+                except UnicodeEncodeError:
+                    pass  # not bytes either: the reader finds it unreadable (undecodable), with the reason
+            schema = Schema("PROTOBUF", text)
+        return schema
+
+    def _get(self, path: str, schema_id: int) -> dict[str, Any] | None:
+        request = urllib.request.Request(f"{self.url}{path}")
         request.add_header("Accept", "application/vnd.schemaregistry.v1+json, application/json")
         if self._auth is not None:
             request.add_header("Authorization", self._auth)
@@ -90,15 +107,23 @@ class RegistrySchemas:
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
+            # 401/403 (credentials), 5xx, anything else: not an answer about the id.
             raise SchemaUnavailable(
                 f"schema registry {self.url} answered HTTP {exc.code} for schema {schema_id}"
             ) from None
         except (OSError, ValueError) as exc:
             raise SchemaUnavailable(f"schema registry {self.url} cannot be reached: {exc}") from None
-        text = body.get("schema") if isinstance(body, dict) else None
-        if not isinstance(text, str):
+        if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise SchemaUnavailable(f"schema registry {self.url} gave no schema text for id {schema_id}")
-        return Schema(str(body.get("schemaType") or "AVRO"), text)
+        return body
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return False
+    return bool(text)
 
 
 _sources: dict[str, RegistrySchemas] = {}
