@@ -225,6 +225,11 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         settings=settings,
         kafka=spec.kafka,
         replicas=replicas,
+        registry_secret=(
+            spec.schema_registry.credentials_secret.name
+            if spec.schema_registry is not None and spec.schema_registry.credentials_secret is not None
+            else None
+        ),
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
     if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
