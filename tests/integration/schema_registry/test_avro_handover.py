@@ -7,11 +7,17 @@ the Python worker with the test sink; both read the schemas from the registry by
 the replay processes every matching record in [S, H) once and nothing else (nothing below S, nothing at or
 above H, no record that does not match), and from the first record the guard skipped on, every record is
 processed by exactly one of the two groups, with nothing lost.
+
+The second test cuts the registry off (a relay in front of it refuses every connection) before the replay
+starts: the replay and the guard must wait and say so, judging nothing, and the handover must complete with
+the same exact ledgers once the registry is reachable again.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from pathlib import Path
@@ -19,7 +25,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from local_platform.schema_registry import SchemaRegistry
+from local_platform.schema_registry import CCOMPAT_PATH, SchemaRegistry
 from replay_worker.protocol.record_values import encode_avro
 from replay_worker.topic.handover_topic import HandoverTopic
 from tests.integration.replay_worker.harness import (
@@ -95,10 +101,75 @@ class _Writer(threading.Thread):
             self.error = repr(exc)
 
 
+class RegistryLink:
+    """A loopback TCP relay to the registry that the test can cut (every connection refused at once: the
+    registry is unreachable) and restore, on the same address; the registry behind it keeps its schemas."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.up = threading.Event()
+        self.up.set()
+        self.refused = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.up.is_set():
+                self.refused += 1
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s_ in (source, sink):
+                try:
+                    s_.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _log_says(folder: Path, prefix: str, text: str) -> bool:
+    return any(text in path.read_text(errors="replace") for path in folder.glob(f"{prefix}*.log"))
+
+
 def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
     kafka, schema_registry: SchemaRegistry, topic_name, tmp_path: Path
 ) -> None:
+    _run_avro_handover(kafka, schema_registry, topic_name, tmp_path, outage=False)
+
+
+def test_an_unreachable_registry_is_a_wait_and_the_handover_completes_exactly_once_it_is_back(
+    kafka, schema_registry: SchemaRegistry, topic_name, tmp_path: Path
+) -> None:
+    _run_avro_handover(kafka, schema_registry, topic_name, tmp_path, outage=True)
+
+
+def _run_avro_handover(kafka, schema_registry: SchemaRegistry, topic_name: str, tmp_path: Path, outage: bool) -> None:
     bootstrap = kafka.bootstrap
+    link = RegistryLink(schema_registry.port)
+    registry_url = link.url(CCOMPAT_PATH)
     subject = f"{topic_name}-value"
     ids = {"v1": schema_registry.register(subject, json.dumps(V1))}
     ids["v2"] = schema_registry.register(subject, json.dumps(V2))  # BACKWARD: adding a defaulted field is fine
@@ -146,10 +217,12 @@ def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
             "REPRISE_BATCH_SIZE": "200",
             "REPRISE_MAX_RECORDS_PER_SECOND": "1500",
             "REPRISE_FILTER": json.dumps(
-                {"valueFormat": "avro", "registry": schema_registry.url, "json": [{"path": "region", "equals": "eu"}]}
+                {"valueFormat": "avro", "registry": registry_url, "json": [{"path": "region", "equals": "eu"}]}
             ),
         }
-        workers = [procs.worker("w1", env)]
+        if outage:
+            # Cut before the replay starts, so that neither the worker nor the guard has a schema cached.
+            link.up.clear()
 
         def complete() -> bool:
             reader = HandoverTopic(bootstrap, handover_topic, timeout=10)
@@ -159,6 +232,22 @@ def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
                 return False
             finally:
                 reader.close()
+
+        workers = [procs.worker("w1", env)]
+        if outage:
+            # Both sides wait, say so, and decide nothing: no record reaches the replay's handler.
+            wait_for(
+                lambda: (
+                    _log_says(procs.log_dir, "w1", "waiting for the schema registry")
+                    and _log_says(procs.log_dir, "live1", "waiting for the schema registry")
+                ),
+                120,
+                "the replay and the guard waiting for the registry",
+                processes_to_watch=lives + workers,
+            )
+            assert read_log_lines(out_dir, "replay") == {}, "a record was judged without its schema"
+            assert not complete()
+            link.up.set()
 
         wait_for(complete, 300, "every partition handed over and acknowledged", 1.0, lives + workers)
         live.join(120)
@@ -181,6 +270,7 @@ def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
             reader.close()
     finally:
         procs.stop_all()
+        link.close()
         schema_registry.request("DELETE", f"/subjects/{subject}")
     starts = {p: final.partitions[(topic_name, p)].start_offset for p in range(PARTITIONS)}
     handovers = {p: final.partitions[(topic_name, p)].handover_offset for p in range(PARTITIONS)}
@@ -204,5 +294,10 @@ def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
     )
     print(report.summary())
     assert report.lost == [], report.summary()
-    assert any(f is not None for f in report.first_skipped.values()), "the guard never skipped: nothing was tested"
+    if outage:
+        # The guard held the live records back while it waited, so the replay caught up with a live group that
+        # had not moved on: H is where the live service stopped, and the guard may have had nothing to skip.
+        assert link.refused > 0
+    else:
+        assert any(f is not None for f in report.first_skipped.values()), "the guard never skipped: nothing tested"
     assert report.duplicates == {} and report.both == [], report.summary()
