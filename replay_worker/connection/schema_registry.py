@@ -3,8 +3,9 @@
 A registered schema never changes under its id, so a schema, once read, is kept (up to `CACHE_SIZE` ids, least
 recently used out first); so is an id the registry answered 404 for, briefly (`UNKNOWN_TTL_S`), so a topic full
 of records with a bad id does not become a request per record. What the registry's answers mean is
-`protocol.record_values`' to say: 404 is an unknown id (`None`, a decision); anything that is not an answer
-(refused, timed out, a 5xx, a 401/403) raises `SchemaUnavailable` (a wait). Credentials go in an
+`protocol.record_values`' to say: a 404 with error_code 40403 is an unknown id (`None`, a decision); anything
+that is not an answer about the id (refused, timed out, a 5xx, a 401/403, a 404 of a wrong URL) raises
+`SchemaUnavailable` (a wait). Credentials go in an
 Authorization header and never into a message.
 """
 
@@ -27,6 +28,9 @@ from ..protocol.record_values import REGISTRY_FORMATS, Schema, SchemaSource, Sch
 CACHE_SIZE = 1000
 #: How long an unknown id is remembered before the registry is asked again.
 UNKNOWN_TTL_S = 30.0
+#: The error code of a Confluent-compatible registry's 404 for an id it does not hold (Apicurio's ccompat API
+#: answers the same): only this 404 says "unknown id".
+SCHEMA_NOT_FOUND = 40403
 #: One request's limit: a registry slower than this is waited for by retrying, not by a longer read.
 REQUEST_TIMEOUT_S = 10.0
 
@@ -105,8 +109,15 @@ class RegistrySchemas:
             with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
                 body = json.load(response)
         except urllib.error.HTTPError as exc:
-            if exc.code == 404:
+            if exc.code == 404 and _error_code(exc) == SCHEMA_NOT_FOUND:
                 return None
+            if exc.code == 404:
+                # A 404 without the registry's "schema not found" code is a path nobody serves: a wrong URL
+                # (say, Apicurio's without /apis/ccompat/v7), never a verdict on the id.
+                raise SchemaUnavailable(
+                    f"schema registry {self.url} answered HTTP 404 without error_code {SCHEMA_NOT_FOUND} for "
+                    f"schema {schema_id}: is it the base URL of a Confluent-compatible API?"
+                ) from None
             # 401/403 (credentials), 5xx, anything else: not an answer about the id.
             raise SchemaUnavailable(
                 f"schema registry {self.url} answered HTTP {exc.code} for schema {schema_id}"
@@ -116,6 +127,15 @@ class RegistrySchemas:
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise SchemaUnavailable(f"schema registry {self.url} gave no schema text for id {schema_id}")
         return body
+
+
+def _error_code(exc: urllib.error.HTTPError) -> int | None:
+    try:
+        body = json.loads(exc.read() or b"null")
+    except (OSError, ValueError):
+        return None
+    code = body.get("error_code") if isinstance(body, dict) else None
+    return code if isinstance(code, int) else None
 
 
 def _is_base64(text: str) -> bool:

@@ -77,3 +77,10 @@ def test_protobuf_schemas_read_as_descriptors_whether_registered_as_text_or_seri
         assert reader.document(encode_protobuf(schema_id, (1,), b"\x22\x02eu"))["region"] == "eu"
     for subject in ("platform-proto-text-value", "platform-proto-fdp-value"):
         schema_registry.request("DELETE", f"/subjects/{subject}")
+
+
+def test_a_wrong_registry_path_is_a_wait_naming_the_url_not_an_unknown_id(schema_registry: SchemaRegistry) -> None:
+    # Apicurio's base URL without /apis/ccompat/v7: a 404 for every id, but not the registry's "not found".
+    client = RegistrySchemas(schema_registry.base)
+    with pytest.raises(SchemaUnavailable, match="without error_code 40403.*Confluent-compatible API"):
+        client.schema(1)
