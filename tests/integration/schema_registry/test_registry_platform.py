@@ -84,3 +84,14 @@ def test_a_wrong_registry_path_is_a_wait_naming_the_url_not_an_unknown_id(schema
     client = RegistrySchemas(schema_registry.base)
     with pytest.raises(SchemaUnavailable, match="without error_code 40403.*Confluent-compatible API"):
         client.schema(1)
+
+
+def test_the_operators_plan_time_probe_tells_a_registry_from_a_wrong_url(schema_registry: SchemaRegistry) -> None:
+    from local_platform.processes import free_port
+    from reprise_operator.doors.schema_registry import registry_problem
+
+    assert registry_problem(schema_registry.url) is None
+    wrong_path = registry_problem(schema_registry.base)  # Apicurio without /apis/ccompat/v7
+    assert wrong_path is not None and "HTTP 404" in wrong_path and "/apis/ccompat/v7" in wrong_path
+    nobody = registry_problem(f"http://127.0.0.1:{free_port()}")
+    assert nobody is not None and "cannot be reached" in nobody
