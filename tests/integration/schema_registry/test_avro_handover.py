@@ -1,4 +1,5 @@
-"""A Python/Python Handover over Avro values, on the real broker and the real schema registry.
+"""A Python/Python Handover over Avro values (and over Protobuf values), on the real broker and the real
+schema registry.
 
 The topic holds records written under two versions of one subject's schema; the second version added
 `region`, and the replay's filter is `region == "eu"`, so the v1 records (no region) never match and the v2
@@ -21,12 +22,13 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
 from local_platform.schema_registry import CCOMPAT_PATH, SchemaRegistry
-from replay_worker.protocol.record_values import encode_avro
+from replay_worker.protocol.record_values import encode_avro, encode_protobuf
 from replay_worker.topic.handover_topic import HandoverTopic
 from tests.integration.replay_worker.harness import (
     Processes,
@@ -52,11 +54,35 @@ V2 = {
 REGIONS = ("eu", "us", None)
 
 
-def _value(n: int, ids: dict[str, int]) -> bytes:
+PROTO_V1 = 'syntax = "proto3";\npackage e2e;\nmessage Order { int64 n = 1; }\n'
+PROTO_V2 = 'syntax = "proto3";\npackage e2e;\nmessage Order { int64 n = 1; string region = 2; }\n'
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def _proto_order(n: int, region: str | None) -> bytes:
+    """An `Order` message by hand (field 1 varint, field 2 length-delimited): what any serializer writes."""
+    body = b"\x08" + _varint(n)
+    if region:
+        body += b"\x12" + _varint(len(region)) + region.encode()
+    return body
+
+
+def _value(n: int, ids: dict[str, Any]) -> bytes:
     """Record n: the first half of the history under v1, everything after under v2 (eu, us, null in turn)."""
-    if n < HISTORY // 2:
+    version = "v1" if n < HISTORY // 2 else "v2"
+    region = None if version == "v1" else REGIONS[n % 3]
+    if ids["format"] == "protobuf":
+        return encode_protobuf(ids[version], (0,), _proto_order(n, region))
+    if version == "v1":
         return encode_avro(ids["v1"], V1, {"n": n})
-    return encode_avro(ids["v2"], V2, {"n": n, "region": REGIONS[n % 3]})
+    return encode_avro(ids["v2"], V2, {"n": n, "region": region})
 
 
 def _matches(n: int) -> bool:
@@ -66,7 +92,7 @@ def _matches(n: int) -> bool:
 class _Writer(threading.Thread):
     """Writes records `first`..`first + total - 1` at about `rate` a second, recording each offset's n."""
 
-    def __init__(self, bootstrap: str, topic: str, ids: dict[str, int], first: int, total: int, rate: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, ids: dict[str, Any], first: int, total: int, rate: float) -> None:
         super().__init__(daemon=True)
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
         self.topic, self.ids, self.first, self.total, self.rate = topic, ids, first, total, rate
@@ -160,19 +186,32 @@ def test_handover_of_avro_values_filtered_on_a_field_the_second_version_added(
     _run_avro_handover(kafka, schema_registry, topic_name, tmp_path, outage=False)
 
 
+def test_handover_of_protobuf_values_filtered_on_a_field_the_second_version_added(
+    kafka, schema_registry: SchemaRegistry, topic_name, tmp_path: Path
+) -> None:
+    _run_avro_handover(kafka, schema_registry, topic_name, tmp_path, outage=False, value_format="protobuf")
+
+
 def test_an_unreachable_registry_is_a_wait_and_the_handover_completes_exactly_once_it_is_back(
     kafka, schema_registry: SchemaRegistry, topic_name, tmp_path: Path
 ) -> None:
     _run_avro_handover(kafka, schema_registry, topic_name, tmp_path, outage=True)
 
 
-def _run_avro_handover(kafka, schema_registry: SchemaRegistry, topic_name: str, tmp_path: Path, outage: bool) -> None:
+def _run_avro_handover(
+    kafka, schema_registry: SchemaRegistry, topic_name: str, tmp_path: Path, outage: bool, value_format: str = "avro"
+) -> None:
     bootstrap = kafka.bootstrap
     link = RegistryLink(schema_registry.port)
     registry_url = link.url(CCOMPAT_PATH)
     subject = f"{topic_name}-value"
-    ids = {"v1": schema_registry.register(subject, json.dumps(V1))}
-    ids["v2"] = schema_registry.register(subject, json.dumps(V2))  # BACKWARD: adding a defaulted field is fine
+    ids: dict[str, Any] = {"format": value_format}
+    if value_format == "protobuf":
+        ids["v1"] = schema_registry.register(subject, PROTO_V1, "PROTOBUF")
+        ids["v2"] = schema_registry.register(subject, PROTO_V2, "PROTOBUF")  # BACKWARD: a new field is fine
+    else:
+        ids["v1"] = schema_registry.register(subject, json.dumps(V1))
+        ids["v2"] = schema_registry.register(subject, json.dumps(V2))  # BACKWARD: adding a defaulted field is fine
     assert ids["v1"] != ids["v2"]
     out_dir, handover_topic = tmp_path / "out", f"{topic_name}-handover"
     out_dir.mkdir()
@@ -217,7 +256,7 @@ def _run_avro_handover(kafka, schema_registry: SchemaRegistry, topic_name: str, 
             "REPRISE_BATCH_SIZE": "200",
             "REPRISE_MAX_RECORDS_PER_SECOND": "1500",
             "REPRISE_FILTER": json.dumps(
-                {"valueFormat": "avro", "registry": registry_url, "json": [{"path": "region", "equals": "eu"}]}
+                {"valueFormat": value_format, "registry": registry_url, "json": [{"path": "region", "equals": "eu"}]}
             ),
         }
         if outage:
