@@ -519,10 +519,12 @@ class SchemaRegistryConnection(ApiModel):
     url: str = Field(
         min_length=1,
         max_length=1024,
-        pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$",
+        # No user info (`user:password@`): the URL appears in status and logs when the registry cannot be reached.
+        pattern=r"^https?://[^\s/?#@]+(/[^\s?#@]*)?$",
         description=(
             "Base URL of the registry's Confluent-compatible API, for example "
-            "http://schema-registry.kafka:8081 or http://apicurio.kafka:8080/apis/ccompat/v7."
+            "http://schema-registry.kafka:8081 or http://apicurio.kafka:8080/apis/ccompat/v7. No credentials "
+            "in it (they would show in status): use credentialsSecret."
         ),
     )
     credentials_secret: Optional[SecretReference] = Field(

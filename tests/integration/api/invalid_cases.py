@@ -388,6 +388,13 @@ INVALID: tuple[Invalid, ...] = (
         ("spec.schemaRegistry.url", "should match"),
     ),
     Invalid(
+        "schema-registry-url-with-credentials",
+        HANDOVER,
+        {"spec.format": {"value": "avro"}, "spec.schemaRegistry": {"url": "http://reader:s3cret@registry.kafka:8081"}},
+        ("spec.schemaRegistry.url", "should match"),
+        notes="credentials in the URL would be shown in status and logs (a wait names the URL): credentialsSecret",
+    ),
+    Invalid(
         "schema-registry-secret-not-dns",
         HANDOVER,
         {
