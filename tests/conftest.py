@@ -32,6 +32,8 @@ LONGEST_FIRST = (
     "tests/integration/operator/",
     "tests/integration/java/",
     "tests/integration/replay_worker/",
+    # Its worker starts the schema registry first (30-60 s under load).
+    "tests/integration/schema_registry/",
     "tests/integration/spark_app/",
     "tests/integration/chart/",
     "tests/unit/spark_app/",
