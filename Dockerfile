@@ -25,7 +25,7 @@ COPY constraints.txt /build/constraints.txt
 # tests/unit/test_dockerfile.py checks this list against pyproject.toml's [project] dependencies.
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --constraint /build/constraints.txt \
-      kopf kubernetes confluent-kafka pydantic prometheus-client PyYAML \
+      kopf kubernetes confluent-kafka pydantic prometheus-client PyYAML fastavro protobuf \
  && /opt/venv/bin/pip uninstall --yes pip setuptools \
  && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} + \
  && /opt/venv/bin/python -m compileall -q --invalidation-mode unchecked-hash /opt/venv/lib

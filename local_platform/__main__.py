@@ -304,6 +304,19 @@ def _run_chart_release(platform: Any, metrics_port: int, env: dict[str, str]) ->
     return 0
 
 
+def start_schema_registry(platform: Any) -> Any:
+    """Apicurio Registry (the Confluent-compatible API, BACKWARD), for Avro and Protobuf topics; recorded so
+    `down` stops it by PID."""
+    from .schema_registry import SchemaRegistry
+
+    _say("  starting the schema registry (Apicurio; 30-60 s on a loaded machine) ...")
+    registry = SchemaRegistry(platform.workdir / "schema-registry").start()
+    assert registry.pid is not None
+    platform.record_process("schema-registry", registry.pid)
+    platform.record_url("schema-registry", registry.url)
+    return registry
+
+
 def cmd_run_operator(args: argparse.Namespace) -> int:
     argv = _operator_command(args.operator_args)
     kubeconfig = os.environ.get("KUBECONFIG")
@@ -332,6 +345,7 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     began = time.monotonic()
     prometheus = None
     object_store = None
+    schema_registry = None
     try:
         _say(f"starting the local platform (Kafka, the control plane, {NODE_NAMES[platform.node]}) ...")
         platform.up()
@@ -397,7 +411,9 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
         metrics_port = free_port()
         prometheus = start_prometheus(platform, metrics_port)
         object_store = _start_object_store(platform)
+        schema_registry = start_schema_registry(platform)
         _platform_summary(platform, began)
+        _say(f"  Schema registry (spec.schemaRegistry.url of an Avro or Protobuf resource): {schema_registry.url}")
         _say(
             f"  Prometheus (the chart's alert rules and the example lag alerts, no web UI): {prometheus.url}; "
             f"alerts: curl -s {prometheus.url}/api/v1/alerts; a query: curl -s '{prometheus.url}/api/v1/query' "
@@ -443,6 +459,9 @@ def cmd_run_operator(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, _Stop):
         return 0
     finally:
+        if schema_registry is not None:
+            _say("stopping the schema registry ...")
+            schema_registry.stop()
         if prometheus is not None:
             _say("stopping Prometheus ...")
             prometheus.stop()

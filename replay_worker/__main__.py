@@ -32,6 +32,7 @@ from .replay.delivery import (
 )
 from .protocol.filters import FilterSpecError, RecordFilter
 from .connection.kafka_clients import KafkaConfigError, load_config_dir
+from .connection.schema_registry import filter_schemas
 from .replay.metrics import HealthServer, WorkerMetrics
 from .settings import SettingsError, WorkerSettings
 from .protocol.start_position import SpecError, StartOlderThanRetention
@@ -95,7 +96,7 @@ def build_delivery(settings: WorkerSettings, config: Mapping[str, str]) -> Deliv
 def run_replay(settings: WorkerSettings, config: Mapping[str, str], metrics: WorkerMetrics, stop_hooks: list) -> int:
     from .replay.consumer import ReplayConsumer
 
-    record_filter = RecordFilter.compile(settings.filter)
+    record_filter = RecordFilter.compile(settings.filter, filter_schemas(settings.filter))
     holder: dict[str, Any] = {}
     stop_hooks.append(lambda: holder.__setitem__("stop", True))  # a SIGTERM during the bootstrap
     server = None

@@ -148,7 +148,9 @@ SETTINGS: tuple[Setting, ...] = (
         "json",
         "{}",
         'JSON `{"headers":{"name":["v"]},"keys":["k"],"keysFile":"/path","json":[{"path":"a.b","equals":"x"}]}`; '
-        "all conditions must hold. Default: every record.",
+        "all conditions must hold. Default: every record. With `valueFormat` (`avro`, `protobuf`, `raw`; default "
+        "`json`) and `registry` (the schema registry's Confluent-compatible URL), `json` conditions read the "
+        "decoded value (docs/schemas.md); the Java and Go roles refuse these fields (not supported yet).",
     ),
     Setting(
         "REPRISE_HANDLER",

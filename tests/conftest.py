@@ -7,6 +7,8 @@ end, also when tests fail:
 - `tests.fixtures.kube`: `kube`, a real etcd + kube-apiserver + kube-controller-manager + kube-scheduler,
   and a node agent that stands in for a container runtime (these machines have none); `namespace`, a fresh
   namespace per test.
+- `tests.fixtures.schema_registry`: `schema_registry`, a real Apicurio Registry, started only by the tests
+  that use it.
 """
 
 pytest_plugins = [
@@ -17,6 +19,7 @@ pytest_plugins = [
     "tests.fixtures.operator",
     "tests.fixtures.spark",
     "tests.fixtures.object_store",
+    "tests.fixtures.schema_registry",
 ]
 
 #: The order in which `make test` hands test files to its workers: the longest first, so that the many short
@@ -30,6 +33,8 @@ LONGEST_FIRST = (
     "tests/integration/operator/",
     "tests/integration/java/",
     "tests/integration/replay_worker/",
+    # Its worker starts the schema registry first (30-60 s under load).
+    "tests/integration/schema_registry/",
     "tests/integration/spark_app/",
     "tests/integration/chart/",
     "tests/unit/spark_app/",

@@ -18,6 +18,7 @@ from . import (
     finish_cases,
     guard_traces,
     replay_traces,
+    schema_filter_cases,
     settings_cases,
     settings_page,
     start_cases,
@@ -37,6 +38,7 @@ AREAS: dict[str, Callable[[], dict[str, Any]]] = {
     "replay_finish.json": finish_cases.document,
     "replay_traces.json": replay_traces.document,
     "settings.json": settings_cases.document,
+    "schema_filters.json": schema_filter_cases.document,
 }
 
 

@@ -47,6 +47,7 @@ from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPa
 from ..connection import kafka_clients
 from .guard_book import GuardBook, Store
 from ..protocol.commit_marks import CommitMark
+from ..protocol.filters import SchemaUnavailable
 from ..protocol.guard_rules import ActiveHandover, ack_due
 from ..protocol.handover import HandoverView
 from ..protocol.wire import AckInfo, GuardInfo, encode
@@ -59,6 +60,9 @@ log = logging.getLogger("replay_worker.guard")
 #: for. At 0.5 s that was about a quarter of a second of every end-to-end replay (benchmarks/end_to_end); a
 #: service that is busy never waits here, and one that is idle makes ten cheap calls a second.
 WAIT_SLICE_S = 0.1
+#: Seconds a partition stays paused while the schema registry cannot be reached, before its record is read and
+#: judged again (HANDOVER.md section 4, "Schemas": a wait, never a guess).
+REGISTRY_RETRY_S = 1.0
 
 TopicPartitionKey = tuple[str, int]
 
@@ -101,7 +105,8 @@ class GuardStats:
     handed: int = 0
     seeks: int = 0
     acks: int = 0
-    active_partitions: int = 0
+    #: Records held back because the schema registry could not be reached (judged again later).
+    registry_waits: int = 0
 
 
 class GuardedConsumer:
@@ -136,6 +141,8 @@ class GuardedConsumer:
         self._reader_base = base
         self._offsets: kafka_clients.GroupOffsetReader | None = None
         self._book = GuardBook(auto_store=self._auto_store)
+        #: Partitions paused because the schema registry could not be reached, and when to read them again.
+        self._registry_waits: dict[TopicPartitionKey, float] = {}
         self._pending_handovers: dict[TopicPartitionKey, tuple[str, int]] = {}
         self._lock = threading.Lock()
         self._seen_version = -1
@@ -241,6 +248,12 @@ class GuardedConsumer:
                 if target is not None:
                     seeks[key] = target
                 released.append(key)
+        now = time.monotonic()
+        for key, until in list(self._registry_waits.items()):
+            if now >= until:
+                del self._registry_waits[key]
+                if key in self._book.parts and self._book.parts[key].ticket is None:
+                    released.append(key)
         for key, target in seeks.items():
             self._seek(key, target)
         if released:
@@ -324,7 +337,10 @@ class GuardedConsumer:
             part = parts.get(key)
             handed = None
             if part is not None and part.ticket is None and key not in held:
-                handed = book.judge_run(key, _RunOffsets(run), list(map(_value_of, run)))
+                try:
+                    handed = book.judge_run(key, _RunOffsets(run), list(map(_value_of, run)))
+                except SchemaUnavailable:
+                    handed = None  # record by record: the records before the one that waits go on
             if handed is None:
                 result.extend(self._judge_each(run, held, touched))
                 continue
@@ -356,8 +372,24 @@ class GuardedConsumer:
                 self._consumer.pause([TopicPartition(key[0], key[1])])
                 held.add(key)
                 continue
+            try:
+                handed = book.judge(key, message.offset(), message.key(), message.headers(), message.value())
+            except SchemaUnavailable as exc:
+                # No verdict without the schema: the record and the rest of its partition wait (read again
+                # from here once the pause ends); the service gets neither it nor anything after it.
+                self._consumer.seek(TopicPartition(key[0], key[1], message.offset()))
+                self._consumer.pause([TopicPartition(key[0], key[1])])
+                held.add(key)
+                if key not in self._registry_waits:
+                    log.warning(
+                        "waiting for the schema registry",
+                        extra={"topic": key[0], "partition": key[1], "offset": message.offset(), "reason": str(exc)},
+                    )
+                self._registry_waits[key] = time.monotonic() + REGISTRY_RETRY_S
+                self.stats.registry_waits += 1
+                continue
             touched.add(key)
-            if book.judge(key, message.offset(), message.key(), message.headers(), message.value()):
+            if handed:
                 result.append(message)
                 self.stats.handed += 1
             else:

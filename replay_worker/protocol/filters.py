@@ -24,6 +24,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .json_limits import MAX_DEPTH, MAX_FILTER_VALUE_BYTES, decoder, loads, too_deep
+from .record_values import FORMATS, REGISTRY_FORMATS, SchemaSource, ValueReader
+
+# Re-exported: the replay and the guard catch both where they evaluate a filter.
+from .record_values import SchemaUnavailable as SchemaUnavailable
+from .record_values import Undecodable as Undecodable
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 
@@ -36,10 +41,6 @@ class FilterSpecError(ValueError):
         super().__init__(message)
         self.field = field
         self.code = code
-
-
-class Undecodable(ValueError):
-    """The record's value is not the JSON a JSON condition needs: a poison record."""
 
 
 _MISSING = object()
@@ -66,12 +67,16 @@ class JsonMatch:
 
 @dataclass(frozen=True)
 class FilterSpec:
-    """The filter as configured: `{"headers": {...}, "keys": [...], "keysFile": "...", "json": [...]}`."""
+    """The filter as configured: `{"headers": {...}, "keys": [...], "keysFile": "...", "json": [...],
+    "valueFormat": "avro", "registry": "http://..."}`. `json` conditions read the value decoded in its
+    `valueFormat` (json by default; avro and protobuf through the schema `registry`; raw has no fields)."""
 
     headers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     keys: tuple[str, ...] | None = None
     keys_file: str | None = None
     json_matches: tuple[JsonMatch, ...] = ()
+    value_format: str = "json"
+    registry: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -92,10 +97,11 @@ class FilterSpec:
             raise FilterSpecError(
                 f"{what}: expected a JSON object with headers, keys, keysFile or json", field=what, code="not-an-object"
             )
-        unknown = set(obj) - {"headers", "keys", "keysFile", "json"}
+        unknown = set(obj) - {"headers", "keys", "keysFile", "json", "valueFormat", "registry"}
         if unknown:
             raise FilterSpecError(
-                f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json",
+                f"{what}: unknown field(s) {sorted(unknown)}; known: headers, keys, keysFile, json, valueFormat, "
+                "registry",
                 field=f"{what}.{sorted(unknown)[0]}",
                 code="unknown-field",
             )
@@ -155,7 +161,37 @@ class FilterSpec:
                         f"{where}.exists: expected true or false", field=f"{where}.exists", code="bad-exists"
                     )
                 matches.append(JsonMatch(path, exists=cond["exists"]))
-        return cls(tuple(headers), tuple(keys) if keys is not None else None, keys_file, tuple(matches))
+        value_format = obj.get("valueFormat", "json")
+        if value_format not in FORMATS:
+            raise FilterSpecError(
+                f"{what}.valueFormat: expected one of {', '.join(FORMATS)}, not {value_format!r}",
+                field=f"{what}.valueFormat",
+                code="unknown-format",
+            )
+        if value_format == "raw" and matches:
+            raise FilterSpecError(
+                f"{what}.json: raw values have no fields to match; filter on headers or keys, or declare the "
+                "values' format (json, avro, protobuf)",
+                field=f"{what}.json",
+                code="fields-on-raw",
+            )
+        registry = obj.get("registry")
+        if registry is not None and (not isinstance(registry, str) or not registry):
+            raise FilterSpecError(f"{what}.registry: expected a URL", field=f"{what}.registry", code="bad-registry")
+        if value_format in REGISTRY_FORMATS and registry is None:
+            raise FilterSpecError(
+                f"{what}.registry: {value_format} values are read by schema id: name the schema registry",
+                field=f"{what}.registry",
+                code="no-registry",
+            )
+        return cls(
+            tuple(headers),
+            tuple(keys) if keys is not None else None,
+            keys_file,
+            tuple(matches),
+            value_format,
+            registry,
+        )
 
     def to_obj(self, inline_keys: bool = False) -> dict[str, Any]:
         """The JSON form; `inline_keys` reads `keysFile` into `keys` (what the handover topic publishes,
@@ -172,6 +208,11 @@ class FilterSpec:
                 body["keysFile"] = self.keys_file
         if self.json_matches:
             body["json"] = [m.to_obj() for m in self.json_matches]
+        if self.value_format != "json":
+            # Only when not the default: a JSON filter publishes what every older guard understands.
+            body["valueFormat"] = self.value_format
+        if self.registry is not None:
+            body["registry"] = self.registry
         return body
 
     def to_json(self, inline_keys: bool = False) -> str:
@@ -245,6 +286,8 @@ class RecordFilter:
     headers: dict[str, frozenset[bytes]] = field(default_factory=dict)
     keys: frozenset[bytes] | None = None
     json_conditions: tuple[_CompiledJson, ...] = ()
+    #: Reads an Avro or Protobuf value into its document; None for JSON values (parsed here, with shortcuts).
+    reader: ValueReader | None = None
     #: The whole filter as a function of the value, when it is one top-level field equal to one string.
     _single: Callable[[bytes | None], bool] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -252,7 +295,18 @@ class RecordFilter:
         self._single = self._single_string_field()
 
     @classmethod
-    def compile(cls, spec: FilterSpec) -> "RecordFilter":
+    def compile(cls, spec: FilterSpec, schemas: SchemaSource | None = None) -> "RecordFilter":
+        """The filter, ready to run. An Avro or Protobuf filter with field conditions reads schemas from
+        `schemas` (the registry `spec.registry` names, or a vector's inline schemas)."""
+        reader = None
+        if spec.value_format in REGISTRY_FORMATS and spec.json_matches:
+            if schemas is None:
+                raise FilterSpecError(
+                    f"filter.registry: no schema source for {spec.value_format} values",
+                    field="filter.registry",
+                    code="no-registry",
+                )
+            reader = ValueReader(spec.value_format, schemas)
         headers = {name: frozenset(v.encode("utf-8") for v in values) for name, values in spec.headers}
         keys = None
         if spec.keys is not None or spec.keys_file:
@@ -264,11 +318,13 @@ class RecordFilter:
                 found = [_needle(v) for v in m.values]
                 if all(n is not None for n in found):
                     needles = tuple(n for n in found if n is not None)
+            if reader is not None:
+                needles = None  # the bytes of an encoded value do not spell a JSON string
             compiled.append(_CompiledJson(m.path, m.values, m.exists, needles))
-        return cls(headers, keys, tuple(compiled))
+        return cls(headers, keys, tuple(compiled), reader)
 
     def _single_string_field(self) -> Callable[[Any], bool] | None:
-        if self.headers or self.keys is not None or len(self.json_conditions) != 1:
+        if self.headers or self.keys is not None or len(self.json_conditions) != 1 or self.reader is not None:
             return None
         cond = self.json_conditions[0]
         if (
@@ -305,6 +361,9 @@ class RecordFilter:
             return all(c.exists is False for c in self.json_conditions)
         if len(value) > MAX_FILTER_VALUE_BYTES:
             raise Undecodable(f"value of {len(value)} bytes, more than {MAX_FILTER_VALUE_BYTES}")
+        if self.reader is not None:
+            # Avro or Protobuf: no byte shortcut; `SchemaUnavailable` goes up (a wait, not a decision).
+            return self._holds(self.reader.document(value))
         plain = value.find(b"\\") < 0  # memchr; `in` takes twice as long for one byte
         if plain:
             for cond in self.json_conditions:
@@ -315,7 +374,9 @@ class RecordFilter:
                             return False
                     elif not any(n in value for n in needles):
                         return False
-        document = parse_record_value(value)
+        return self._holds(parse_record_value(value))
+
+    def _holds(self, document: Any) -> bool:
         for cond in self.json_conditions:
             found = _lookup(document, cond.path)
             if cond.exists is not None:
@@ -424,7 +485,7 @@ def _string_field_predicate(key: str, wanted: str, needle: bytes) -> Callable[[b
     return match
 
 
-def published_filter(obj: Any) -> RecordFilter:
+def published_filter(obj: Any, schemas: SchemaSource | None = None) -> RecordFilter:
     """The filter of a `replay` record, compiled as a guard evaluates it. The record carries the key set
     inline; a `keysFile` names a file in the replay's pods that no guard can read, so it is refused (a
     guard that cannot evaluate the filter skips nothing for that replay; HANDOVER.md section 4)."""
@@ -435,7 +496,7 @@ def published_filter(obj: Any) -> RecordFilter:
             field="filter.keysFile",
             code="keys-file-not-published",
         )
-    return RecordFilter.compile(spec)
+    return RecordFilter.compile(spec, schemas)
 
 
 def compile_filter(spec: FilterSpec | Mapping[str, Any] | str | None) -> RecordFilter:

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Callable, Sequence
 
 from .commit_marks import CommitMark
-from .filters import Headers, RecordFilter, Undecodable
+from .filters import Headers, RecordFilter, SchemaUnavailable, Undecodable
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,16 @@ class GuardPartition:
     # -- per record
 
     def verdict(self, offset: int, key: bytes | None, headers: Headers, value: bytes | None) -> Verdict:
+        """The record's verdict; `SchemaUnavailable` (the filter could not get the value's schema) leaves the
+        rules as they were, so the same record is judged again once the registry answers."""
+        seen = self.seen_until
+        try:
+            return self._verdict(offset, key, headers, value)
+        except SchemaUnavailable:
+            self.seen_until = seen  # the matcher is asked before any other state changes
+            raise
+
+    def _verdict(self, offset: int, key: bytes | None, headers: Headers, value: bytes | None) -> Verdict:
         self.seen_until = offset + 1
         if self.reread_until is not None:
             if offset < self.reread_until:

@@ -8,10 +8,11 @@ specification.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from .filters import FilterSpecError, RecordFilter, published_filter
 from .guard_rules import ActiveHandover
+from .record_values import SchemaSource
 from .wire import (
     AckInfo,
     GuardInfo,
@@ -149,8 +150,11 @@ class ReplayHandover:
 class HandoverView:
     """The state of every replay, built by applying the handover topic's records in log order."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema_sources: Callable[[str], SchemaSource] | None = None) -> None:
         self.replays: dict[str, ReplayHandover] = {}
+        #: The schema source of a registry URL, for published filters over Avro or Protobuf values; without
+        #: one such a filter cannot be compiled, and the guard skips nothing for its replay (safe, not exact).
+        self._schema_sources = schema_sources
         self._applied = 0
         self._filters: dict[str, tuple[Mapping[str, Any], RecordFilter]] = {}
         #: Malformed records seen (skipped, never fatal: one bad writer must not stop every guard).
@@ -205,7 +209,10 @@ class HandoverView:
     def _filter_of(self, info: ReplayInfo) -> RecordFilter:
         cached = self._filters.get(info.replay_id)
         if cached is None or cached[0] != info.filter:
-            compiled = published_filter(dict(info.filter))
+            body = dict(info.filter)
+            registry = body.get("registry")
+            schemas = self._schema_sources(registry) if self._schema_sources and isinstance(registry, str) else None
+            compiled = published_filter(body, schemas)
             cached = self._filters[info.replay_id] = (info.filter, compiled)
         return cached[1]
 

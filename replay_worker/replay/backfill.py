@@ -14,6 +14,8 @@ the handover topic as the replay id's `result` record.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 import time
@@ -24,6 +26,7 @@ from typing import Any, Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..connection import kafka_clients
+from ..connection.schema_registry import filter_schemas
 from ..protocol.filters import RecordFilter, Undecodable
 from ..protocol.wire import ResultInfo
 from ..topic.handover_topic import HandoverTopic, now_ms
@@ -89,8 +92,8 @@ def run_backfill(settings: WorkerSettings, config: Mapping[str, str], metrics: W
     stop_hooks.append(lambda: stopped.__setitem__("flag", True))
     base = kafka_clients.connection(settings.bootstrap_servers, config, f"reprise-{settings.member_name}")
     keys = {k.encode("utf-8") for k in settings.filter.all_keys()}
-    spec_without_keys = type(settings.filter)(settings.filter.headers, None, None, settings.filter.json_matches)
-    collector = LatestByKey(keys, RecordFilter.compile(spec_without_keys))
+    spec_without_keys = dataclasses.replace(settings.filter, keys=None, keys_file=None)
+    collector = LatestByKey(keys, RecordFilter.compile(spec_without_keys, filter_schemas(spec_without_keys)))
     consumer = Consumer(kafka_clients.reader_config(base))
     ends: dict[tuple[str, int], int] = {}
     try:

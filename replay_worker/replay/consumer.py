@@ -52,7 +52,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from ..connection import kafka_clients
 from ..connection.kafka_clients import FETCH_TUNING
 from .delivery import Delivery, DeliveryError, Outcome
-from ..protocol.filters import RecordFilter, Undecodable
+from ..protocol.filters import RecordFilter, SchemaUnavailable, Undecodable
 from ..protocol.handover import HandoverView, ReplayHandover
 from .replay_book import Commit, Finishing, PartitionBook, PlannedPartition, ReplayBook
 from ..protocol.wire import HandoverInfo, ProgressInfo, StartInfo
@@ -72,6 +72,8 @@ IDLE_WAIT = 0.2
 FINISHING_WAIT = 0.05
 #: How long a stop waits for the consumer to leave the group: well inside Kubernetes' default 30 s grace period.
 CLOSE_WAIT = 15.0
+#: Seconds between asks while the schema registry cannot be reached, growing per attempt up to the maximum.
+REGISTRY_RETRY_S, REGISTRY_RETRY_MAX_S = 0.5, 5.0
 #: A replica's session: librdkafka may lose a stopping member's LeaveGroup when the replicas stop together (the
 #: Deployment's deletion) in the middle of the rebalance their leaving starts ("Timed out 1 in-flight" on the
 #: GroupCoordinator); the member then stays in the group until its session times out, and the operator's
@@ -430,6 +432,34 @@ class ReplayConsumer:
             matching = batch
             self.metrics.matched.inc(len(batch))
             return self.delivery.deliver(matching)
+        waited = 0
+        while True:
+            try:
+                matching, poison = self._filtered(batch)
+                break
+            except SchemaUnavailable as exc:
+                # No decision without the schema (HANDOVER.md section 4, "Schemas"): the batch waits, nothing
+                # of it is delivered, skipped or committed, and the same records are judged once the registry
+                # answers. Stopped while waiting: out without a commit (the next replica reads them again).
+                waited += 1
+                self.metrics.registry_waiting.set(1)
+                if waited == 1 or waited % 30 == 0:
+                    log.warning("waiting for the schema registry", extra={"reason": str(exc), "attempt": waited})
+                if self._stop.wait(min(REGISTRY_RETRY_S * waited, REGISTRY_RETRY_MAX_S)):
+                    raise
+        if waited:
+            self.metrics.registry_waiting.set(0)
+            log.info("the schema registry answers again", extra={"attempts": waited})
+        self.metrics.matched.inc(len(matching))
+        self.metrics.skipped.inc(len(batch) - len(matching) - len(poison))
+        outcome = self.delivery.deliver(matching)
+        for message, reason in poison:
+            self.delivery.poison(message, reason, outcome)
+        return outcome
+
+    def _filtered(self, batch: list[Message]) -> tuple[list[Message], list[tuple[Message, str]]]:
+        """The batch's matching records, and its undecodable ones with why; `SchemaUnavailable` when a schema
+        could not be fetched (no record of the batch is judged then)."""
         predicate = self._predicate
         by_value = self._value_predicate
         poison: list[tuple[Message, str]] = []
@@ -449,12 +479,7 @@ class ReplayConsumer:
                         matching.append(message)
                 except Undecodable as exc:
                     poison.append((message, f"undecodable: {exc}"))
-        self.metrics.matched.inc(len(matching))
-        self.metrics.skipped.inc(len(batch) - len(matching) - len(poison))
-        outcome = self.delivery.deliver(matching)
-        for message, reason in poison:
-            self.delivery.poison(message, reason, outcome)
-        return outcome
+        return matching, poison
 
     def _checkpoint(self, consumer: Consumer, force: bool = False) -> None:
         """Commit the positions once what was delivered is durable (the book says what and how: a forward whose

@@ -65,6 +65,10 @@ class WorkerMetrics:
             "0 replaying, 1 finished (handed over / drained), 2 paused",
             ("topic", "partition"),
         )
+        self.registry_waiting = gauge(
+            "reprise_worker_schema_registry_waiting",
+            "1 while a batch waits for the schema registry (unreachable: its records are not judged yet)",
+        ).labels(**labels)
         self.finished_partitions = gauge(
             "reprise_worker_partitions_finished", "Partitions finished in this replay"
         ).labels(**labels)

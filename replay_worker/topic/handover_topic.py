@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from prometheus_client import Counter
 
 from ..connection import kafka_clients
+from ..connection.schema_registry import registry_schemas
 from ..protocol.handover import HandoverView, ReplayHandover
 from ..protocol.wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
 
@@ -184,7 +185,7 @@ class HandoverTopic:
 
     def read(self) -> HandoverView:
         """Every replay's state, read from the beginning to the readable end."""
-        view = HandoverView()
+        view = HandoverView(registry_schemas)
         end = self.readable_end()
         if not end:
             return view
@@ -323,7 +324,7 @@ class HandoverFollower(Generic[T]):
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
         self._handover = HandoverTopic(bootstrap_servers, topic, config, client_id=client_id)
         self._lock = threading.Lock()
-        self._view = HandoverView()
+        self._view = HandoverView(registry_schemas)
         self.snapshot: T = derive(self._view)
         self.version = 0
         self._requested = 0

@@ -462,7 +462,10 @@ class Filter(ApiModel):
         default=None,
         min_length=1,
         max_length=16,
-        description="Matches on fields of the JSON record value; all must match.",
+        description=(
+            "Matches on fields of the record value, decoded in its format (spec.format.value: json, avro or "
+            "protobuf; the name is kept from when values were JSON only); all must match."
+        ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["path"]},
     )
 
@@ -471,6 +474,67 @@ class Filter(ApiModel):
         if self.headers is None and self.keys is None and self.json_fields is None:
             raise ValueError("spec.filter: set at least one of headers, keys or jsonFields")
         return self
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the records' keys and values are, and where their schemas are
+
+
+class RecordEncoding(str, Enum):
+    """How a topic's keys or values are written."""
+
+    JSON = "json"
+    AVRO = "avro"
+    PROTOBUF = "protobuf"
+    RAW = "raw"
+
+
+#: The encodings whose records carry a schema id (the Confluent wire format), read through a schema registry.
+REGISTRY_ENCODINGS = (RecordEncoding.AVRO, RecordEncoding.PROTOBUF)
+
+
+class RecordFormat(ApiModel):
+    """The format of the topics' record keys and values (docs/schemas.md)."""
+
+    key: RecordEncoding = Field(
+        default=RecordEncoding.RAW,
+        description=(
+            "How record keys are written. filter.keys compares a key's bytes with the UTF-8 of the keys "
+            "listed, so it is refused for avro and protobuf keys."
+        ),
+    )
+    value: RecordEncoding = Field(
+        default=RecordEncoding.JSON,
+        description=(
+            "How record values are written: json, avro or protobuf in the Confluent wire format (a zero "
+            "byte, a 4-byte schema id, the payload; read with the writer's schema from spec.schemaRegistry), "
+            "or raw bytes (no fields to filter on). filter.jsonFields match fields of the decoded value."
+        ),
+    )
+
+
+class SchemaRegistryConnection(ApiModel):
+    """A Confluent-compatible schema registry (Confluent's, Apicurio's ccompat API, Karapace)."""
+
+    url: str = Field(
+        min_length=1,
+        max_length=1024,
+        # No user info (`user:password@`): the URL appears in status and logs when the registry cannot be reached.
+        pattern=r"^https?://[^\s/?#@]+(/[^\s?#@]*)?$",
+        description=(
+            "Base URL of the registry's Confluent-compatible API, for example "
+            "http://schema-registry.kafka:8081 or http://apicurio.kafka:8080/apis/ccompat/v7. No credentials "
+            "in it (they would show in status): use credentialsSecret."
+        ),
+    )
+    credentials_secret: Optional[SecretReference] = Field(
+        default=None,
+        description=(
+            "A Secret with the registry's basic-auth credentials under the keys username and password (no "
+            "other key is read). Given to the replay pods as environment from the Secret; its values never "
+            "appear in a spec, a status, an Event or a log."
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------

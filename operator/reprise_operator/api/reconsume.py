@@ -35,6 +35,10 @@ from .common import (
     Plan,
     PrinterColumn,
     Progress,
+    REGISTRY_ENCODINGS,
+    RecordEncoding,
+    RecordFormat,
+    SchemaRegistryConnection,
     ReplayCleanup,
     ResourceStatus,
     Start,
@@ -173,6 +177,61 @@ _REPLAY_GROUP_NOT_LIVE = rule(
 )
 
 
+_SCHEMA_FORMATS = "['avro', 'protobuf']"
+#: The format rules, in CEL (the API server) and in `check_format` (the models): the same refusals, each
+#: naming the field to change.
+_FORMAT_MESSAGES = {
+    "raw-fields": "spec.filter.jsonFields: raw values (spec.format.value: raw) have no fields; filter on headers "
+    "or keys, or declare the values' format (json, avro, protobuf)",
+    "no-registry": "spec.schemaRegistry: required when spec.format.value is avro or protobuf (records are read "
+    "by schema id)",
+    "schema-keys": "spec.filter.keys: compares a key's bytes with the UTF-8 of the keys listed, so it cannot "
+    "match avro or protobuf keys (spec.format.key); filter on value fields instead",
+    "service-schemas": "spec.format.value: avro and protobuf values are not supported yet by the Java and Go "
+    "replay roles and guards (consumer.entrypoint: Service); use entrypoint ReplayWorker (docs/schemas.md)",
+}
+_FORMAT_RULES = (
+    rule(
+        "self.format.value != 'raw' || !has(self.filter) || !has(self.filter.jsonFields)",
+        _FORMAT_MESSAGES["raw-fields"],
+        field_path=".filter",
+    ),
+    rule(
+        f"!(self.format.value in {_SCHEMA_FORMATS}) || has(self.schemaRegistry)",
+        _FORMAT_MESSAGES["no-registry"],
+        field_path=".format",
+    ),
+    rule(
+        f"!(self.format.key in {_SCHEMA_FORMATS}) || !has(self.filter) || !has(self.filter.keys)",
+        _FORMAT_MESSAGES["schema-keys"],
+        field_path=".filter",
+    ),
+    rule(
+        f"!(self.format.value in {_SCHEMA_FORMATS}) || !has(self.consumer) || !has(self.consumer.entrypoint) "
+        "|| self.consumer.entrypoint != 'Service'",
+        _FORMAT_MESSAGES["service-schemas"],
+        field_path=".format",
+    ),
+)
+
+
+def check_format(
+    record_format: RecordFormat,
+    registry: SchemaRegistryConnection | None,
+    record_filter: Filter | None,
+    consumer: Consumer | None,
+) -> None:
+    """`_FORMAT_RULES` on the models (for specs validated outside the API server, and the same words)."""
+    if record_format.value is RecordEncoding.RAW and record_filter is not None and record_filter.json_fields:
+        raise ValueError(_FORMAT_MESSAGES["raw-fields"])
+    if record_format.value in REGISTRY_ENCODINGS and registry is None:
+        raise ValueError(_FORMAT_MESSAGES["no-registry"])
+    if record_format.key in REGISTRY_ENCODINGS and record_filter is not None and record_filter.keys:
+        raise ValueError(_FORMAT_MESSAGES["schema-keys"])
+    if record_format.value in REGISTRY_ENCODINGS and consumer is not None and consumer.entrypoint.value == "Service":
+        raise ValueError(_FORMAT_MESSAGES["service-schemas"])
+
+
 class ReconsumeSpec(ApiModel):
     """What to replay, how, and with which consumers."""
 
@@ -182,7 +241,8 @@ class ReconsumeSpec(ApiModel):
             _OFFSETS_IN_TOPICS,
             _REPLAY_GROUP_NOT_LIVE,
             *verify_rules("spec"),
-            *presence_immutable("spec", "filter", "replayGroup", "liveDeployment"),
+            *presence_immutable("spec", "filter", "replayGroup", "liveDeployment", "schemaRegistry"),
+            *_FORMAT_RULES,
         )
     )
 
@@ -210,6 +270,22 @@ class ReconsumeSpec(ApiModel):
             "but still count as consumed. All criteria given must match. Unset: all records. Immutable."
         ),
         json_schema_extra=immutable("spec.filter"),
+    )
+    format: RecordFormat = Field(
+        default_factory=RecordFormat,
+        description=(
+            "How the topics' keys and values are written (json, avro, protobuf, raw); filter.jsonFields read "
+            "the value decoded in its format. Default: raw keys, JSON values. Immutable."
+        ),
+        json_schema_extra={"default": {}, **immutable("spec.format")},
+    )
+    schema_registry: Optional[SchemaRegistryConnection] = Field(
+        default=None,
+        description=(
+            "The schema registry that holds the schemas of avro and protobuf records (required with them): "
+            "the replay and the guard read each record with its writer's schema, by id. Immutable."
+        ),
+        json_schema_extra=immutable("spec.schemaRegistry"),
     )
     consumer: Optional[Consumer] = Field(
         default=None,
@@ -281,6 +357,7 @@ class ReconsumeSpec(ApiModel):
             self.completion,
             self.consumer.entrypoint.value if self.consumer is not None else None,
         )
+        check_format(self.format, self.schema_registry, self.filter, self.consumer)
         return self
 
 

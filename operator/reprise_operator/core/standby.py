@@ -70,6 +70,24 @@ async def live_template(resource: Resource, consumer: Consumer, field: str = "sp
     return live["spec"]["template"]
 
 
+#: The schema registry's credentials in a replay pod (replay_worker.connection.schema_registry reads them).
+REGISTRY_CREDENTIALS_ENV = {
+    "REPRISE_SCHEMA_REGISTRY_USERNAME": "username",
+    "REPRISE_SCHEMA_REGISTRY_PASSWORD": "password",
+}
+
+
+def registry_credentials_env(secret: str | None) -> list[dict]:
+    """The registry's credentials as environment from `secret` (only its keys username and password: the
+    allow-list), never as values: the Secret's content stays out of the Deployment."""
+    if not secret:
+        return []
+    return [
+        {"name": env, "valueFrom": {"secretKeyRef": {"name": secret, "key": key, "optional": key == "password"}}}
+        for env, key in REGISTRY_CREDENTIALS_ENV.items()
+    ]
+
+
 def standby_deployment(
     resource: Resource,
     *,
@@ -80,6 +98,7 @@ def standby_deployment(
     settings: WorkerSettings,
     kafka: KafkaConnection,
     replicas: int | None = None,
+    registry_secret: str | None = None,
 ) -> dict:
     """The standby Deployment: the service's pod template running the replay worker with `settings`, the
     user's `spec.consumer` env and resources on top, owned by the resource. `replicas`: spec.consumer.replicas
@@ -96,7 +115,7 @@ def standby_deployment(
         pod_template=template,
         replicas=consumer.replicas if replicas is None else replicas,
         worker_env=worker_env,
-        user_env=user_env(consumer),
+        user_env=[*registry_credentials_env(registry_secret), *user_env(consumer)],
         kafka_secret=kafka.config_from.secret_ref.name if kafka.config_from else None,
         container_name=consumer.container,
         keep_command=consumer.entrypoint is Entrypoint.SERVICE,

@@ -100,12 +100,22 @@ def _kafka_secret(kafka: KafkaConnection) -> list[Right]:
     return [Right("get", "", "secrets", "spec.kafka.configFrom.secretRef", name=name)]
 
 
+def _registry_secret(spec: ReconsumeSpec) -> list[Right]:
+    """The registry's credentials reach the replay pods (an image the creator chooses): reading them is implied."""
+    registry = spec.schema_registry
+    if registry is None or registry.credentials_secret is None:
+        return []
+    name = registry.credentials_secret.name
+    return [Right("get", "", "secrets", "spec.schemaRegistry.credentialsSecret", name=name)]
+
+
 def reconsume_rights(spec: ReconsumeSpec) -> list[Right]:
     return [
         *_deployments(spec.consumer, "spec.consumer"),
         *_scale(spec.live_deployment, "spec.liveDeployment"),
         *_verify_job(spec.verify),
         *_kafka_secret(spec.kafka),
+        *_registry_secret(spec),
     ]
 
 

@@ -344,6 +344,65 @@ INVALID: tuple[Invalid, ...] = (
         {"spec.filter.jsonFields": [{"path": "$..type[0]", "values": ["x"]}]},
         ("spec.filter.jsonFields[0].path", "should match"),
     ),
+    # -- record formats and the schema registry (docs/schemas.md)
+    Invalid(
+        "format-raw-with-field-filter",
+        HANDOVER,
+        {"spec.format": {"value": "raw"}, "spec.filter": {"jsonFields": [{"path": "type", "values": ["x"]}]}},
+        ("spec.filter", "spec.filter.jsonFields: raw values (spec.format.value: raw) have no fields"),
+    ),
+    Invalid(
+        "format-avro-without-registry",
+        HANDOVER,
+        {"spec.format": {"value": "avro"}},
+        ("spec.format", "spec.schemaRegistry: required when spec.format.value is avro or protobuf"),
+    ),
+    Invalid(
+        "format-protobuf-without-registry",
+        PARALLEL,
+        {"spec.format": {"value": "protobuf"}},
+        ("spec.format", "spec.schemaRegistry: required when spec.format.value is avro or protobuf"),
+    ),
+    Invalid(
+        "format-avro-keys-with-key-filter",
+        HANDOVER,
+        {"spec.format": {"key": "avro"}, "spec.filter": {"keys": ["u1"]}},
+        ("spec.filter", "spec.filter.keys: compares a key's bytes", "spec.format.key"),
+    ),
+    Invalid(
+        "format-unknown",
+        HANDOVER,
+        {"spec.format": {"value": "xml"}},
+        ("spec.format.value", "Unsupported value", "avro"),
+    ),
+    Invalid(
+        "format-avro-with-service-entrypoint",
+        SERVICE,
+        {"spec.format": {"value": "avro"}, "spec.schemaRegistry": {"url": "http://registry.kafka:8081"}},
+        ("spec.format", "not supported yet by the Java and Go replay roles", "consumer.entrypoint: Service"),
+    ),
+    Invalid(
+        "schema-registry-url-not-http",
+        HANDOVER,
+        {"spec.format": {"value": "avro"}, "spec.schemaRegistry": {"url": "registry.kafka:8081"}},
+        ("spec.schemaRegistry.url", "should match"),
+    ),
+    Invalid(
+        "schema-registry-url-with-credentials",
+        HANDOVER,
+        {"spec.format": {"value": "avro"}, "spec.schemaRegistry": {"url": "http://reader:s3cret@registry.kafka:8081"}},
+        ("spec.schemaRegistry.url", "should match"),
+        notes="credentials in the URL would be shown in status and logs (a wait names the URL): credentialsSecret",
+    ),
+    Invalid(
+        "schema-registry-secret-not-dns",
+        HANDOVER,
+        {
+            "spec.format": {"value": "avro"},
+            "spec.schemaRegistry": {"url": "http://registry.kafka:8081", "credentialsSecret": {"name": "My Secret"}},
+        },
+        ("spec.schemaRegistry.credentialsSecret.name", "should match"),
+    ),
     Invalid(
         "drained-for-words",
         HANDOVER,

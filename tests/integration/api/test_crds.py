@@ -104,6 +104,8 @@ def full_reconsume() -> dict:
     spec["completion"] = {"drainedFor": "1h30m"}
     spec["cleanup"] = {"deleteReplayGroup": False, "ttlSecondsAfterFinished": 0}
     spec["suspend"] = True
+    spec["format"] = {"key": "raw", "value": "avro"}
+    spec["schemaRegistry"] = {"url": "http://schema-registry.kafka:8081", "credentialsSecret": {"name": "sr-reader"}}
     return document
 
 

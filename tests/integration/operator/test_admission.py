@@ -159,6 +159,33 @@ def test_a_reprise_editor_who_may_not_read_a_secret_is_refused_a_reconsume_that_
     assert not exists(kube, namespace, "by-alice")
 
 
+def test_a_reprise_editor_who_may_not_read_a_secret_is_refused_it_as_the_schema_registrys_credentials(
+    kube, operator, namespace, roles
+):
+    # Its username and password keys would reach alice's replay pods as environment (docs/schemas.md).
+    bind(kube, namespace, "alice", roles["reprise-edit"])
+    grant(kube, namespace, "alice", "create", "deployments.apps")
+    kube.kubectl("create", "secret", "generic", "payments-registry", "-n", namespace, "--from-literal=password=x")
+    assert not can_i(kube, namespace, "alice", "get", "secrets/payments-registry")
+    body = reconsume("by-alice")
+    body["spec"]["format"] = {"value": "avro"}
+    body["spec"]["schemaRegistry"] = {
+        "url": "http://registry.kafka:8081",
+        "credentialsSecret": {"name": "payments-registry"},
+    }
+
+    refused = create_as(kube, namespace, "alice", body)
+
+    assert refused.returncode != 0, (
+        "the Reconsume was admitted: alice's replay pods would get a Secret she may not read"
+    )
+    assert (
+        f'spec.schemaRegistry.credentialsSecret needs "get secrets/payments-registry" in namespace {namespace}, '
+        "which user alice may not do"
+    ) in refused.stderr, refused.stderr
+    assert not exists(kube, namespace, "by-alice")
+
+
 def test_a_user_who_holds_both_rights_is_admitted(kube, operator, namespace, roles):
     bind(kube, namespace, "bob", roles["reprise-edit"])
     grant(kube, namespace, "bob", "create", "deployments.apps")

@@ -202,3 +202,17 @@ def test_only_a_create_or_a_spec_change_is_checked_for_the_spec() -> None:
     assert not spec_changed(old, touched)
     touched["spec"]["suspend"] = True
     assert spec_changed(old, touched)
+
+
+def test_the_schema_registrys_credentials_secret_needs_get_on_that_secret() -> None:
+    # The attack: someone who may not read Secret `payments-db` names it as the registry's credentials; its
+    # username and password keys would reach the replay pods, which run an image of that person's choosing.
+    spec = reconsume(
+        mode="Handover",
+        consumer={"template": {"spec": {"containers": [{"name": "c", "image": "attacker/image"}]}}},
+        format={"value": "avro"},
+        schemaRegistry={"url": "http://registry.kafka:8081", "credentialsSecret": {"name": "payments-db"}},
+    )
+    assert ("get secrets/payments-db", "spec.schemaRegistry.credentialsSecret", "payments-db", "") in asked(
+        spec_rights(spec)
+    )

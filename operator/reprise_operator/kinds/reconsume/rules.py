@@ -11,7 +11,7 @@ from typing import Any
 from replay_worker.contract import FilterSpec, StartSpec, WorkerSettings
 
 from ...api import ReconsumeSpec
-from ...api.common import Filter
+from ...api.common import Filter, RecordEncoding, RecordFormat, SchemaRegistryConnection
 from ...core.standby import (
     require_delivery,
 )
@@ -35,11 +35,20 @@ def start_request(spec: ReconsumeSpec, now: datetime) -> StartSpec:
     return start_spec(spec.start, now)
 
 
-def worker_filter(api_filter: Filter | None) -> FilterSpec:
-    """The API's filter in the worker's terms (the worker and the guard evaluate the same spec)."""
-    if api_filter is None:
-        return FilterSpec()
+def worker_filter(
+    api_filter: Filter | None,
+    record_format: RecordFormat | None = None,
+    registry: SchemaRegistryConnection | None = None,
+) -> FilterSpec:
+    """The API's filter in the worker's terms (the worker and the guard evaluate the same spec), with the
+    values' format and the registry to read them with when they are not JSON."""
     body: dict[str, Any] = {}
+    if record_format is not None and record_format.value is not RecordEncoding.JSON:
+        body["valueFormat"] = record_format.value.value
+        if registry is not None:
+            body["registry"] = registry.url
+    if api_filter is None:
+        return FilterSpec.parse(body, "spec.filter")
     if api_filter.headers:
         body["headers"] = {name: list(values) for name, values in api_filter.headers.items()}
     if api_filter.keys:
@@ -75,7 +84,7 @@ def replay_settings(
         live_group=spec.consumer_group,
         start=StartSpec("offsets", offsets=offsets),
         allow_clamp=spec.start.allow_clamp,
-        filter=worker_filter(spec.filter),
+        filter=worker_filter(spec.filter, spec.format, spec.schema_registry),
         handler=delivery.get("REPRISE_HANDLER"),
         forward_topic=delivery.get("REPRISE_FORWARD_TOPIC"),
         handover_topic=handover_topic,

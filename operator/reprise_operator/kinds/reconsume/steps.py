@@ -35,8 +35,9 @@ from ...shared.constants import (
     replay_group_name,
 )
 from ...doors.kafka_admin import KafkaCluster
+from ...doors.schema_registry import registry_problem
 from ...core.driver import Held, plan_ready, plan_refused
-from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry
+from ...core.lifecycle import Failure, ObjectMemory, Resource, Retry, Waiting
 from ...rules.planning import Plan, PlanError, make_plan, retention_message
 from ...rules.progress import PartitionView, looks_soon
 from ...rules.verify import LiveHistory, verify_env
@@ -178,6 +179,11 @@ async def _plan(resource: Resource, spec: ReconsumeSpec) -> None:
         group = None
     else:
         group = replay_group_of(spec, resource.namespace, resource.name)
+    if spec.schema_registry is not None:
+        # Before the plan: a wrong URL would have every replay pod and guard wait on it, record by record.
+        problem = await asyncio.to_thread(registry_problem, spec.schema_registry.url)
+        if problem is not None:
+            raise Waiting("SchemaRegistryUnreachable", f"spec.schemaRegistry.url: {problem}")
     plan = await cluster.aio.call(plan_reconsume, cluster, spec, resource.now(), group)
     resource.record(plan=plan_partitions_status(plan))
     if plan.at_risk:
@@ -225,6 +231,11 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         settings=settings,
         kafka=spec.kafka,
         replicas=replicas,
+        registry_secret=(
+            spec.schema_registry.credentials_secret.name
+            if spec.schema_registry is not None and spec.schema_registry.credentials_secret is not None
+            else None
+        ),
     )
     await rt.kube.aio.create_owned(manifest, resource.uid)
     if consumer.entrypoint is Entrypoint.REPLAY_WORKER:
