@@ -286,7 +286,11 @@ func (t *Topic) Read(ctx context.Context) (*protocol.HandoverView, error) {
 			if e.TopicPartition.Error != nil {
 				continue
 			}
-			_ = view.Apply(e.Key, e.Value)
+			// Not past the end: it is a transaction boundary, and a record after it may be the first of a
+			// transaction whose other records this read does not see.
+			if int64(e.TopicPartition.Offset) < end {
+				_ = view.Apply(e.Key, e.Value)
+			}
 			position = max(position, int64(e.TopicPartition.Offset)+1)
 		case kafka.PartitionEOF:
 			position = max(position, int64(e.Offset))
