@@ -8,8 +8,7 @@ namespace; both may read `shared.orders`. The chart's ValidatingAdmissionPolicy 
 - Every field that names a Kafka group or a written topic is refused, naming the field, outside the
   namespace's prefixes; a namespace without annotations gets the chart's default prefixes.
 - Each team reads the shared topic and its own, and nothing of the other team's.
-- The whole suite, team A attacking while team B replays exactly, is `tests/soak/test_tenant_handover_soak.py`
-  (`make soak`): it stalled once in four full runs (see its docstring) and stays there until that is explained.
+- The whole suite, team A attacking while team B replays exactly, is `test_tenant_handover.py`.
 """
 
 from __future__ import annotations
