@@ -111,13 +111,16 @@ class GuardedConsumer:
         self,
         config: Mapping[str, Any],
         *,
-        handover_topic: str = DEFAULT_TOPIC,
+        handover_topic: str | None = None,
         member: str | None = None,
         progress_interval: float = 1.0,
     ) -> None:
         if "group.id" not in config:
             raise ValueError("GuardedConsumer needs group.id: the guard acts for one live group")
         self.group_id = str(config["group.id"])
+        # The live Deployment names its namespace's topic in REPRISE_HANDOVER_TOPIC (the operator gives its replay
+        # pods the same one); the one-per-cluster default is for clusters that keep one topic.
+        handover_topic = handover_topic or os.environ.get("REPRISE_HANDOVER_TOPIC") or DEFAULT_TOPIC
         self.handover_topic = handover_topic
         self.member = member or os.environ.get("HOSTNAME") or socket.gethostname()
         self._auto_store = str(config.get("enable.auto.offset.store", True)).lower() not in ("false", "0")

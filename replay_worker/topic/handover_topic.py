@@ -28,10 +28,11 @@ from contextlib import contextmanager
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 from prometheus_client import Counter
 
 from ..connection import kafka_clients
+from ..protocol import handover_topic_settings
 from ..protocol.handover import HandoverView, ReplayHandover
 from ..protocol.wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
 
@@ -112,15 +113,16 @@ class HandoverTopic:
     # -- the topic itself
 
     def ensure(self, *, create: bool = True) -> None:
-        """Check the topic exists with one partition; create it (compacted) when missing and allowed."""
+        """Check the topic exists with one partition and settings that keep handover state (refused otherwise,
+        naming the setting); create it with `handover_topic_settings.REQUIRED` when missing and allowed."""
         metadata = self.admin.list_topics(topic=self.topic, timeout=self.timeout)
         found = metadata.topics.get(self.topic)
         missing = found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
         if missing:
             if not create:
                 raise HandoverTopicError(
-                    f"handover topic {self.topic} does not exist: create it (1 partition, "
-                    f"cleanup.policy=compact) or let the operator create it"
+                    f"handover topic {self.topic} does not exist: create it (1 partition, cleanup.policy=compact; "
+                    f"docs/security.md gives its settings) or let the operator create it"
                 )
             futures = self.admin.create_topics(
                 [
@@ -128,7 +130,7 @@ class HandoverTopic:
                         self.topic,
                         num_partitions=1,
                         replication_factor=-1,
-                        config={"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"},
+                        config=dict(handover_topic_settings.REQUIRED),
                     )
                 ],
                 request_timeout=self.timeout,
@@ -150,6 +152,23 @@ class HandoverTopic:
                 f"handover topic {self.topic} has {len(found.partitions)} partitions; the protocol needs exactly 1 "
                 f"(one total order of every replay's records): recreate it with 1 partition"
             )
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Refuse a topic whose settings would lose or break handover state (`handover_topic_settings`)."""
+        resource = ConfigResource(ResourceType.TOPIC, self.topic)
+        futures = self.admin.describe_configs([resource], request_timeout=self.timeout)
+        try:
+            entries = futures[resource].result(timeout=self.timeout)
+        except KafkaException as exc:
+            raise HandoverTopicError(
+                f"cannot read the settings of handover topic {self.topic}: {exc.args[0].str()} (the principal needs "
+                f"DescribeConfigs on it, docs/security.md)"
+            ) from None
+        config = {name: str(entry.value) for name, entry in entries.items() if entry.value is not None}
+        reason = handover_topic_settings.refusal(self.topic, config)
+        if reason is not None:
+            raise HandoverTopicError(reason)
 
     def _wait_for_leader(self) -> None:
         deadline = time.monotonic() + self.timeout

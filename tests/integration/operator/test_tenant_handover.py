@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from local_platform.kafka_tenants import CLIENT_SECRET, SHARED_TOPIC
 from tests.fixtures.kube import wait_for
 from tests.integration.operator.scenario import (
+    HANDOVER_TOPIC_ENV,
     PARTITIONS,
     KeepProducing,
     Ledger,
@@ -53,6 +54,7 @@ def team_b_live_service(bootstrap: str, group: str, topic: str, out_dir: Path) -
             {"name": "REPRISE_TEST_SINK_DIR", "value": str(out_dir)},
             {"name": "LIVE_SASL_USERNAME", "valueFrom": from_secret("sasl.username")},
             {"name": "LIVE_SASL_PASSWORD", "valueFrom": from_secret("sasl.password")},
+            *HANDOVER_TOPIC_ENV,
         ],
     }
     return {
