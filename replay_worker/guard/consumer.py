@@ -29,6 +29,11 @@ its records) are small and mostly idle.
 A partition is held (paused) from its assignment until the guard's view of the handover topic is current, so
 a live replica never acts on an older view than the replica before it: if the handover topic cannot be read,
 those partitions wait rather than risk processing what a replay covers.
+
+The handover topic is the `handover_topic` argument, else the environment variable `REPRISE_HANDOVER_TOPIC`, else
+`reprise.handover`. It is one per namespace: the live Deployment sets `POD_NAMESPACE` from the downward API and
+`REPRISE_HANDOVER_TOPIC=reprise.handover.$(POD_NAMESPACE)`, the topic the operator gives the replay pods
+(docs/security.md section 8b).
 """
 
 from __future__ import annotations
