@@ -88,6 +88,13 @@ class KeepProducing:
             self._thread.join(30)
 
 
+def handover_topic_of(namespace: str) -> str:
+    """The handover topic the operator uses for resources in `namespace` (the chart's default template)."""
+    from reprise_operator.shared.settings import OperatorSettings
+
+    return OperatorSettings.from_env({}).handover_topic_for(namespace)
+
+
 #: What a live Deployment sets for its guard with the chart's default `handoverTopic` (docs/security.md): its
 #: namespace's handover topic, the one the operator gives the replay pods.
 HANDOVER_TOPIC_ENV = [

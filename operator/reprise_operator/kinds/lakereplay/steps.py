@@ -288,7 +288,9 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     found = await cluster.aio.partitions(live_topics) if live_topics else {}
     partitions = backfill_partitions(spec, found)
     rid = resource.replay_id
-    settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic_for(resource.namespace))
+    settings = drain_settings(
+        spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic_for(resource.namespace)
+    )
     app = _spark_manifest(resource, spec, application_name(resource.name), topic)
     deployment_name = drain_deployment_name(resource.name)
     deployment = standby_deployment(
@@ -304,7 +306,9 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
 
     # Checked again now (an approval may have taken days) and claimed before Spark or a drain pod uses them.
     await claim(resource, cluster, {spec.drain_group: "spec.drainGroup"}, {topic: "spec.backfillTopic"})
-    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace))
+    await rt.handovers.aio.ensure(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace)
+    )
     created = await cluster.aio.ensure_topic(
         topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
     )

@@ -213,7 +213,9 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
     )
     # Checked again now (an approval may have taken days) and claimed before any pod or bootstrap uses it.
     await claim(resource, cluster, {group: field}, {})
-    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace))
+    await rt.handovers.aio.ensure(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace)
+    )
     name = replay_deployment_name(resource.name)
     replicas, clamped = replay_replicas(consumer.replicas, len(starts)), clamp_note(consumer.replicas, len(starts))
     manifest = standby_deployment(
@@ -239,7 +241,9 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         if failed is not None:
             log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
     resource.record(
-        children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic_for(resource.namespace))
+        children=ReconsumeChildren(
+            deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic_for(resource.namespace)
+        )
     )
     resource.record(started_at=resource.now(), keep=True)
     resource.condition(
@@ -290,7 +294,9 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
-    state = await rt.handovers.aio.replay(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), rid)
+    state = await rt.handovers.aio.replay(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), rid
+    )
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     await require_replay_role(
         resource,
