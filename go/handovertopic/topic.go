@@ -79,6 +79,16 @@ func AdminConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigM
 	return With(Scoped(Admin, base), overrides)
 }
 
+// RequiredSettings are what a handover topic is created with (HANDOVER.md section 2): compacted, never deleted by
+// age, capped in size (retention.bytes), each record at most the protocol's 1 MiB plus its batch header.
+var RequiredSettings = map[string]string{
+	"cleanup.policy":        "compact,delete",
+	"min.compaction.lag.ms": "60000",
+	"max.message.bytes":     "1048588",
+	"retention.ms":          "-1",
+	"retention.bytes":       "1073741824",
+}
+
 // ReaderConfig is a consumer used with Assign only (no group): the tail of the handover topic.
 func ReaderConfig(base kafka.ConfigMap) *kafka.ConfigMap {
 	return ConsumerConfig(base, kafka.ConfigMap{
@@ -183,7 +193,7 @@ func (t *Topic) Ensure(ctx context.Context, create bool) error {
 	}
 	results, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{
 		Topic: t.Name, NumPartitions: 1, ReplicationFactor: -1,
-		Config: map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"},
+		Config: RequiredSettings,
 	}})
 	if err != nil {
 		return fmt.Errorf("creating handover topic %s: %w", t.Name, err)
