@@ -94,7 +94,11 @@ class HandoverTopic:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(kafka_clients.admin_config(self._base))
+            # librdkafka's admin client asks for metadata as a producer does, and so would have the broker create
+            # a missing topic with its defaults (cleanup.policy=delete: refused by `ensure` ever after) whenever a
+            # guard or the operator looked at a namespace's topic before the operator made it.
+            config = {**kafka_clients.admin_config(self._base), "allow.auto.create.topics": False}
+            self._admin = AdminClient(config)
         return self._admin
 
     @property
