@@ -163,6 +163,7 @@ class GuardedConsumer:
             interval=0.1,
             on_tick=self._tick,
             client_id=f"reprise-guard-{self.member}-follower",
+            reader_group=group,
         ).start()
         self._user_callbacks: dict[str, Callable[..., Any] | None] = {}
         self._last_ack_check = 0.0

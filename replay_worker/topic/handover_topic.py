@@ -82,9 +82,12 @@ class HandoverTopic:
         *,
         timeout: float = 30.0,
         client_id: str = "reprise-handover",
+        reader_group: str | None = None,
     ) -> None:
         self.topic = topic
         self.timeout = timeout
+        #: The group id its readers carry, never joined (`kafka_clients.reader_config`).
+        self.reader_group = reader_group
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
@@ -219,7 +222,7 @@ class HandoverTopic:
         # consume call's batch (at most 1000 records) may stop inside a transaction. Applying such a batch made
         # a replay look bootstrapped with only some of its `start` records, and its worker planned only those
         # partitions (issue 27: team B's replay that never read its partition 2).
-        consumer = Consumer(kafka_clients.reader_config(self._base, **{"fetch.wait.max.ms": 10}))
+        consumer = Consumer(kafka_clients.reader_config(self._base, self.reader_group, **{"fetch.wait.max.ms": 10}))
         try:
             assign_from_start(consumer, self.topic, self.timeout)
             deadline = time.monotonic() + self.timeout
@@ -343,6 +346,7 @@ class HandoverFollower(Generic[T]):
         on_tick: Callable[[], None] | None = None,
         client_id: str = "reprise-handover-follower",
         failures: Counter = FOLLOWER_RECORDS_FAILED,
+        reader_group: str | None = None,
     ) -> None:
         self.topic = topic
         self._failures = failures
@@ -350,7 +354,8 @@ class HandoverFollower(Generic[T]):
         self._interval = interval
         self._on_tick = on_tick
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
-        self._handover = HandoverTopic(bootstrap_servers, topic, config, client_id=client_id)
+        self._reader_group = reader_group
+        self._handover = HandoverTopic(bootstrap_servers, topic, config, client_id=client_id, reader_group=reader_group)
         self._lock = threading.Lock()
         self._view = HandoverView()
         self.snapshot: T = derive(self._view)
@@ -425,7 +430,7 @@ class HandoverFollower(Generic[T]):
         while not self._stop.is_set():
             try:
                 if consumer is None:
-                    consumer = Consumer(kafka_clients.reader_config(self._base))
+                    consumer = Consumer(kafka_clients.reader_config(self._base, self._reader_group))
                 with self._lock:
                     requested = self._requested
                 if requested > self._served and not any(t == requested for t, _ in self._targets):
