@@ -16,8 +16,8 @@ from typing import Any
 ADMIN = "admin"
 #: The topic every team may read (the review's "shared topic": an event stream of the whole company).
 SHARED_TOPIC = "shared.orders"
-#: The chart's default `handoverTopic` (one per cluster until each namespace has its own).
-HANDOVER_TOPIC = "reprise.handover"
+#: The chart's default `handoverTopic`: one topic per namespace, which only that namespace's principal may use.
+HANDOVER_TOPIC = "reprise.handover.{namespace}"
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class Tenant:
     def group_prefixes(self) -> tuple[str, ...]:
         """The team's live groups, and the replay and drain groups Reprise names by default (reprise.<ns>.<name>)."""
         return (f"{self.name}.", f"reprise.{self.name}.")
+
+    def handover_topic(self, template: str = HANDOVER_TOPIC) -> str:
+        """The team's own handover topic (its namespace in the chart's `handoverTopic`)."""
+        return template.replace("{namespace}", self.name)
 
     @property
     def transactional_id_prefixes(self) -> tuple[str, ...]:
@@ -117,7 +121,12 @@ class MultiTenant:
                 allow(ResourceType.GROUP, group, prefixed, t.principal, op.DESCRIBE, op.READ, op.DELETE)
             for transactional_id in t.transactional_id_prefixes:
                 allow(ResourceType.TRANSACTIONAL_ID, transactional_id, prefixed, t.principal, op.DESCRIBE, op.WRITE)
-            allow(ResourceType.TOPIC, self.handover_topic, literal, t.principal, op.DESCRIBE, op.READ, op.WRITE)
+            # Its own handover topic only, created by the platform: no Create, Alter or Delete (review C2.1, M3).
+            # DescribeConfigs: a reader checks the topic's settings before it trusts it (handover_topic_settings).
+            allow(
+                ResourceType.TOPIC, t.handover_topic(self.handover_topic), literal, t.principal,
+                op.DESCRIBE, op.READ, op.WRITE, op.DESCRIBE_CONFIGS,
+            )  # fmt: skip
             for shared in self.shared_topics:
                 allow(ResourceType.TOPIC, shared, literal, t.principal, op.DESCRIBE, op.READ)
         return bindings
@@ -129,12 +138,15 @@ class MultiTenant:
             future.result(timeout=timeout)
 
     def create_topics(self, broker: Any) -> None:
-        """The topics the platform owns: the shared ones (3 partitions) and the handover topic (compacted, one
-        partition), so no team needs Create on them. Existing ones are kept."""
+        """The topics the platform owns: the shared ones (3 partitions) and each team's handover topic (one
+        partition, the settings of `handover_topic_settings.REQUIRED`), so no team needs Create on them. Existing
+        ones are kept."""
         from confluent_kafka import KafkaError, KafkaException
 
+        from replay_worker.protocol.handover_topic_settings import REQUIRED
+
         wanted: list[tuple[str, int, dict[str, str]]] = [(name, 3, {}) for name in self.shared_topics]
-        wanted.append((self.handover_topic, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}))
+        wanted += [(t.handover_topic(self.handover_topic), 1, dict(REQUIRED)) for t in self.tenants]
         for name, partitions, config in wanted:
             try:
                 broker.create_topic(name, partitions, config)

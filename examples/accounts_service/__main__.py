@@ -1,7 +1,7 @@
 """`python -m examples.accounts_service`: the live accounts service, its consumer loop wrapped by the guard.
 
     python -m examples.accounts_service --bootstrap-servers localhost:9092 --group accounts-service \\
-        --topic users --db accounts.sqlite [--handover-topic reprise.handover]
+        --topic users --db accounts.sqlite [--handover-topic reprise.handover.<namespace>]
 
 The loop is an ordinary confluent-kafka loop: consume a batch, apply it, commit. The only change a service
 makes to take part in a Handover replay is the first line of `main`: `GuardedConsumer` instead of `Consumer`.
@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", default="accounts-service", help="the live consumer group")
     parser.add_argument("--topic", default="users")
     parser.add_argument("--db", default="accounts.sqlite", help="SQLite file (shared with replay workers)")
-    parser.add_argument("--handover-topic", default="reprise.handover")
+    # Default: $REPRISE_HANDOVER_TOPIC (the Deployment names its namespace's topic), else reprise.handover.
+    parser.add_argument("--handover-topic", default=None)
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

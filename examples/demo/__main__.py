@@ -97,6 +97,14 @@ def main(cluster: Cluster) -> bool:
                                 "--db",
                                 str(DB),
                             ],
+                            "env": [
+                                {
+                                    "name": "POD_NAMESPACE",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                                },
+                                # The guard's handover topic: this namespace's, where the operator puts the replay.
+                                {"name": "REPRISE_HANDOVER_TOPIC", "value": "reprise.handover.$(POD_NAMESPACE)"},
+                            ],
                         }
                     ]
                 },

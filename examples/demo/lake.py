@@ -120,7 +120,15 @@ def events_service(cluster: Cluster) -> dict:
                                 "--topic",
                                 LIVE_TOPIC,
                             ],
-                            "env": [{"name": "EVENTS_LEDGER", "value": str(LEDGER)}],
+                            "env": [
+                                {"name": "EVENTS_LEDGER", "value": str(LEDGER)},
+                                {
+                                    "name": "POD_NAMESPACE",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                                },
+                                # The guard's handover topic: this namespace's, where the operator puts the replay.
+                                {"name": "REPRISE_HANDOVER_TOPIC", "value": "reprise.handover.$(POD_NAMESPACE)"},
+                            ],
                         }
                     ],
                 },

@@ -90,7 +90,15 @@ def service(bootstrap: str) -> dict:
                             "name": "app",
                             "image": IMAGE,
                             "command": COMMAND,
-                            "env": [{"name": k, "value": v} for k, v in env.items()],
+                            "env": [{"name": k, "value": v} for k, v in env.items()]
+                            + [
+                                {
+                                    "name": "POD_NAMESPACE",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                                },
+                                # The guard's handover topic: this namespace's, where the operator puts the replay.
+                                {"name": "REPRISE_HANDOVER_TOPIC", "value": "reprise.handover.$(POD_NAMESPACE)"},
+                            ],
                         }
                     ]
                 },

@@ -40,7 +40,8 @@ import (
 
 // Options tune the guard; the zero value is the default.
 type Options struct {
-	// HandoverTopic is the handover topic (default reprise.handover).
+	// HandoverTopic is the handover topic (default: $REPRISE_HANDOVER_TOPIC, which the live Deployment sets to
+	// its namespace's topic, else reprise.handover).
 	HandoverTopic string
 	// Member names this replica in guard and ack records (default $HOSTNAME).
 	Member string
@@ -133,6 +134,11 @@ func NewConsumer(conf *kafka.ConfigMap, opts ...Options) (*Consumer, error) {
 	if enabled, _ := conf.Get("go.events.channel.enable", false); enabled == true {
 		return nil, errors.New("guard.NewConsumer: the channel-based consumer (go.events.channel.enable) is not " +
 			"supported; use Poll or ReadMessage")
+	}
+	if o.HandoverTopic == "" {
+		// The live Deployment names its namespace's topic (the operator gives its replay pods the same one);
+		// the one-per-cluster default is for clusters that keep one topic.
+		o.HandoverTopic = os.Getenv("REPRISE_HANDOVER_TOPIC")
 	}
 	if o.HandoverTopic == "" {
 		o.HandoverTopic = handovertopic.DefaultTopic

@@ -79,6 +79,16 @@ func AdminConfig(base kafka.ConfigMap, overrides kafka.ConfigMap) *kafka.ConfigM
 	return With(Scoped(Admin, base), overrides)
 }
 
+// RequiredSettings are what a handover topic is created with (HANDOVER.md section 2): compacted, never deleted by
+// age, capped in size (retention.bytes), each record at most the protocol's 1 MiB plus its batch header.
+var RequiredSettings = map[string]string{
+	"cleanup.policy":        "compact,delete",
+	"min.compaction.lag.ms": "60000",
+	"max.message.bytes":     "1048588",
+	"retention.ms":          "-1",
+	"retention.bytes":       "1073741824",
+}
+
 // ReaderConfig is a consumer used with Assign only (no group): the tail of the handover topic.
 func ReaderConfig(base kafka.ConfigMap) *kafka.ConfigMap {
 	return ConsumerConfig(base, kafka.ConfigMap{
@@ -183,7 +193,7 @@ func (t *Topic) Ensure(ctx context.Context, create bool) error {
 	}
 	results, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{
 		Topic: t.Name, NumPartitions: 1, ReplicationFactor: -1,
-		Config: map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"},
+		Config: RequiredSettings,
 	}})
 	if err != nil {
 		return fmt.Errorf("creating handover topic %s: %w", t.Name, err)
@@ -286,7 +296,11 @@ func (t *Topic) Read(ctx context.Context) (*protocol.HandoverView, error) {
 			if e.TopicPartition.Error != nil {
 				continue
 			}
-			_ = view.Apply(e.Key, e.Value)
+			// Not past the end: it is a transaction boundary, and a record after it may be the first of a
+			// transaction whose other records this read does not see.
+			if int64(e.TopicPartition.Offset) < end {
+				_ = view.Apply(e.Key, e.Value)
+			}
 			position = max(position, int64(e.TopicPartition.Offset)+1)
 		case kafka.PartitionEOF:
 			position = max(position, int64(e.Offset))

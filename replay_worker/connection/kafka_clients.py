@@ -129,12 +129,17 @@ def consumer_config(base: Mapping[str, Any], group_id: str, **overrides: Any) ->
     return config
 
 
-def reader_config(base: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
-    """A consumer used with `assign()` only (no group): bounded reads and the handover-topic tail."""
+def reader_config(base: Mapping[str, Any], group_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+    """A consumer used with `assign()` only (no group): bounded reads and the handover-topic tail.
+
+    librdkafka needs a group id and looks its coordinator up, although the reader never joins or commits. So it
+    carries `group_id` when the caller has one its principal may describe (the replay group, the live group):
+    under tenant ACLs the placeholder `reprise-reader-unused`, outside every team's prefixes, had each reader log
+    "FindCoordinator response error: Group authorization failed" (issue 27)."""
     config = settings_for("consumer", base)
     config.update(
         {
-            "group.id": "reprise-reader-unused",  # required by librdkafka, never joined: assign() only
+            "group.id": group_id or "reprise-reader-unused",  # never joined: assign() only
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,

@@ -29,6 +29,11 @@ its records) are small and mostly idle.
 A partition is held (paused) from its assignment until the guard's view of the handover topic is current, so
 a live replica never acts on an older view than the replica before it: if the handover topic cannot be read,
 those partitions wait rather than risk processing what a replay covers.
+
+The handover topic is the `handover_topic` argument, else the environment variable `REPRISE_HANDOVER_TOPIC`, else
+`reprise.handover`. It is one per namespace: the live Deployment sets `POD_NAMESPACE` from the downward API and
+`REPRISE_HANDOVER_TOPIC=reprise.handover.$(POD_NAMESPACE)`, the topic the operator gives the replay pods
+(docs/security.md section 8b).
 """
 
 from __future__ import annotations
@@ -116,13 +121,16 @@ class GuardedConsumer:
         self,
         config: Mapping[str, Any],
         *,
-        handover_topic: str = DEFAULT_TOPIC,
+        handover_topic: str | None = None,
         member: str | None = None,
         progress_interval: float = 1.0,
     ) -> None:
         if "group.id" not in config:
             raise ValueError("GuardedConsumer needs group.id: the guard acts for one live group")
         self.group_id = str(config["group.id"])
+        # The live Deployment names its namespace's topic in REPRISE_HANDOVER_TOPIC (the operator gives its replay
+        # pods the same one); the one-per-cluster default is for clusters that keep one topic.
+        handover_topic = handover_topic or os.environ.get("REPRISE_HANDOVER_TOPIC") or DEFAULT_TOPIC
         self.handover_topic = handover_topic
         self.member = member or os.environ.get("HOSTNAME") or socket.gethostname()
         self._auto_store = str(config.get("enable.auto.offset.store", True)).lower() not in ("false", "0")
@@ -162,6 +170,7 @@ class GuardedConsumer:
             interval=0.1,
             on_tick=self._tick,
             client_id=f"reprise-guard-{self.member}-follower",
+            reader_group=group,
         ).start()
         self._user_callbacks: dict[str, Callable[..., Any] | None] = {}
         self._last_ack_check = 0.0

@@ -163,6 +163,7 @@ def bootstrap_replay(
         client_config,
         timeout=timeout,
         client_id=f"reprise-bootstrap-{settings.member_name}",
+        reader_group=settings.replay_group,
     )
     base = kafka_clients.connection(
         settings.bootstrap_servers, client_config, f"reprise-bootstrap-{settings.member_name}"

@@ -230,7 +230,11 @@ class ReplayConsumer:
     def run(self) -> None:
         s = self.settings
         self._handover = HandoverTopic(
-            s.bootstrap_servers, s.handover_topic, self._client_config, client_id=f"reprise-{s.member_name}"
+            s.bootstrap_servers,
+            s.handover_topic,
+            self._client_config,
+            client_id=f"reprise-{s.member_name}",
+            reader_group=s.replay_group,
         )
         # Made now, so its connection and producer id are ready when the first partition finishes (made
         # then, they held the finish up by a few hundred milliseconds on a busy broker).
@@ -245,7 +249,11 @@ class ReplayConsumer:
         # The slow checks (the live group's offsets, end offsets, progress records) run in the follower's
         # thread: each is a request to Kafka, and the consume loop must not wait for them.
         self._progress_topic = HandoverTopic(
-            s.bootstrap_servers, s.handover_topic, self._client_config, client_id=f"reprise-{s.member_name}-progress"
+            s.bootstrap_servers,
+            s.handover_topic,
+            self._client_config,
+            client_id=f"reprise-{s.member_name}-progress",
+            reader_group=s.replay_group,
         )
         self._follower = HandoverFollower(
             s.bootstrap_servers,
@@ -255,6 +263,7 @@ class ReplayConsumer:
             interval=0.2,
             on_tick=self._background_checks,
             client_id=f"reprise-{s.member_name}-follower",
+            reader_group=s.replay_group,
         ).start()
         collection_thresholds = gc.get_threshold()
         gc.set_threshold(max(collection_thresholds[0], GC_BATCHES * s.batch_size), *collection_thresholds[1:])

@@ -28,11 +28,12 @@ from contextlib import contextmanager
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 from prometheus_client import Counter
 
 from ..connection import kafka_clients
 from ..connection.schema_registry import registry_schemas
+from ..protocol import handover_topic_settings
 from ..protocol.handover import HandoverView, ReplayHandover
 from ..protocol.wire import HandoverInfo, HandoverRecord, TopicPartitionKey, decode_key, encode
 
@@ -82,9 +83,12 @@ class HandoverTopic:
         *,
         timeout: float = 30.0,
         client_id: str = "reprise-handover",
+        reader_group: str | None = None,
     ) -> None:
         self.topic = topic
         self.timeout = timeout
+        #: The group id its readers carry, never joined (`kafka_clients.reader_config`).
+        self.reader_group = reader_group
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
@@ -94,7 +98,11 @@ class HandoverTopic:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(kafka_clients.admin_config(self._base))
+            # librdkafka's admin client asks for metadata as a producer does, and so would have the broker create
+            # a missing topic with its defaults (cleanup.policy=delete: refused by `ensure` ever after) whenever a
+            # guard or the operator looked at a namespace's topic before the operator made it.
+            config = {**kafka_clients.admin_config(self._base), "allow.auto.create.topics": False}
+            self._admin = AdminClient(config)
         return self._admin
 
     @property
@@ -113,15 +121,16 @@ class HandoverTopic:
     # -- the topic itself
 
     def ensure(self, *, create: bool = True) -> None:
-        """Check the topic exists with one partition; create it (compacted) when missing and allowed."""
+        """Check the topic exists with one partition and settings that keep handover state (refused otherwise,
+        naming the setting); create it with `handover_topic_settings.REQUIRED` when missing and allowed."""
         metadata = self.admin.list_topics(topic=self.topic, timeout=self.timeout)
         found = metadata.topics.get(self.topic)
         missing = found is None or (found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
         if missing:
             if not create:
                 raise HandoverTopicError(
-                    f"handover topic {self.topic} does not exist: create it (1 partition, "
-                    f"cleanup.policy=compact) or let the operator create it"
+                    f"handover topic {self.topic} does not exist: create it (1 partition, cleanup.policy=compact; "
+                    f"docs/security.md gives its settings) or let the operator create it"
                 )
             futures = self.admin.create_topics(
                 [
@@ -129,7 +138,7 @@ class HandoverTopic:
                         self.topic,
                         num_partitions=1,
                         replication_factor=-1,
-                        config={"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"},
+                        config=dict(handover_topic_settings.REQUIRED),
                     )
                 ],
                 request_timeout=self.timeout,
@@ -151,6 +160,23 @@ class HandoverTopic:
                 f"handover topic {self.topic} has {len(found.partitions)} partitions; the protocol needs exactly 1 "
                 f"(one total order of every replay's records): recreate it with 1 partition"
             )
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Refuse a topic whose settings would lose or break handover state (`handover_topic_settings`)."""
+        resource = ConfigResource(ResourceType.TOPIC, self.topic)
+        futures = self.admin.describe_configs([resource], request_timeout=self.timeout)
+        try:
+            entries = futures[resource].result(timeout=self.timeout)
+        except KafkaException as exc:
+            raise HandoverTopicError(
+                f"cannot read the settings of handover topic {self.topic}: {exc.args[0].str()} (the principal needs "
+                f"DescribeConfigs on it, docs/security.md)"
+            ) from None
+        config = {name: str(entry.value) for name, entry in entries.items() if entry.value is not None}
+        reason = handover_topic_settings.refusal(self.topic, config)
+        if reason is not None:
+            raise HandoverTopicError(reason)
 
     def _wait_for_leader(self) -> None:
         deadline = time.monotonic() + self.timeout
@@ -192,7 +218,12 @@ class HandoverTopic:
         # The read ends at the end offset, which a transaction's commit marker can hold: no record reaches it,
         # only the partition-EOF event does, and that comes with a fetch that returned nothing, which the broker
         # holds for fetch.wait.max.ms (500 ms by default) before answering. A bounded read asks it not to wait.
-        consumer = Consumer(kafka_clients.reader_config(self._base, **{"fetch.wait.max.ms": 10}))
+        # Records at or after the end are not applied, although a consume call may return them (transactions
+        # committed since the end was taken): the end is the last stable offset, a transaction boundary, while a
+        # consume call's batch (at most 1000 records) may stop inside a transaction. Applying such a batch made
+        # a replay look bootstrapped with only some of its `start` records, and its worker planned only those
+        # partitions (issue 27: team B's replay that never read its partition 2).
+        consumer = Consumer(kafka_clients.reader_config(self._base, self.reader_group, **{"fetch.wait.max.ms": 10}))
         try:
             assign_from_start(consumer, self.topic, self.timeout)
             deadline = time.monotonic() + self.timeout
@@ -212,8 +243,9 @@ class HandoverTopic:
                         if error.fatal():
                             raise HandoverTopicError(f"reading handover topic {self.topic}: {error.str()}")
                         continue
-                    view.apply(message.key(), message.value())
                     position = max(position, message.offset() + 1)
+                    if message.offset() < end:
+                        view.apply(message.key(), message.value())
         finally:
             consumer.close()
         return view
@@ -315,6 +347,7 @@ class HandoverFollower(Generic[T]):
         on_tick: Callable[[], None] | None = None,
         client_id: str = "reprise-handover-follower",
         failures: Counter = FOLLOWER_RECORDS_FAILED,
+        reader_group: str | None = None,
     ) -> None:
         self.topic = topic
         self._failures = failures
@@ -322,7 +355,8 @@ class HandoverFollower(Generic[T]):
         self._interval = interval
         self._on_tick = on_tick
         self._base = kafka_clients.connection(bootstrap_servers, config, client_id)
-        self._handover = HandoverTopic(bootstrap_servers, topic, config, client_id=client_id)
+        self._reader_group = reader_group
+        self._handover = HandoverTopic(bootstrap_servers, topic, config, client_id=client_id, reader_group=reader_group)
         self._lock = threading.Lock()
         self._view = HandoverView(registry_schemas)
         self.snapshot: T = derive(self._view)
@@ -397,7 +431,7 @@ class HandoverFollower(Generic[T]):
         while not self._stop.is_set():
             try:
                 if consumer is None:
-                    consumer = Consumer(kafka_clients.reader_config(self._base))
+                    consumer = Consumer(kafka_clients.reader_config(self._base, self._reader_group))
                 with self._lock:
                     requested = self._requested
                 if requested > self._served and not any(t == requested for t, _ in self._targets):

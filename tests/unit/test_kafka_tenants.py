@@ -23,11 +23,14 @@ def test_a_team_is_granted_its_own_prefixes_the_handover_topic_and_read_on_the_s
         "reprise.team-a.",
         "reprise-bootstrap-team-a/",
         "reprise-forward-team-a/",
-        HANDOVER_TOPIC,
+        "reprise.handover.team-a",
         SHARED_TOPIC,
     }
     assert not any("team-b" in name for name in names)
     assert {op for kind, name, _, op in a if name == SHARED_TOPIC} == {"DESCRIBE", "READ"}
+    # Its own handover topic, made by the platform: used, never created, altered or deleted (review C2.1, M3).
+    own = {op for kind, name, _, op in a if name == HANDOVER_TOPIC.replace("{namespace}", "team-a")}
+    assert own == {"DESCRIBE", "READ", "WRITE", "DESCRIBE_CONFIGS"}
     assert ("GROUP", "reprise.team-a.", "PREFIXED", "DELETE") in a
     # Every team name is a prefix with a dot after it: team-a's grants never reach a namespace team-a-prod.
     assert all(pattern == ResourcePatternType.LITERAL.name or name.endswith((".", "/")) for _, name, pattern, _ in a)

@@ -9,6 +9,8 @@ into `status.progress` and the replay metrics, and both say in status when their
 
 from __future__ import annotations
 
+import re
+
 from datetime import timedelta
 
 from replay_worker.contract import WorkerSettings, service_unsupported_asked
@@ -105,6 +107,8 @@ def standby_deployment(
     clamped to the partitions replayed (`cluster_caps.replay_replicas`), else spec.consumer.replicas."""
     index = service_container(template, consumer.container)
     worker_env = settings.to_env()
+    if settings.mode == "Handover":
+        refuse_other_handover_topic(template["spec"]["containers"][index], settings.handover_topic, resource.namespace)
     if consumer.entrypoint is Entrypoint.SERVICE:
         refuse_unsupported(worker_env, user_env(consumer))
     manifest = replay_deployment_manifest(
@@ -124,6 +128,35 @@ def standby_deployment(
     if consumer.resources is not None:
         manifest["spec"]["template"]["spec"]["containers"][index]["resources"] = consumer.resources.dump()
     return manifest
+
+
+def refuse_other_handover_topic(container: dict, topic: str, namespace: str) -> None:
+    """The live service's guard reads the handover topic its Deployment names in `REPRISE_HANDOVER_TOPIC`; a
+    replay that wrote to another one would never be handed over (the guard would not skip, and every replayed
+    record would be processed twice). Refused before any replay pod starts, naming both topics. A value made of
+    `$(VAR)` references is expanded as the kubelet would, with the downward API's namespace; one that references
+    anything else is left to the pod."""
+    known: dict[str, str] = {}
+    for entry in container.get("env") or []:
+        field = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        if "value" in entry:
+            known[entry["name"]] = _expanded(str(entry["value"]), known)
+        elif field == "metadata.namespace":
+            known[entry["name"]] = namespace
+        else:
+            known.pop(entry.get("name", ""), None)
+    named = known.get("REPRISE_HANDOVER_TOPIC")
+    if named is not None and "$(" not in named and named != topic:
+        raise Failure(
+            "HandoverTopicMismatch",
+            f"the live container sets REPRISE_HANDOVER_TOPIC={named}, but this namespace's handover topic is "
+            f"{topic}: set the live Deployment's REPRISE_HANDOVER_TOPIC to {topic}",
+        )
+
+
+def _expanded(value: str, known: dict[str, str]) -> str:
+    """Kubernetes `$(VAR)` expansion of the variables defined before (others stay as written)."""
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: known.get(m.group(1), m.group(0)), value)
 
 
 def refuse_unsupported(worker_env: dict[str, str], user: list[dict]) -> None:

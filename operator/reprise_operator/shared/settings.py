@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from . import bootstrap_aliases
@@ -59,8 +60,14 @@ class OperatorSettings:
     namespaces: tuple[str, ...] = ()
     """Namespaces to watch (`REPRISE_NAMESPACES`, comma-separated); empty means the whole cluster."""
 
-    handover_topic: str = "reprise.handover"
-    """The compacted topic that holds handover state and worker progress, one per Kafka cluster."""
+    handover_topic: str = "reprise.handover.{namespace}"
+    """The compacted topic that holds handover state and worker progress: a template whose `{namespace}` is the
+    resource's namespace (`handover_topic_for`), so each namespace has its own and no team reads, writes or floods
+    another's (security review C2.1, M3). A name without `{namespace}` is one topic for the whole cluster."""
+
+    def handover_topic_for(self, namespace: str) -> str:
+        """The handover topic of a resource in `namespace`: what its replay pods and its live guards use."""
+        return self.handover_topic.replace("{namespace}", namespace)
 
     worker_image: str = "ghcr.io/reprise-io/reprise:0.1.0"
     """The project's own image, for workloads that run Reprise's code (Backfill topic Jobs, drains)."""
@@ -188,7 +195,7 @@ class OperatorSettings:
         return cls(
             poll_interval=_float(env, "REPRISE_POLL_INTERVAL", cls.poll_interval, 0.2),
             namespaces=namespaces,
-            handover_topic=env.get("REPRISE_HANDOVER_TOPIC", cls.handover_topic),
+            handover_topic=_handover_topic(env.get("REPRISE_HANDOVER_TOPIC") or cls.handover_topic),
             worker_image=env.get("REPRISE_WORKER_IMAGE", cls.worker_image),
             metrics_port=_int(env, "REPRISE_METRICS_PORT", cls.metrics_port, 0),
             leader_election=leader == "true",
@@ -219,6 +226,21 @@ class OperatorSettings:
             max_active=_int(env, "REPRISE_MAX_ACTIVE", cls.max_active, 0),
             max_backfill_partitions=_int(env, "REPRISE_MAX_BACKFILL_PARTITIONS", cls.max_backfill_partitions, 1),
         )
+
+
+#: What a Kafka topic name may hold; `{namespace}` stands for a namespace name, which always fits it.
+_TOPIC_TEMPLATE = re.compile(r"^(?:[a-zA-Z0-9._-]|\{namespace\})+$")
+
+
+def _handover_topic(template: str) -> str:
+    """The handover topic template, refused when no namespace could make it a Kafka topic name."""
+    if not _TOPIC_TEMPLATE.match(template) or len(template.replace("{namespace}", "n" * 63)) > 249:
+        raise SettingsError(
+            f"REPRISE_HANDOVER_TOPIC={template!r} must be a Kafka topic name (letters, digits, '.', '_', '-'; at "
+            "most 249 with the namespace in it) in which `{namespace}` may stand for the resource's namespace, "
+            "for example reprise.handover.{namespace}"
+        )
+    return template
 
 
 def _webhook(env: dict[str, str]) -> dict:

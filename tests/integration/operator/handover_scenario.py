@@ -35,6 +35,7 @@ from tests.fixtures.kube import wait_for
 from reprise_operator.shared.constants import replay_group_name
 
 from .scenario import (
+    HANDOVER_TOPIC_ENV,
     PARTITIONS,
     KeepProducing,
     apply,
@@ -90,6 +91,7 @@ def jvm_container(bootstrap: str, group: str, topic: str, ledger: Path) -> dict:
             {"name": "ACCOUNTS_BATCH", "value": str(LIVE_BATCH)},
             {"name": "ACCOUNTS_SESSION_TIMEOUT_MS", "value": "6000"},
             {"name": "JAVA_TOOL_OPTIONS", "value": JAVA_OPTIONS},
+            *HANDOVER_TOPIC_ENV,
         ],
     }
 
@@ -114,6 +116,7 @@ def go_container(bootstrap: str, group: str, topic: str, ledger: Path) -> dict:
             {"name": "TOPIC", "value": topic},
             {"name": "LEDGER_DIR", "value": str(ledger)},
             {"name": "AUTO_COMMIT_INTERVAL_MS", "value": str(GO_AUTO_COMMIT_MS)},
+            *HANDOVER_TOPIC_ENV,
         ],
     }
 

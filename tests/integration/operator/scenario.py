@@ -88,6 +88,21 @@ class KeepProducing:
             self._thread.join(30)
 
 
+def handover_topic_of(namespace: str) -> str:
+    """The handover topic the operator uses for resources in `namespace` (the chart's default template)."""
+    from reprise_operator.shared.settings import OperatorSettings
+
+    return OperatorSettings.from_env({}).handover_topic_for(namespace)
+
+
+#: What a live Deployment sets for its guard with the chart's default `handoverTopic` (docs/security.md): its
+#: namespace's handover topic, the one the operator gives the replay pods.
+HANDOVER_TOPIC_ENV = [
+    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+    {"name": "REPRISE_HANDOVER_TOPIC", "value": "reprise.handover.$(POD_NAMESPACE)"},
+]
+
+
 def live_deployment(name: str, bootstrap: str, group: str, topic: str, out_dir: Path, replicas: int = 1) -> dict:
     return {
         "apiVersion": "apps/v1",
@@ -113,7 +128,7 @@ def live_deployment(name: str, bootstrap: str, group: str, topic: str, out_dir: 
                                 topic,
                                 str(out_dir),
                             ],
-                            "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": str(out_dir)}],
+                            "env": [{"name": "REPRISE_TEST_SINK_DIR", "value": str(out_dir)}, *HANDOVER_TOPIC_ENV],
                         }
                     ],
                 },

@@ -20,13 +20,21 @@ import yaml
 from replay_worker.topic.handover_topic import HandoverTopic
 from reprise_operator.shared.constants import replay_deployment_name, replay_id
 
-from .scenario import PARTITIONS, KeepProducing, Ledger, apply, reconsume, wait_caught_up, wait_phase
+from .scenario import (
+    PARTITIONS,
+    KeepProducing,
+    Ledger,
+    apply,
+    handover_topic_of,
+    reconsume,
+    wait_caught_up,
+    wait_phase,
+)
 from tests.fixtures.kube import wait_for
 
 pytestmark = pytest.mark.integration
 
 NAME = "crash"
-HANDOVER_TOPIC = "reprise.handover"
 
 
 def hold_before_running(namespace: str) -> list[dict]:
@@ -142,7 +150,7 @@ def test_an_operator_killed_after_creating_the_deployment_keeps_the_plan_the_wor
                 "uid"
             ]
             rid = replay_id(namespace, NAME, uid)
-            handover = HandoverTopic(kafka.bootstrap, HANDOVER_TOPIC)
+            handover = HandoverTopic(kafka.bootstrap, handover_topic_of(namespace))
 
             def published_starts() -> dict[int, int] | None:
                 found = handover.read_replay(rid).start_offsets()

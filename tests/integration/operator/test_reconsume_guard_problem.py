@@ -18,6 +18,7 @@ from tests.fixtures.kube import wait_for
 
 from .scenario import (
     PARTITIONS,
+    handover_topic_of,
     KeepProducing,
     Ledger,
     apply,
@@ -31,13 +32,14 @@ from .test_reconsume_faults import SLOW
 
 pytestmark = pytest.mark.integration
 
-HANDOVER_TOPIC = "reprise.handover"  # the operator's and the guard's default
 PROBLEM = "unreadable-handover-record:newer-version"
 
 
-def plant_newer_handover_record(bootstrap: str, replay_id: str, topic: str, partition: int) -> None:
+def plant_newer_handover_record(
+    bootstrap: str, handover_topic: str, replay_id: str, topic: str, partition: int
+) -> None:
     """What a newer Reprise would write: a `handover` value whose format version this one cannot read."""
-    topic_handle = HandoverTopic(bootstrap, HANDOVER_TOPIC)
+    topic_handle = HandoverTopic(bootstrap, handover_topic)
     try:
         topic_handle.ensure(create=True)  # compacted, as the operator creates it; never auto-created
     finally:
@@ -45,7 +47,7 @@ def plant_newer_handover_record(bootstrap: str, replay_id: str, topic: str, part
     value = {"v": 99, "kind": "handover", "topic": topic, "partition": partition, "offset": 0, "shape": "unknown"}
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     producer.produce(
-        HANDOVER_TOPIC, key=encode_key(replay_id, "handover", topic, partition), value=json.dumps(value).encode()
+        handover_topic, key=encode_key(replay_id, "handover", topic, partition), value=json.dumps(value).encode()
     )
     assert producer.flush(30) == 0, "the planted record was not delivered"
 
@@ -60,7 +62,7 @@ def test_a_guard_that_cannot_follow_a_partition_is_named_in_status_and_nothing_i
         apply(kube, namespace, body)
         planned = wait_phase(kube, namespace, "reconsume", name, "PlanReady", 60, operator)
         replay_id = f"{namespace}/{name}/{planned['metadata']['uid'][:8]}"
-        plant_newer_handover_record(kafka.bootstrap, replay_id, topic_name, 0)
+        plant_newer_handover_record(kafka.bootstrap, handover_topic_of(namespace), replay_id, topic_name, 0)
         kube.kubectl("annotate", "reconsume", name, "-n", namespace, "reprise.io/approve=true")
 
         def reported():

@@ -87,7 +87,7 @@ def test_a_service_that_ignores_reprise_env_is_reported_and_the_report_clears_on
     assert waiting["reason"] == "ReplayRoleNotStarted"
     message = waiting["message"]
     assert f"Deployment {deployment['metadata']['name']} (1/1 pods ready)" in message, message
-    assert "is not bootstrapped in handover topic reprise.handover" in message
+    assert f"is not bootstrapped in handover topic reprise.handover.{namespace}" in message
     assert "start the replay role, with its own record handler, when REPRISE_REPLAY_ID is set" in message
     events = kube.kubectl(
         "get", "events", "-n", namespace, "--field-selector", "reason=ReplayRoleNotStarted", "-o", "json"

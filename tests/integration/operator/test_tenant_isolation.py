@@ -8,8 +8,7 @@ namespace; both may read `shared.orders`. The chart's ValidatingAdmissionPolicy 
 - Every field that names a Kafka group or a written topic is refused, naming the field, outside the
   namespace's prefixes; a namespace without annotations gets the chart's default prefixes.
 - Each team reads the shared topic and its own, and nothing of the other team's.
-- The whole suite, team A attacking while team B replays exactly, is `tests/soak/test_tenant_handover_soak.py`
-  (`make soak`): it stalled once in four full runs (see its docstring) and stays there until that is explained.
+- The whole suite, team A attacking while team B replays exactly, is `test_tenant_handover.py`.
 """
 
 from __future__ import annotations
@@ -293,3 +292,38 @@ def test_each_team_reads_the_shared_topic_and_nothing_of_the_other_team(kafka, t
     assert refusal(lambda: write(SHARED_TOPIC)) == "TOPIC_AUTHORIZATION_FAILED"  # shared means read, not write
     kafka.create_topic("team-a.own", 1)
     assert refusal(lambda: write("team-a.own")) is None  # its own prefix: allowed
+
+
+def test_team_a_cannot_forge_a_record_in_the_handover_topic_team_b_reads(kafka, tenants) -> None:
+    """C2 attack 2 (review C2.1): team A writes a forged `handover` record for a replay of team B, so that team B's
+    guard would hand a partition back at an offset team A chose. With one handover topic per cluster every team
+    could write it; now team B's guard reads its namespace's topic, on which team A has no ACL."""
+    from confluent_kafka import Producer
+
+    from replay_worker.protocol.wire import HandoverInfo, encode
+    from replay_worker.topic.handover_topic import HandoverTopic
+    from reprise_operator.shared.settings import OperatorSettings
+
+    settings = OperatorSettings.from_env({})
+    b_topic, a_topic = settings.handover_topic_for("team-b"), settings.handover_topic_for("team-a")
+    assert b_topic != a_topic
+    team_a, team_b = tenants.tenant("team-a"), tenants.tenant("team-b")
+    a = {"bootstrap.servers": kafka.sasl_bootstrap, **team_a.client_settings()}
+    forged = encode(HandoverInfo("team-b/accounts-replay/1", "team-b.accounts", 0, 10**9, "drained", "team-a", 1))
+
+    def write(topic: str) -> None:
+        producer = Producer({**a, "message.timeout.ms": 30000})
+        failures: list = []
+        producer.produce(topic, forged[1], key=forged[0], on_delivery=lambda e, _m: failures.append(e) if e else None)
+        producer.flush(60)
+        if failures:
+            raise KafkaException(failures[0])
+
+    attack = refusal(lambda: write(b_topic))
+    print(f"team A writes a forged handover record to {b_topic}: {attack or 'WRITTEN'}")
+    assert attack == "TOPIC_AUTHORIZATION_FAILED"
+    assert refusal(lambda: read_one(a, b_topic, "team-a.reader")) == "TOPIC_AUTHORIZATION_FAILED"
+    # Team B's guard and replay pods use their topic as before: it is readable, and holds nothing of team A's.
+    view = HandoverTopic(kafka.sasl_bootstrap, b_topic, team_b.client_settings()).read()
+    assert "team-b/accounts-replay/1" not in view.replays
+    assert refusal(lambda: write(a_topic)) is None  # team A's own topic: its forgery harms only itself

@@ -22,7 +22,7 @@ from replay_worker.guard import GuardedConsumer
 
 def main() -> int:
     bootstrap, group, topic, out_dir = sys.argv[1:5]
-    handover_topic = sys.argv[5] if len(sys.argv) > 5 else "reprise.handover"
+    handover_topic = sys.argv[5] if len(sys.argv) > 5 else None  # else $REPRISE_HANDOVER_TOPIC, as a service does
     batch = int(os.environ.get("LIVE_BATCH", "200"))
     pause = float(os.environ.get("LIVE_PAUSE_S", "0"))
     logging.basicConfig(

@@ -277,7 +277,7 @@ async def _ensure_job(resource: Resource, spec: BackfillSpec) -> dict | None:
             spec,
             resource.replay_id,
             resource.rt.settings.worker_image,
-            resource.rt.settings.handover_topic,
+            resource.rt.settings.handover_topic_for(resource.namespace),
         )
     else:
         try:
@@ -311,7 +311,7 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
         if resource.now() - waited_since > RESULT_WAIT:
             raise Failure(
                 "NoResult",
-                f"Job {name} succeeded but its result is not in handover topic {resource.rt.settings.handover_topic}",
+                f"Job {name} succeeded but its result is not in handover topic {resource.rt.settings.handover_topic_for(resource.namespace)}",
             )
         raise Retry(f"Job {name} succeeded; waiting for its result record")
     memory.extra.pop("result_wait", None)
@@ -337,7 +337,7 @@ async def _follow_job(resource: Resource, spec: BackfillSpec, memory: ObjectMemo
 
 async def _worker_result(resource: Resource, spec: BackfillSpec, config: dict) -> dict | None:
     rt = resource.rt
-    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace))
     state = await rt.handovers.aio.replay(*where, resource.replay_id)
     if state.result is None:
         await rt.handovers.aio.sync(*where)
@@ -581,7 +581,7 @@ async def _forget_result(resource: Resource, spec: BackfillSpec) -> None:
     rt = resource.rt
     _, config = await resource.kafka(spec.kafka)
     await rt.handovers.aio.tombstone(
-        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), resource.replay_id
     )
 
 

@@ -288,7 +288,9 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
     found = await cluster.aio.partitions(live_topics) if live_topics else {}
     partitions = backfill_partitions(spec, found)
     rid = resource.replay_id
-    settings = drain_settings(spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic)
+    settings = drain_settings(
+        spec, rid=rid, topic=topic, delivery=delivery, handover_topic=rt.settings.handover_topic_for(resource.namespace)
+    )
     app = _spark_manifest(resource, spec, application_name(resource.name), topic)
     deployment_name = drain_deployment_name(resource.name)
     deployment = standby_deployment(
@@ -304,7 +306,9 @@ async def _start(resource: Resource, spec: LakeReplaySpec) -> None:
 
     # Checked again now (an approval may have taken days) and claimed before Spark or a drain pod uses them.
     await claim(resource, cluster, {spec.drain_group: "spec.drainGroup"}, {topic: "spec.backfillTopic"})
-    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.ensure(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace)
+    )
     created = await cluster.aio.ensure_topic(
         topic, partitions, topic_config(spec), spec.backfill_topic.replication_factor
     )
@@ -515,7 +519,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
     cluster, config = await resource.kafka(spec.kafka)
     if spec.consumer.entrypoint is Entrypoint.SERVICE:
         state = await rt.handovers.aio.replay(
-            spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+            spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), resource.replay_id
         )
         await require_replay_role(
             resource,
@@ -523,7 +527,7 @@ async def _follow_lake(resource: Resource, spec: LakeReplaySpec, memory: ObjectM
             spec.consumer,
             state.bootstrapped,
             resource.replay_id,
-            rt.settings.handover_topic,
+            rt.settings.handover_topic_for(resource.namespace),
             rt.settings.replay_role_timeout,
         )
     produced = resource.condition_true(ConditionType.PRODUCED)
@@ -726,7 +730,7 @@ async def _remove_lake_children(resource: Resource, spec: LakeReplaySpec, keep_s
     for topic in created.topics if spec.cleanup.delete_backfill_topic else []:
         await cluster.aio.delete_topic(topic)
     await rt.handovers.aio.tombstone(
-        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, resource.replay_id
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), resource.replay_id
     )
 
 

@@ -212,14 +212,16 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         rid=rid,
         group=group,
         plan_starts=starts,
-        handover_topic=rt.settings.handover_topic,
+        handover_topic=rt.settings.handover_topic_for(resource.namespace),
         delivery=consumer_delivery(consumer, template),
         has_secret=spec.kafka.config_from is not None,
         follow=spec.completion.hold is not None,
     )
     # Checked again now (an approval may have taken days) and claimed before any pod or bootstrap uses it.
     await claim(resource, cluster, {group: field}, {})
-    await rt.handovers.aio.ensure(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    await rt.handovers.aio.ensure(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace)
+    )
     name = replay_deployment_name(resource.name)
     replicas, clamped = replay_replicas(consumer.replicas, len(starts)), clamp_note(consumer.replicas, len(starts))
     manifest = standby_deployment(
@@ -250,7 +252,9 @@ async def _start_replay(resource: Resource, spec: ReconsumeSpec) -> None:
         if failed is not None:
             log.info("%s/%s: bootstrap left to the replicas: %s", resource.namespace, resource.name, failed)
     resource.record(
-        children=ReconsumeChildren(deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic)
+        children=ReconsumeChildren(
+            deployment=name, replay_group=group, handover_topic=rt.settings.handover_topic_for(resource.namespace)
+        )
     )
     resource.record(started_at=resource.now(), keep=True)
     resource.condition(
@@ -301,7 +305,9 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
     # One batched end-offsets request per cluster and cycle; positions come from the workers' `progress`
     # records in the handover topic, which one tailing reader follows for every replay on the cluster.
     ends = await cluster.aio.shared_end_offsets(list(plan), rt.settings.poll_interval / 2)
-    state = await rt.handovers.aio.replay(spec.kafka.bootstrap_servers, config, rt.settings.handover_topic, rid)
+    state = await rt.handovers.aio.replay(
+        spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace), rid
+    )
     assert spec.consumer is not None  # the CRD requires it outside Rewind
     await require_replay_role(
         resource,
@@ -309,7 +315,7 @@ async def _follow_replay(resource: Resource, spec: ReconsumeSpec, memory: Object
         spec.consumer,
         state.bootstrapped,
         rid,
-        rt.settings.handover_topic,
+        rt.settings.handover_topic_for(resource.namespace),
         rt.settings.replay_role_timeout,
     )
     handover_mode = spec.mode.value == "Handover"
@@ -439,7 +445,7 @@ async def remove_children(resource: Resource, spec: ReconsumeSpec, memory: Objec
     pods = await _settled(lambda: rt.kube.aio.list_pods(resource.namespace, selector), lambda p: not p)
     if pods:
         raise Retry(f"{len(pods)} replay pod(s) still terminating")
-    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace))
     rid = resource.replay_id
     if cancel:
         plan = plan_from_status(resource.status_as(ReconsumeStatus).plan)
@@ -487,7 +493,7 @@ async def _settled(look: Any, done: Any, wait: float = TEARDOWN_WAIT_S) -> Any:
 
 async def _acknowledged(resource: Resource, spec: ReconsumeSpec, memory: ObjectMemory, config: dict, rid: str) -> bool:
     rt = resource.rt
-    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic)
+    where = (spec.kafka.bootstrap_servers, config, rt.settings.handover_topic_for(resource.namespace))
     await rt.handovers.aio.sync(*where)
     state = await rt.handovers.aio.replay(*where, rid)
     if not state.planned or all(p.acknowledged for p in state.planned):

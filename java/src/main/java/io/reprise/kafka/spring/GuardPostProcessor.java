@@ -29,6 +29,11 @@ import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
  * consumer's own ({@code group.id}, or a listener's {@code groupId}); the guard's own clients reuse the factory's
  * connection settings. Spring's listener container turns automatic commits off unless the factory's config turns
  * them on; with them on, the guard refuses, since the consumer would commit without the guard's marks.
+ *
+ * <p>The handover topic is the settings' ({@link GuardSettings#handoverTopic()}), by default the environment
+ * variable {@code REPRISE_HANDOVER_TOPIC}: one topic per namespace, which the live Deployment names with
+ * {@code POD_NAMESPACE} from the downward API and {@code REPRISE_HANDOVER_TOPIC=reprise.handover.$(POD_NAMESPACE)},
+ * the topic the operator gives the replay pods (docs/security.md section 8b).
  */
 public final class GuardPostProcessor<K, V> implements ConsumerPostProcessor<K, V> {
 

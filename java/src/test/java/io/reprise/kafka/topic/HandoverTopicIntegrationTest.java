@@ -61,7 +61,7 @@ class HandoverTopicIntegrationTest {
                         .next()
                         .get("cleanup.policy")
                         .value();
-                assertEquals("compact", policy);
+                assertEquals("compact,delete", policy); // compacted, with the size cap (HANDOVER.md section 2)
             }
             topic.publish(
                     replay(RID),

@@ -1,5 +1,5 @@
 """Team A attacks while team B replays exactly (issue 27; security review C2 attack 1, M1), on the multi-tenant
-platform. Run by hand with `make soak`.
+platform.
 
 Team B runs a Handover replay of its live service. Meanwhile team A tries C2 attack 1 through the API (a Handover
 Reconsume in its own namespace naming team B's group, on the shared topic) and M1 (rewind, join, delete team B's
@@ -7,11 +7,10 @@ group) through the API and with its own Kafka principal. Each attempt is refused
 team B's replay completes exactly: its ledger holds every record once from where the guard began to skip,
 nothing lost.
 
-Why here and not in `make test`: in one of four full `make test` runs (session 11, a fresh clone under load) team
-B's replay never finished partition 2: the worker planned 2 of the 3 partitions ("partitions_planned": 2, and
-partition 2 reported finished at its assignment), while the operator's plan held 3 and showed partition 2
-Pending with a growing lag for 300 s. Alone it passed every time. The cause is open (issue 27); until it is found
-this test runs here, so that `make test` does not hide it behind a retry.
+It once stalled (one full `make test` run in four, session 11): team B's worker planned 2 of the 3 partitions and
+left partition 2 to the live group at its assignment, while the operator's plan held 3. The worker's bootstrap
+read of the handover topic had applied a consume batch that ended inside a later bootstrap transaction (records
+after the end it read to): tests/integration/replay_worker/test_handover_read_end.py.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from local_platform.kafka_tenants import CLIENT_SECRET, SHARED_TOPIC
 from tests.fixtures.kube import wait_for
 from tests.integration.operator.scenario import (
+    HANDOVER_TOPIC_ENV,
     PARTITIONS,
     KeepProducing,
     Ledger,
@@ -54,6 +54,7 @@ def team_b_live_service(bootstrap: str, group: str, topic: str, out_dir: Path) -
             {"name": "REPRISE_TEST_SINK_DIR", "value": str(out_dir)},
             {"name": "LIVE_SASL_USERNAME", "valueFrom": from_secret("sasl.username")},
             {"name": "LIVE_SASL_PASSWORD", "valueFrom": from_secret("sasl.password")},
+            *HANDOVER_TOPIC_ENV,
         ],
     }
     return {
