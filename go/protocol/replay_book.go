@@ -11,7 +11,8 @@
 //     and the live offsets last known, never on an end offset read after the handler ran (it moves on under
 //     steady traffic). Its position is committed with the `finished` mark before H is published.
 //   - An asynchronous commit unanswered at a finish may land after it and erase the mark: the mark is
-//     committed again (re-sealed) once every commit sent before it is answered.
+//     committed again (re-sealed) once every commit sent before it is answered, or with the revoke's commit
+//     when the partition is revoked first.
 //   - Records of a partition revoked or lost while the batch was in hand are dropped: its position was
 //     committed without them, and the next owner reads them again.
 package protocol
@@ -211,11 +212,26 @@ func (b *ReplayBook) Revoke(tps []TopicPartition) (*BookCommit, []ConsumedItem) 
 			pending = append(pending, Store{Topic: tp.Topic, Partition: tp.Partition, Offset: *p.Position})
 		}
 	}
+	// A finished mark still to be re-sealed goes with the revoke's commit: an asynchronous commit may have
+	// erased it, and once the partition is gone no re-seal would come (the next owner would read on past H).
+	for _, tp := range tps {
+		if mark, has := b.reseal[tp]; has {
+			pending = append(pending, mark)
+			b.dropReseal(tp)
+		}
+	}
 	var c *BookCommit
 	if len(pending) > 0 {
 		c = b.commit(pending, true)
 	}
 	return c, b.Lost(tps)
+}
+
+func (b *ReplayBook) dropReseal(tp TopicPartition) {
+	if _, has := b.reseal[tp]; has {
+		delete(b.reseal, tp)
+		b.resealOrder = slices.DeleteFunc(b.resealOrder, func(k TopicPartition) bool { return k == tp })
+	}
 }
 
 // Lost: partitions lost (someone else's already): forgotten, nothing committed. Returns the records of the
@@ -226,6 +242,7 @@ func (b *ReplayBook) Lost(tps []TopicPartition) []ConsumedItem {
 		gone[tp] = true
 		b.forget(tp)
 		delete(b.reported, tp)
+		b.dropReseal(tp) // someone else's now: never re-sealed from here
 	}
 	var dropped []ConsumedItem
 	for i, items := range b.inHand {

@@ -455,6 +455,13 @@ func TestHandoverExactlyOnceWithTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One H per partition: a second finish at another offset means the next owner found no `finished` mark
+	// (a late commit erased it) and read on past the first H.
+	for k, offsets := range handoverOffsets(t, handoverName, s.ReplayID) {
+		if len(offsets) != 1 {
+			t.Fatalf("%v: H published at %v: a partition finished twice (its finished mark was lost)", k, offsets)
+		}
+	}
 	both, skippedFrom := 0, 0
 	for p := int64(0); p < 3; p++ {
 		part := state.Partitions[protocol.TopicPartition{Topic: topic, Partition: int32(p)}]
@@ -487,6 +494,55 @@ func TestHandoverExactlyOnceWithTheGuard(t *testing.T) {
 	if skippedFrom == 0 {
 		t.Fatal("the guard skipped nothing: the test did not exercise the handover")
 	}
+}
+
+// handoverOffsets reads every `handover` record of the replay on the handover topic (a view keeps only the last
+// per partition): the distinct H offsets published for each partition.
+func handoverOffsets(t *testing.T, topic, replayID string) map[protocol.TopicPartition][]int64 {
+	t.Helper()
+	reader, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": kafkatest.Bootstrap(t),
+		"group.id": kafkatest.Name(t, "handover-reader"), "enable.auto.commit": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	_, high, err := reader.QueryWatermarkOffsets(topic, 0, 15000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[protocol.TopicPartition]map[int64]bool{}
+	deadline := time.Now().Add(30 * time.Second)
+	for at := int64(0); at < high; {
+		if time.Now().After(deadline) {
+			t.Fatalf("reading the handover topic: at %d of %d after 30s", at, high)
+		}
+		m, err := reader.ReadMessage(time.Second)
+		if err != nil {
+			continue
+		}
+		at = int64(m.TopicPartition.Offset) + 1
+		if m.Value == nil {
+			continue // a tombstone
+		}
+		_, record, err := protocol.Decode(m.Key, m.Value)
+		if h, ok := record.(protocol.HandoverInfo); err == nil && ok && h.ReplayID == replayID {
+			k := protocol.TopicPartition{Topic: h.Topic, Partition: h.Partition}
+			if seen[k] == nil {
+				seen[k] = map[int64]bool{}
+			}
+			seen[k][h.Offset] = true
+		}
+	}
+	out := map[protocol.TopicPartition][]int64{}
+	for k, offsets := range seen {
+		for o := range offsets {
+			out[k] = append(out[k], o)
+		}
+	}
+	return out
 }
 
 // TestPoisonRecordsAreDeadLetteredOrSkipped: a value the filter cannot decode, and a record the handler

@@ -1,7 +1,8 @@
 package replay
 
 // The replay loop (port of replay_worker/replay/consumer.py): read a batch, filter, hand it to the service's
-// handler, commit, decide which partitions are finished.
+// handler, and do what the book (protocol.ReplayBook: what to commit with which mark, when a partition
+// finishes, which progress to publish, what a revoke drops) says. This file holds the I/O only.
 //
 //   - The start was committed as the replay group's offsets by the bootstrap, so an assignment never
 //     seeks: every replica and every restart resumes from committed offsets, and a rebalance cannot
@@ -9,10 +10,10 @@ package replay
 //   - Automatic commit and offset store are off: a batch's offsets are committed after the handler
 //     returned. A batch's commit runs in the background while the next batch is read (one in flight at a
 //     time), so the duplicate window after a crash is at most the batch in hand and the one before it.
-//   - A revoke commits the revoked partitions' positions; a lost assignment commits nothing.
-//   - A partition is finished when protocol.ReplayFinish says so: its final offset is committed with a
-//     `finished` mark before H is published, so a replica that gets the partition later knows from the
-//     offset alone, and publishes H again (idempotent).
+//   - A revoke commits the revoked partitions' positions; a lost assignment commits nothing; either way the
+//     records of those partitions read in the same poll are dropped.
+//   - The asynchronous commit is a goroutine's synchronous one, so the client does not order it before a
+//     later commit: a finish and a revoke wait for its answer before they commit (HANDOVER.md 5.4).
 //   - SIGTERM (context cancelled): the batch in hand is finished and committed, then the consumer leaves.
 
 import (
@@ -80,22 +81,22 @@ var GroupTuning = kafka.ConfigMap{"session.timeout.ms": 10000, "heartbeat.interv
 // range: range balances each topic on its own. The guard keeps the user's own strategy: it serves the live group.
 const ReplayAssignment = "roundrobin"
 
-type partitionProgress struct {
-	topic          string
-	partition      int32
-	position       *int64
-	committed      *int64
-	endOffset      *int64
-	endTimestampMs *int64
-	finished       string
-	atEnd          bool
-	endEventOffset *int64
-	endMet         *int64
+// record and endEvent are what the consumer returned, as the book reads them (protocol.ConsumedItem).
+type record kafka.Message
+
+func (r *record) Where() protocol.TopicPartition { return keyOf(r.TopicPartition) }
+func (r *record) At() int64                      { return int64(r.TopicPartition.Offset) }
+func (r *record) EndOfPartition() bool           { return false }
+func (r *record) TimestampMs() (int64, bool) {
+	return r.Timestamp.UnixMilli(), r.TimestampType != kafka.TimestampNotAvailable
 }
 
-func (p *partitionProgress) key() protocol.TopicPartition {
-	return protocol.TopicPartition{Topic: p.topic, Partition: p.partition}
-}
+type endEvent kafka.TopicPartition
+
+func (e *endEvent) Where() protocol.TopicPartition { return keyOf(kafka.TopicPartition(*e)) }
+func (e *endEvent) At() int64                      { return int64(e.Offset) }
+func (e *endEvent) EndOfPartition() bool           { return true }
+func (e *endEvent) TimestampMs() (int64, bool)     { return 0, false }
 
 type replayFacts struct {
 	handovers map[protocol.TopicPartition]int64
@@ -110,27 +111,24 @@ type Worker struct {
 	filter   *protocol.RecordFilter
 	metrics  *Metrics
 	log      *slog.Logger
-	plan     map[protocol.TopicPartition]protocol.StartInfo
+	book     *protocol.ReplayBook
 	throttle *protocol.Throttle
 
 	consumer *kafka.Consumer
 	topic    *handovertopic.Topic
 	follower *handovertopic.Follower[replayFacts]
 	dlq      *kafka.Producer
-	parts    map[protocol.TopicPartition]*partitionProgress
 	stopping bool
-	// revoked: partitions revoked during the current readBatch (see dropRevoked).
-	revoked map[protocol.TopicPartition]bool
 
 	live         atomic.Pointer[map[protocol.TopicPartition]int64]
 	liveAsk      atomic.Pointer[[]protocol.TopicPartition]
 	liveReader   *kafka.Consumer
 	lastProgress time.Time
-	reported     map[protocol.TopicPartition][2]int64
 	progressOut  chan []protocol.Record
 
-	commitWG     sync.WaitGroup
-	commitFailed atomic.Bool
+	// inFlight: the asynchronous commit on its way (nil: none); its answer comes on answer.
+	inFlight *protocol.BookCommit
+	answer   chan bool
 
 	// Done is true once every planned partition finished (with ExitWhenDone the worker returns then).
 	Done bool
@@ -143,17 +141,17 @@ func NewWorker(s Settings, base kafka.ConfigMap, handler Handler, metrics *Metri
 	if err != nil {
 		return nil, err
 	}
-	plan := map[protocol.TopicPartition]protocol.StartInfo{}
+	plan := map[protocol.TopicPartition]protocol.PlannedPartition{}
 	for k, p := range state.Partitions {
 		if p.Start != nil {
-			plan[k] = *p.Start
+			plan[k] = protocol.PlannedPartition{Start: p.Start.Offset, EndOffset: p.Start.EndOffset,
+				EndTimestampMs: p.Start.EndTimestampMs}
 		}
 	}
-	w := &Worker{s: s, base: base, handler: handler, filter: filter, metrics: metrics, log: log, plan: plan,
-		throttle: protocol.NewThrottle(s.MaxRecordsPerSecond, s.MaxBytesPerSecond),
-		parts:    map[protocol.TopicPartition]*partitionProgress{}, revoked: map[protocol.TopicPartition]bool{},
-		reported:    map[protocol.TopicPartition][2]int64{},
-		progressOut: make(chan []protocol.Record, 4)}
+	w := &Worker{s: s, base: base, handler: handler, filter: filter, metrics: metrics, log: log,
+		book:        protocol.NewReplayBook(s.ReplayID, s.Mode, plan, false, false),
+		throttle:    protocol.NewThrottle(s.MaxRecordsPerSecond, s.MaxBytesPerSecond),
+		progressOut: make(chan []protocol.Record, 4), answer: make(chan bool, 1)}
 	empty := map[protocol.TopicPartition]int64{}
 	w.live.Store(&empty)
 	return w, nil
@@ -217,26 +215,31 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	}
 	w.metrics.ready.Store(true)
 	w.log.Info("replay consumer started", "mode", s.Mode, "topics", s.Topics, "replay_group", s.ReplayGroup,
-		"partitions_planned", len(w.plan))
+		"partitions_planned", len(w.book.Plan))
 	for ctx.Err() == nil {
-		batch, ends, err := w.readBatch()
-		if err != nil {
+		if err := w.readBatch(); err != nil {
 			return err
 		}
 		w.metrics.Beat()
-		if err := w.process(ctx, batch, ends); err != nil {
+		if err := w.process(ctx); err != nil {
 			return err
 		}
 		w.decide()
 		w.reportProgress()
-		if s.ExitWhenDone && w.allDone() {
+		if s.ExitWhenDone && w.book.Done() {
 			w.log.Info("every partition of the replay is finished; exiting")
 			w.Done = true
 			break
 		}
 	}
 	w.stopping = true
-	w.checkpoint(true) // SIGTERM: the last batch is committed before leaving
+	w.awaitCommit()
+	if c := w.book.Resealing(); c != nil { // a mark the last asynchronous commit may have erased
+		w.book.Committed(c, w.commit(c))
+	}
+	if c, _ := w.book.Checkpoint(nil, true); c != nil { // SIGTERM: the last batch is committed before leaving
+		w.book.Committed(c, w.commit(c))
+	}
 	return nil
 }
 
@@ -256,38 +259,33 @@ func (w *Worker) closeConsumer() {
 
 func (w *Worker) consumeWait() time.Duration {
 	drain := w.s.Mode == protocol.ModeDrain
-	for _, p := range w.parts {
-		if p.atEnd || p.finished != "" {
+	for _, p := range w.book.Parts() {
+		if p.AtEnd || p.Finished != "" {
 			continue
 		}
-		if drain || p.endOffset != nil || p.endTimestampMs != nil {
+		if drain || p.EndOffset != nil || p.EndTimestampMs != nil {
 			return finishingWait
 		}
 	}
 	return idleWait
 }
 
-// readBatch polls up to BatchSize records, or until the wait passes. ends: the end-of-partition events
-// seen meanwhile (the offset after the last readable record), applied after the batch's records.
-func (w *Worker) readBatch() ([]*kafka.Message, map[protocol.TopicPartition]int64, error) {
-	ends := map[protocol.TopicPartition]int64{}
+// readBatch polls up to BatchSize records, or until the wait passes, into the book's batch in hand, end
+// events included (a rebalance inside Poll drops what it revokes from there).
+func (w *Worker) readBatch() error {
 	deadline := time.Now().Add(w.consumeWait())
-	batch := make([]*kafka.Message, 0, min(w.s.BatchSize, 4096))
-	for len(batch) < w.s.BatchSize {
+	for n := 0; n < w.s.BatchSize; {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}
 		ms := int(left.Milliseconds())
-		if len(batch) > 0 {
+		if n > 0 {
 			ms = 0 // drain what is fetched, do not wait for more once something is in hand
 		}
 		ev := w.consumer.Poll(ms)
-		if len(w.revoked) > 0 {
-			batch = w.dropRevoked(batch, ends)
-		}
 		if ev == nil {
-			if len(batch) > 0 {
+			if n > 0 {
 				break
 			}
 			continue
@@ -298,76 +296,34 @@ func (w *Worker) readBatch() ([]*kafka.Message, map[protocol.TopicPartition]int6
 				w.metrics.Errors.Add(1)
 				continue
 			}
-			batch = append(batch, e)
+			w.book.ReadOne((*record)(e))
+			n++
 		case kafka.PartitionEOF:
-			ends[keyOf(kafka.TopicPartition(e))] = int64(e.Offset)
+			end := endEvent(e)
+			w.book.ReadOne(&end)
 		case kafka.Error:
 			if e.IsFatal() {
-				return nil, nil, fmt.Errorf("consumer: %w", e)
+				return fmt.Errorf("consumer: %w", e)
 			}
 			w.metrics.Errors.Add(1)
 			w.log.Warn("consumer error", "error", e)
 		}
 	}
-	return batch, ends, nil
+	return nil
 }
 
-func (w *Worker) process(ctx context.Context, messages []*kafka.Message, ends map[protocol.TopicPartition]int64) error {
-	batch := messages[:0] // filtered in place: the records kept are a prefix of those read
-	var size int64
-	// Records come in runs per partition: the partition of the last record is looked up once per run.
-	var part *partitionProgress
-	var lastTopic *string
-	lastPartition := int32(-1)
-	for _, m := range messages {
-		if m.TopicPartition.Partition != lastPartition || m.TopicPartition.Topic != lastTopic {
-			part = w.parts[keyOf(m.TopicPartition)]
-			lastTopic, lastPartition = m.TopicPartition.Topic, m.TopicPartition.Partition
-		}
-		// Not ours (any more), or finished: never processed past the stop offset.
-		if part == nil || part.finished != "" || part.endMet != nil {
-			continue
-		}
-		offset := int64(m.TopicPartition.Offset)
-		if part.position != nil && offset < *part.position {
-			// Read before a rebalance gave the partition back to this replica (the fetch then starts again
-			// at the committed offset): processed already, or to be read again in order.
-			continue
-		}
-		part.atEnd = false
-		if part.endOffset != nil || part.endTimestampMs != nil {
-			var ts *int64
-			if m.TimestampType != kafka.TimestampNotAvailable {
-				ts = protocol.Int64(m.Timestamp.UnixMilli())
-			}
-			if protocol.RecordEndsPartition(part.endOffset, part.endTimestampMs, offset, ts) {
-				part.endMet = protocol.Int64(offset)
-				continue
-			}
-		}
-		if part.position != nil {
-			*part.position = offset + 1 // the position is this partition's own (never shared): no allocation
-		} else {
-			part.position = protocol.Int64(offset + 1)
-		}
-		batch = append(batch, m)
-		size += int64(len(m.Value) + len(m.Key))
-	}
-	for k, end := range ends {
-		// The end event comes after the partition's last record: every record of the batch is below it.
-		if p := w.parts[k]; p != nil && p.finished == "" && (p.position == nil || *p.position <= end) {
-			p.atEnd = true
-			p.endEventOffset = protocol.Int64(end)
-		}
-	}
-	hasEnds := false
-	for _, p := range w.parts {
-		if p.atEnd || p.endMet != nil {
-			hasEnds = true
-		}
-	}
-	if len(batch) == 0 && !hasEnds {
+// process takes the batch in hand as the book says, hands it to the handler and checkpoints it.
+func (w *Worker) process(ctx context.Context) error {
+	taken, _ := w.book.Take()
+	if !w.book.AnythingToDeliver(len(taken)) {
 		return nil
+	}
+	batch := make([]*kafka.Message, len(taken))
+	var size int64
+	for i, item := range taken {
+		m := (*kafka.Message)(item.(*record))
+		batch[i] = m
+		size += int64(len(m.Value) + len(m.Key))
 	}
 	w.metrics.Consumed.Add(int64(len(batch)))
 	w.metrics.Bytes.Add(size)
@@ -378,17 +334,8 @@ func (w *Worker) process(ctx context.Context, messages []*kafka.Message, ends ma
 	if err := w.deliver(ctx, batch); err != nil {
 		return err
 	}
-	for _, p := range w.parts {
-		if p.endMet != nil && p.finished == "" {
-			if p.position == nil || *p.position < *p.endMet {
-				p.position = protocol.Int64(*p.endMet)
-			}
-		} else if p.atEnd && p.endEventOffset != nil && p.position != nil && *p.endEventOffset > *p.position {
-			// Past trailing transaction markers: the group's lag is really zero.
-			p.position = protocol.Int64(*p.endEventOffset)
-		}
-	}
-	w.checkpoint(false)
+	w.book.EndPositions()
+	w.checkpoint()
 	return nil
 }
 
@@ -468,88 +415,52 @@ func (w *Worker) deliver(ctx context.Context, batch []*kafka.Message) error {
 	return nil
 }
 
-// dlqHeaders are the headers a dead letter carries besides the record's own.
-var dlqHeaders = map[string]bool{"reprise.error": true, "reprise.replay": true, "reprise.source.topic": true,
-	"reprise.source.partition": true, "reprise.source.offset": true}
-
-func (w *Worker) poison(p poison) error {
-	m := p.message
-	where := fmt.Sprintf("%s[%d]@%d", *m.TopicPartition.Topic, m.TopicPartition.Partition, m.TopicPartition.Offset)
-	reason := p.reason
-	if len(reason) > 1000 {
-		reason = reason[:1000]
+// checkpoint makes the commit the book asks for after a delivery. An asynchronous one runs in the background
+// while the next batch is read; at most one is in flight (the next checkpoint waits for its answer), so a
+// slow commit never lets uncommitted batches pile up.
+func (w *Worker) checkpoint() {
+	w.awaitCommit()
+	c, _ := w.book.Checkpoint(nil, false)
+	if c == nil {
+		return
 	}
-	if w.dlq == nil {
-		w.metrics.PoisonSkipped.Add(1)
-		w.log.Warn("poison record skipped", "record", where, "reason", reason)
-		return nil
+	if c.Sync {
+		w.book.Committed(c, w.commit(c))
+		return
 	}
-	var headers []kafka.Header
-	for _, h := range m.Headers {
-		if !dlqHeaders[h.Key] {
-			headers = append(headers, h)
-		}
-	}
-	headers = append(headers,
-		kafka.Header{Key: "reprise.error", Value: []byte(reason)},
-		kafka.Header{Key: "reprise.replay", Value: []byte(w.s.ReplayID)},
-		kafka.Header{Key: "reprise.source.topic", Value: []byte(*m.TopicPartition.Topic)},
-		kafka.Header{Key: "reprise.source.partition", Value: []byte(fmt.Sprint(m.TopicPartition.Partition))},
-		kafka.Header{Key: "reprise.source.offset", Value: []byte(fmt.Sprint(int64(m.TopicPartition.Offset)))})
-	topic := w.s.DLQTopic
-	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-		Key: m.Key, Value: m.Value, Headers: headers}
-	if m.TimestampType != kafka.TimestampNotAvailable {
-		msg.Timestamp = m.Timestamp
-	}
-	for {
-		err := w.dlq.Produce(msg, nil)
-		if err == nil {
-			break
-		}
-		var kerr kafka.Error
-		if errors.As(err, &kerr) && kerr.Code() == kafka.ErrQueueFull {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		return fmt.Errorf("dead-lettering %s: %w", where, err)
-	}
-	w.metrics.DeadLettered.Add(1)
-	w.log.Warn("poison record dead-lettered", "record", where, "reason", reason, "dlq_topic", topic)
-	return nil
+	w.book.Committed(c, true) // sent: counts as committed; a failure undoes it (awaitCommit)
+	w.inFlight = c
+	go func() { w.answer <- w.commit(c) }()
 }
 
-// checkpoint commits the positions of unfinished partitions. The commit runs in the background while the
-// next batch is read; at most one is in flight (the next waits), so a slow commit never lets uncommitted
-// batches pile up. force (a stop, a revoke): synchronously, every position.
-func (w *Worker) checkpoint(force bool) {
-	var offsets []kafka.TopicPartition
-	for _, p := range w.parts {
-		if p.finished != "" || p.position == nil {
-			continue
-		}
-		if force || p.committed == nil || *p.committed != *p.position || w.commitFailed.Load() {
-			offsets = append(offsets, tpOf(p.topic, p.partition, kafka.Offset(*p.position)))
-		}
+// awaitCommit waits for the answer to the asynchronous commit in flight, if any, and tells the book.
+func (w *Worker) awaitCommit() {
+	if w.inFlight != nil {
+		w.answered(<-w.answer)
 	}
-	w.commitWG.Wait()
-	if len(offsets) == 0 {
+}
+
+// answeredYet tells the book the asynchronous commit's answer if it has come.
+func (w *Worker) answeredYet() {
+	if w.inFlight == nil {
 		return
 	}
-	for _, t := range offsets {
-		if p := w.parts[keyOf(t)]; p != nil {
-			p.committed = protocol.Int64(int64(t.Offset))
+	select {
+	case ok := <-w.answer:
+		w.answered(ok)
+	default:
+	}
+}
+
+func (w *Worker) answered(ok bool) {
+	var failed []protocol.TopicPartition
+	if !ok {
+		for _, o := range w.inFlight.Offsets {
+			failed = append(failed, protocol.TopicPartition{Topic: o.Topic, Partition: o.Partition})
 		}
 	}
-	if force {
-		w.commit(offsets)
-		return
-	}
-	w.commitWG.Add(1)
-	go func() {
-		defer w.commitWG.Done()
-		w.commit(offsets)
-	}()
+	w.inFlight = nil
+	w.book.Answered(failed)
 }
 
 var membershipErrors = map[kafka.ErrorCode]bool{kafka.ErrUnknownMemberID: true, kafka.ErrIllegalGeneration: true,
@@ -558,12 +469,19 @@ var membershipErrors = map[kafka.ErrorCode]bool{kafka.ErrUnknownMemberID: true, 
 
 // commit commits offsets, retrying while Kafka is briefly unavailable; false when this replica is no
 // longer a member (the rebalance that follows takes the partitions away).
-func (w *Worker) commit(offsets []kafka.TopicPartition) bool {
+func (w *Worker) commit(c *protocol.BookCommit) bool {
+	offsets := make([]kafka.TopicPartition, len(c.Offsets))
+	for i, o := range c.Offsets {
+		offsets[i] = tpOf(o.Topic, o.Partition, kafka.Offset(o.Offset))
+		if o.Metadata != nil {
+			stored := protocol.StoredMetadata(*o.Metadata)
+			offsets[i].Metadata = &stored
+		}
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := w.consumer.CommitOffsets(offsets)
 		if err == nil {
-			w.commitFailed.Store(false)
 			w.metrics.Commits.Add(1)
 			return true
 		}
@@ -571,12 +489,10 @@ func (w *Worker) commit(offsets []kafka.TopicPartition) bool {
 		if errors.As(err, &kerr) && (membershipErrors[kerr.Code()] || kerr.Code() == kafka.ErrDestroy) {
 			w.log.Warn("commit refused: no longer a member; the partitions move to another replica", "error", err)
 			w.metrics.Errors.Add(1)
-			w.commitFailed.Store(true)
 			return false
 		}
 		if time.Now().After(deadline) || (errors.As(err, &kerr) && kerr.IsFatal()) {
 			w.log.Error("commit failed; the positions are committed again with the next batch", "error", err)
-			w.commitFailed.Store(true)
 			return false
 		}
 		w.metrics.Errors.Add(1)
@@ -587,69 +503,44 @@ func (w *Worker) commit(offsets []kafka.TopicPartition) bool {
 
 // ---------------------------------------------------------------------------------------------- finishing
 
+// decide finishes the partitions the book says are finished: their stop offsets committed with `finished`
+// marks, then published as H, then no longer read; and re-seals marks an asynchronous commit may have erased.
 func (w *Worker) decide() {
 	facts := w.follower.Snapshot()
-	live := *w.live.Load()
-	type finishing struct {
-		part   *partitionProgress
-		reason string
-	}
-	var done []finishing
-	for _, p := range w.parts {
-		if p.finished != "" || p.position == nil {
-			continue
-		}
-		if p.endMet != nil {
-			done = append(done, finishing{p, protocol.ReasonEndBound})
-			continue
-		}
-		var liveAt *int64
-		if o, ok := live[p.key()]; ok {
-			liveAt = protocol.Int64(o)
-		}
-		if g, ok := facts.guards[p.key()]; ok {
-			if liveAt == nil || g > *liveAt {
-				liveAt = protocol.Int64(g)
-			}
-		}
-		reason, err := protocol.ReplayFinish(w.s.Mode, protocol.FinishInput{Position: *p.position, EndOffset: p.endOffset,
-			EndTimestampMs: p.endTimestampMs, AtEnd: p.atEnd, LiveCommitted: liveAt})
-		if err == nil && reason != "" {
-			done = append(done, finishing{p, reason})
-		}
-	}
-	if len(done) == 0 {
+	w.book.Live, w.book.Guards, w.book.Published = *w.live.Load(), facts.guards, facts.handovers
+	w.answeredYet()
+	finishing, err := w.book.Decide()
+	if err != nil {
+		w.log.Error("deciding the finish", "error", err)
 		return
 	}
-	// Commit the stop offsets with `finished` marks, then publish them as H, then stop reading. The
-	// background commit of the same positions (without the mark) is waited for first, so it cannot land
-	// after the marked one and erase the mark.
-	w.commitWG.Wait()
-	offsets := make([]kafka.TopicPartition, 0, len(done))
-	for _, f := range done {
-		t := tpOf(f.part.topic, f.part.partition, kafka.Offset(*f.part.position))
-		mark := protocol.CommitMark{ReplayID: w.s.ReplayID, Finished: protocol.String(f.reason)}.Committed()
-		t.Metadata = &mark
-		offsets = append(offsets, t)
+	if finishing != nil {
+		// The commit in flight is a goroutine's, not ordered before this one by the client: it may land after
+		// the marked commit and erase the mark (a revoke before the re-seal then loses it: the next owner reads
+		// on past H). Its answer is awaited first, so the finishing commit is the partition's last.
+		w.awaitCommit()
+		ok := w.commit(finishing.Commit)
+		w.book.Committed(finishing.Commit, ok)
+		handovers := w.book.Finished(finishing, ok) // not ok: not a member any more; the next owner decides again
+		records := make([]protocol.Record, 0, len(handovers))
+		for _, h := range handovers {
+			records = append(records, protocol.HandoverInfo{ReplayID: w.s.ReplayID, Topic: h.Topic,
+				Partition: h.Partition, Offset: h.Offset, Reason: h.Reason, By: w.s.MemberName,
+				AtMs: time.Now().UnixMilli()})
+		}
+		if len(records) > 0 {
+			w.publishHandover(records...)
+		}
+		for _, h := range handovers {
+			_ = w.consumer.Pause([]kafka.TopicPartition{tpOf(h.Topic, h.Partition, kafka.OffsetInvalid)})
+			w.metrics.SetPartition(h.Topic, h.Partition, h.Offset, -1, stateFinished)
+			w.metrics.Finished.Add(1)
+			w.log.Info("partition finished", "topic", h.Topic, "partition", h.Partition,
+				"handover_offset", h.Offset, "reason", h.Reason)
+		}
 	}
-	if !w.commit(offsets) {
-		return // not a member any more: whoever gets the partitions decides again
-	}
-	records := make([]protocol.Record, 0, len(done))
-	for _, f := range done {
-		f.part.finished = f.reason
-		f.part.committed = protocol.Int64(*f.part.position)
-		records = append(records, protocol.HandoverInfo{ReplayID: w.s.ReplayID, Topic: f.part.topic,
-			Partition: f.part.partition, Offset: *f.part.position, Reason: f.reason, By: w.s.MemberName,
-			AtMs: time.Now().UnixMilli()})
-	}
-	w.publishHandover(records...)
-	for _, f := range done {
-		_ = w.consumer.Pause([]kafka.TopicPartition{tpOf(f.part.topic, f.part.partition, kafka.OffsetInvalid)})
-		w.metrics.SetPartition(f.part.topic, f.part.partition, *f.part.position, -1, stateFinished)
-		w.metrics.Finished.Add(1)
-		w.log.Info("partition finished", "topic", f.part.topic, "partition", f.part.partition,
-			"handover_offset", *f.part.position, "reason", f.reason)
+	if c := w.book.Resealing(); c != nil {
+		w.book.Committed(c, w.commit(c))
 	}
 }
 
@@ -670,23 +561,6 @@ func (w *Worker) publishHandover(records ...protocol.Record) {
 		w.log.Warn("publishing the handover offset failed, retrying", "error", err)
 		time.Sleep(time.Second)
 	}
-}
-
-func (w *Worker) allDone() bool {
-	if len(w.plan) == 0 {
-		return false
-	}
-	published := w.follower.Snapshot().handovers
-	for k := range w.plan {
-		if _, ok := published[k]; ok {
-			continue
-		}
-		if p := w.parts[k]; p != nil && p.finished != "" {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // ---------------------------------------------------------------------------------------------- slow checks
@@ -739,12 +613,12 @@ func (w *Worker) backgroundChecks(ctx context.Context) {
 	}
 }
 
-// reportProgress hands progress records of partitions that moved to the background (every 2 s at most).
+// reportProgress hands the progress records the book gives to the background (every 2 s at most).
 func (w *Worker) reportProgress() {
 	var active []protocol.TopicPartition
-	for k, p := range w.parts {
-		if p.finished == "" {
-			active = append(active, k)
+	for _, p := range w.book.Parts() {
+		if p.Finished == "" {
+			active = append(active, p.TopicPartition)
 		}
 	}
 	w.liveAsk.Store(&active)
@@ -752,38 +626,27 @@ func (w *Worker) reportProgress() {
 		return
 	}
 	w.lastProgress = time.Now()
-	var records []protocol.Record
-	for k, p := range w.parts {
-		if p.committed == nil {
-			continue
-		}
-		atEnd := int64(0)
-		if p.atEnd {
-			atEnd = 1
-		}
-		now := [2]int64{*p.committed, atEnd}
-		if w.reported[k] == now {
-			continue
-		}
-		w.reported[k] = now
-		records = append(records, protocol.ProgressInfo{ReplayID: w.s.ReplayID, Topic: p.topic, Partition: p.partition,
-			Position: *p.committed, AtEnd: p.atEnd, Member: w.s.MemberName, AtMs: time.Now().UnixMilli()})
+	progress := w.book.Progress()
+	if len(progress) == 0 {
+		return
+	}
+	records := make([]protocol.Record, 0, len(progress))
+	for _, p := range progress {
+		records = append(records, protocol.ProgressInfo{ReplayID: w.s.ReplayID, Topic: p.Topic, Partition: p.Partition,
+			Position: p.Committed, AtEnd: p.AtEnd, Member: w.s.MemberName, AtMs: time.Now().UnixMilli()})
 		end := int64(-1)
-		if _, high, err := w.consumer.GetWatermarkOffsets(p.topic, p.partition); err == nil && high >= 0 {
+		if _, high, err := w.consumer.GetWatermarkOffsets(p.Topic, p.Partition); err == nil && high >= 0 {
 			end = high
-			if p.endOffset != nil && *p.endOffset < end {
-				end = *p.endOffset
+			if part := w.book.Part(p.TopicPartition); part != nil && part.EndOffset != nil && *part.EndOffset < end {
+				end = *part.EndOffset
 			}
 		}
-		w.metrics.SetPartition(p.topic, p.partition, *p.committed, end, -1)
-	}
-	if len(records) == 0 {
-		return
+		w.metrics.SetPartition(p.Topic, p.Partition, p.Committed, end, -1)
 	}
 	select {
 	case w.progressOut <- records:
 	default:
-		w.reported = map[protocol.TopicPartition][2]int64{} // advisory: the next report says it again
+		w.book.ProgressFailed() // advisory: the next report says it again
 	}
 }
 
@@ -791,8 +654,8 @@ func (w *Worker) reportProgress() {
 
 // onRebalance runs inside Poll. Eager (ReplayAssignment): every rebalance revokes the whole assignment and
 // assigns a whole new one, which may give back partitions this replica held; cooperative (a hand-set
-// strategy): only the partitions that move. Either way a revoked partition's state is dropped and an assigned
-// one's is built again from its committed offset.
+// strategy): only the partitions that move. Either way the book forgets a revoked partition (and drops what
+// was read of it in this poll) and builds an assigned one again from its committed offset.
 func (w *Worker) onRebalance(c *kafka.Consumer, ev kafka.Event) error {
 	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
 	switch e := ev.(type) {
@@ -813,51 +676,27 @@ func (w *Worker) onRebalance(c *kafka.Consumer, ev kafka.Event) error {
 		w.assigned(c, e.Partitions)
 	case kafka.RevokedPartitions:
 		w.metrics.Rebalances.Add(1)
-		w.commitWG.Wait()
+		w.awaitCommit()
+		keys := make([]protocol.TopicPartition, len(e.Partitions))
+		for i, t := range e.Partitions {
+			keys[i] = keyOf(t)
+			w.metrics.Forget(*t.Topic, t.Partition)
+		}
 		if !c.AssignmentLost() {
-			var pending []kafka.TopicPartition
-			for _, t := range e.Partitions {
-				if p := w.parts[keyOf(t)]; p != nil && p.finished == "" && p.position != nil {
-					pending = append(pending, tpOf(p.topic, p.partition, kafka.Offset(*p.position)))
-				}
-			}
-			if len(pending) > 0 {
-				w.commit(pending)
+			if commit, _ := w.book.Revoke(keys); commit != nil {
+				w.book.Committed(commit, w.commit(commit))
 			}
 		} else {
 			w.log.Warn("partitions lost (not committed; the new owner resumes from the last commit)")
+			w.book.Lost(keys)
 		}
-		for _, t := range e.Partitions {
-			k := keyOf(t)
-			delete(w.parts, k)
-			delete(w.reported, k)
-			w.revoked[k] = true
-			w.metrics.Forget(*t.Topic, t.Partition)
-		}
-		w.metrics.Assigned.Store(int64(len(w.parts)))
+		w.metrics.Assigned.Store(int64(len(w.book.Parts())))
 		if cooperative {
 			return c.IncrementalUnassign(e.Partitions)
 		}
 		return c.Unassign()
 	}
 	return nil
-}
-
-// dropRevoked removes from the batch in hand the records and end events of partitions revoked while it was
-// read: their positions were committed without them, and whoever owns them next (this replica too, as an
-// eager rebalance often gives a partition back) reads them again from the committed offset.
-func (w *Worker) dropRevoked(batch []*kafka.Message, ends map[protocol.TopicPartition]int64) []*kafka.Message {
-	kept := batch[:0]
-	for _, m := range batch {
-		if !w.revoked[keyOf(m.TopicPartition)] {
-			kept = append(kept, m)
-		}
-	}
-	for k := range w.revoked {
-		delete(ends, k)
-	}
-	clear(w.revoked)
-	return kept
 }
 
 func (w *Worker) assigned(c *kafka.Consumer, partitions []kafka.TopicPartition) {
@@ -893,48 +732,41 @@ func (w *Worker) assigned(c *kafka.Consumer, partitions []kafka.TopicPartition) 
 	var finished []string
 	for _, t := range partitions {
 		k := keyOf(t)
-		part := &partitionProgress{topic: k.Topic, partition: k.Partition}
-		start, planned := w.plan[k]
-		if !planned {
-			// Not in the replay's plan (added after the start was resolved): the live group owns it.
-			part.finished = protocol.ReasonNotInPlan
-			pause = append(pause, t)
-			w.parts[k] = part
-			continue
+		var at *int64
+		var metadata string
+		if found, has := committed[k]; has && found.Offset >= 0 {
+			at = protocol.Int64(int64(found.Offset))
+			if found.Metadata != nil {
+				metadata = *found.Metadata
+			}
 		}
-		found := committed[k]
-		offset := int64(found.Offset)
-		if found.Offset < 0 {
+		a := w.book.Assign(k, at, metadata)
+		if a.StartCommit != nil {
 			// Planned, but the group's offset is gone (offsets of a long-empty group expire): resume at the
 			// published start, which the bootstrap committed. Duplicates, never a loss.
-			offset = start.Offset
-			w.commit([]kafka.TopicPartition{tpOf(k.Topic, k.Partition, kafka.Offset(offset))})
+			w.commit(a.StartCommit)
 			w.log.Warn("planned partition had no committed offset; committed its published start", "topic", k.Topic,
-				"partition", k.Partition, "start", offset)
+				"partition", k.Partition, "start", a.StartCommit.Offsets[0].Offset)
 		}
-		part.position, part.committed = protocol.Int64(offset), protocol.Int64(offset)
-		part.endOffset, part.endTimestampMs = start.EndOffset, start.EndTimestampMs
-		var mark *protocol.CommitMark
-		if found.Metadata != nil {
-			mark = protocol.DecodeMark(*found.Metadata)
-		}
-		if mark != nil && mark.Usable() && mark.Finished != nil && mark.ReplayID == w.s.ReplayID {
-			part.finished = *mark.Finished
+		if a.Pause {
 			pause = append(pause, t)
+		}
+		part := w.book.Part(k)
+		switch {
+		case a.Handover != nil:
 			finished = append(finished, k.String())
 			// The previous owner may have died between its commit and its publish: publish again.
 			w.publishHandover(protocol.HandoverInfo{ReplayID: w.s.ReplayID, Topic: k.Topic, Partition: k.Partition,
-				Offset: offset, Reason: *mark.Finished, By: w.s.MemberName, AtMs: time.Now().UnixMilli()})
-			w.metrics.SetPartition(k.Topic, k.Partition, offset, -1, stateFinished)
-		} else {
-			w.metrics.SetPartition(k.Topic, k.Partition, offset, -1, stateReplaying)
+				Offset: a.Handover.Offset, Reason: a.Handover.Reason, By: w.s.MemberName, AtMs: time.Now().UnixMilli()})
+			w.metrics.SetPartition(k.Topic, k.Partition, a.Handover.Offset, -1, stateFinished)
+		case part.Position != nil:
+			w.metrics.SetPartition(k.Topic, k.Partition, *part.Position, -1, stateReplaying)
 		}
-		w.parts[k] = part
 	}
 	if len(pause) > 0 {
 		_ = c.Pause(pause)
 	}
-	w.metrics.Assigned.Store(int64(len(w.parts)))
+	w.metrics.Assigned.Store(int64(len(w.book.Parts())))
 	names := make([]string, 0, len(partitions))
 	for _, t := range partitions {
 		names = append(names, keyOf(t).String())

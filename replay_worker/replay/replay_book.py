@@ -13,7 +13,8 @@ Java and Go ReplayBooks run the same traces). The rules are HANDOVER.md sections
   event) and the live offsets last known: never on an end offset read after the handler ran, which moves on
   under steady traffic. Its position is committed with the `finished` mark before H is published.
 - An asynchronous commit still unanswered at a finish may land after it and erase the mark: the mark is
-  committed again (re-sealed) once every commit sent before it is answered.
+  committed again (re-sealed) once every commit sent before it is answered, or with the revoke's commit when
+  the partition is revoked first.
 - Records of a partition revoked or lost while the batch was in hand are dropped: its position was committed
   without them, and the next owner reads them again.
 """
@@ -222,6 +223,9 @@ class ReplayBook:
             for p in (self.parts.get(k) for k in keys)
             if p is not None and not p.finished and p.position is not None
         ]
+        # A finished mark still to be re-sealed goes with the revoke's commit: an asynchronous commit may have
+        # erased it, and once the partition is gone no re-seal would come (the next owner would read on past H).
+        pending += [mark for mark in (self.reseal.pop(k, None) for k in keys) if mark is not None]
         commit = self._commit(pending, sync=True) if pending else None
         return commit, self.lost(keys)
 
@@ -232,6 +236,7 @@ class ReplayBook:
         for key in gone:
             self.parts.pop(key, None)
             self.reported.pop(key, None)
+            self.reseal.pop(key, None)  # someone else's now: never re-sealed from here
         dropped: list[ConsumedItem] = []
         if not self.in_hand:
             return dropped

@@ -182,6 +182,14 @@ final class ReplayBook {
                 pending.add(new Offset(tp, part.position, null));
             }
         }
+        // A finished mark still to be re-sealed goes with the revoke's commit: an asynchronous commit may have
+        // erased it, and once the partition is gone no re-seal would come (the next owner would read on past H).
+        for (TopicPartition tp : revoked) {
+            Offset mark = reseal.remove(tp);
+            if (mark != null) {
+                pending.add(mark);
+            }
+        }
         return pending.isEmpty() ? null : commit(pending, true);
     }
 
@@ -195,6 +203,7 @@ final class ReplayBook {
         for (TopicPartition tp : keys) {
             parts.remove(tp);
             reported.remove(tp);
+            reseal.remove(tp); // someone else's now: never re-sealed from here
         }
         List<T> dropped = new ArrayList<>();
         inHand.removeIf(item -> {
