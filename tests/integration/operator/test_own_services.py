@@ -37,7 +37,7 @@ from .handover_scenario import (
     replay_client_secret,
     service_deployment,
 )
-from .scenario import PARTITIONS, apply, assert_children_gone, wait_caught_up, wait_phase
+from .scenario import HANDOVER_TOPIC_ENV, PARTITIONS, apply, assert_children_gone, wait_caught_up, wait_phase
 
 pytestmark = pytest.mark.integration
 
@@ -69,6 +69,7 @@ def container(language: str, bootstrap: str, topic: str, ledger: Path) -> dict:
         {"name": "ORDERS_GROUP", "value": GROUP},
         {"name": "ORDERS_TOPIC", "value": topic},
         {"name": "ORDERS_LEDGER_DIR", "value": str(ledger)},
+        *HANDOVER_TOPIC_ENV,  # the guard reads this namespace's handover topic, as docs/own-service.md says
     ]
     if language == "python":
         env.append({"name": "PYTHONPATH", "value": "/app"})
