@@ -19,12 +19,11 @@ import http.client
 import logging
 import re
 import secrets
-import subprocess
 import urllib.parse
 from pathlib import Path
 
 from . import processes
-from .cache import cache_root, component_dir
+from .cache import component_dir, maven_artifact
 from .errors import PlatformError
 from .prerequisites import missing
 
@@ -34,7 +33,6 @@ DEMO_BUCKET = "lake"
 REGION = "us-east-1"  # S3Proxy ignores it; SigV4 clients need one
 ENV_CREDENTIALS_PROVIDER = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
 
-_MAVEN_TIMEOUT = 1800.0
 # S3 bucket names: 3-63 lower-case letters, digits, dots and hyphens, starting and ending alphanumeric.
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _log = logging.getLogger(__name__)
@@ -47,35 +45,10 @@ def ensure_s3proxy() -> Path:
         if problem:
             raise PlatformError(problem)
     home = component_dir("s3proxy", S3PROXY_VERSION)
-    repo = cache_root() / "maven-repository"
-    jar = repo / "org/gaul/s3proxy" / S3PROXY_VERSION / f"s3proxy-{S3PROXY_VERSION}-jar-with-dependencies.jar"
-    if jar.is_file():
-        return jar
+    path = f"org/gaul/s3proxy/{S3PROXY_VERSION}/s3proxy-{S3PROXY_VERSION}-jar-with-dependencies.jar"
     with open(home / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a test session and `make run` may fetch at once
-        if jar.is_file():
-            return jar
-        log = home / "mvn-get.log"
-        argv = [
-            "mvn",
-            "-B",
-            f"-Dmaven.repo.local={repo}",
-            "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get",
-            f"-Dartifact={ARTIFACT}",
-            "-Dtransitive=false",
-        ]
-        try:
-            with open(log, "wb") as out:
-                code = subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT
-                ).returncode
-        except subprocess.TimeoutExpired:
-            raise PlatformError(f"Maven did not fetch {ARTIFACT} within {_MAVEN_TIMEOUT:.0f}s; see {log}") from None
-        if code != 0 or not jar.is_file():
-            raise PlatformError(
-                f"Maven could not fetch {ARTIFACT}: check access to Maven Central and run again; see {log}"
-            )
-    return jar
+        return maven_artifact(ARTIFACT, path, home / "mvn-get.log")
 
 
 class ObjectStore:

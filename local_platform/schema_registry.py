@@ -23,9 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_root, component_dir
+from .cache import component_dir, maven_artifact
 from .errors import PlatformError
-from .prerequisites import missing
 from .processes import free_port
 
 VERSION = "3.3.3"
@@ -38,7 +37,6 @@ JVM_DIRS = (Path("/usr/lib/jvm"),)
 MIN_JAVA = 21
 #: Quarkus started in 26 to 56 s under load in the trial; a loaded CI machine gets more than twice that.
 START_TIMEOUT_S = 180.0
-_MAVEN_TIMEOUT_S = 1800.0
 _HEAP = ("-Xmx256m", "-XX:+UseSerialGC")
 
 
@@ -73,40 +71,11 @@ def ensure_registry() -> Path:
     app = home / "app"
     if (app / "quarkus-run.jar").is_file():
         return app
-    archive = (
-        cache_root()
-        / "maven-repository"
-        / "io/apicurio/apicurio-registry-app"
-        / VERSION
-        / f"apicurio-registry-app-{VERSION}-all.tar.gz"
+    archive = maven_artifact(
+        ARTIFACT,
+        f"io/apicurio/apicurio-registry-app/{VERSION}/apicurio-registry-app-{VERSION}-all.tar.gz",
+        home / "mvn.log",
     )
-    if not archive.is_file():
-        problem = missing("mvn")
-        if problem:
-            raise PlatformError(problem)
-        log = home / "mvn.log"
-        argv = [
-            "mvn",
-            "-q",
-            "-B",
-            "-Dstyle.color=never",
-            f"-Dmaven.repo.local={cache_root() / 'maven-repository'}",
-            "dependency:get",
-            f"-Dartifact={ARTIFACT}",
-            "-Dtransitive=false",
-        ]
-        try:
-            with open(log, "wb") as out:
-                code = subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=_MAVEN_TIMEOUT_S
-                ).returncode
-        except subprocess.TimeoutExpired:
-            raise PlatformError(
-                f"Maven did not fetch {ARTIFACT} within {_MAVEN_TIMEOUT_S:.0f}s: check access to Maven Central; "
-                f"see {log}"
-            ) from None
-        if code != 0 or not archive.is_file():
-            raise PlatformError(f"Maven could not fetch {ARTIFACT} (exit {code}): see {log}")
     staging = home / "app.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
