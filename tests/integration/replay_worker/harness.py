@@ -240,20 +240,18 @@ def check_split(
     return SplitReport(lost, duplicates, both, first, dict(handover), sum(replay.values()), sum(live.values()))
 
 
-def settle_and_check(
+def settle(
     bootstrap: str,
     handover_topic: str,
     replay_id: str,
     topic: str,
     partitions: int,
     live_group: str,
-    live_from: Mapping[int, int],
-    out_dir: Path,
     lives: list,
     workers: list,
-) -> tuple[SplitReport, dict[int, int]]:
-    """After a replay handed every partition over: wait for the live group to reach the end, stop every process,
-    and check the split of the ledgers at the S and H the handover topic holds. (the report, H per partition)"""
+) -> tuple[dict[int, int | None], dict[int, int | None], dict[int, int]]:
+    """After a replay handed every partition over: wait for the live group to reach the end and stop every
+    process. (S per partition, H per partition, as the handover topic holds them; the end offsets)"""
     from replay_worker.topic.handover_topic import HandoverTopic
 
     ends = end_offsets(bootstrap, topic, partitions)
@@ -272,6 +270,26 @@ def settle_and_check(
         reader.close()
     starts = {p: final.partitions[(topic, p)].start_offset for p in range(partitions)}
     handovers = {p: final.partitions[(topic, p)].handover_offset for p in range(partitions)}
+    return starts, handovers, ends
+
+
+def settle_and_check(
+    bootstrap: str,
+    handover_topic: str,
+    replay_id: str,
+    topic: str,
+    partitions: int,
+    live_group: str,
+    live_from: Mapping[int, int],
+    out_dir: Path,
+    lives: list,
+    workers: list,
+) -> tuple[SplitReport, dict[int, int]]:
+    """`settle`, then check the split of the ledgers at the S and H the handover topic holds. (the report, H per
+    partition)"""
+    starts, handovers, ends = settle(
+        bootstrap, handover_topic, replay_id, topic, partitions, live_group, lives, workers
+    )
     report = check_split(
         topic,
         partitions,

@@ -36,6 +36,7 @@ from tests.integration.replay_worker.harness import (
     committed,
     end_offsets,
     read_log_lines,
+    settle,
     wait_for,
 )
 
@@ -291,28 +292,13 @@ def _run_avro_handover(
         wait_for(complete, 300, "every partition handed over and acknowledged", 1.0, lives + workers)
         live.join(120)
         assert live.error is None and len(live.written) == LIVE_RECORDS
-        ends = end_offsets(bootstrap, topic_name, PARTITIONS)
-        wait_for(
-            lambda: all(
-                committed(bootstrap, live_group, topic_name, PARTITIONS)[p][0] >= ends[p] for p in range(PARTITIONS)
-            ),
-            120,
-            "the live service at the end",
-            processes_to_watch=lives,
+        starts, handovers, ends = settle(
+            bootstrap, handover_topic, replay_id, topic_name, PARTITIONS, live_group, lives, workers
         )
-        for process in lives + workers:
-            process.stop()
-        reader = HandoverTopic(bootstrap, handover_topic)
-        try:
-            final = reader.read_replay(replay_id)
-        finally:
-            reader.close()
     finally:
         procs.stop_all()
         link.close()
         schema_registry.request("DELETE", f"/subjects/{subject}")
-    starts = {p: final.partitions[(topic_name, p)].start_offset for p in range(PARTITIONS)}
-    handovers = {p: final.partitions[(topic_name, p)].handover_offset for p in range(PARTITIONS)}
     number_at = {**history.written, **live.written}
     replayed = read_log_lines(out_dir, "replay")
     # The replay's ledger: every record in [S, H) whose v2 value has region "eu", once; nothing else.
